@@ -1,0 +1,14 @@
+//! The netaware.v1 wire protocol: the agent session stream and the Scores
+//! service, generated from `proto/netaware/v1/*.proto` at build time.
+//!
+//! Nothing but generated code lives here, so every other crate speaks the
+//! same types and the .proto files stay the single source of truth.
+
+/// Generated messages, clients and servers of the `netaware.v1` package.
+pub mod v1 {
+    #![allow(missing_docs, clippy::all, clippy::pedantic)]
+    tonic::include_proto!("netaware.v1");
+}
+
+/// The encoded file descriptor set, for gRPC server reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("netaware_descriptor");
