@@ -1,1 +1,58 @@
-//! core
+//! The pure core of netaware: what the collector and the scheduler decide,
+//! with no sockets and no clocks of their own.
+//!
+//! Everything here is plain data and functions; the current time is always
+//! passed in as [`UnixMillis`]. That keeps every decision deterministic and
+//! testable by unit and property tests, and lets the async shells (the gRPC
+//! collector, the HTTP extender, the CLI) stay thin.
+//!
+//! - [`registry`]: the nodes the collector knows, and their liveness.
+//! - [`matrix`]: the directed pair matrix over recent measurement windows.
+//! - [`score`]: the score model that turns a pair's figures into a quality.
+//! - [`snapshot`]: a scored, self-contained view of the matrix at one instant.
+//! - [`placement`]: where the workers of a job should go, and why.
+
+pub mod matrix;
+pub mod placement;
+pub mod registry;
+pub mod score;
+pub mod snapshot;
+
+/// Milliseconds since the Unix epoch. All times in the core are this type,
+/// passed in by the caller.
+pub type UnixMillis = u64;
+
+/// Whether a node runs an agent of its own or is only probed by others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    /// Runs an agent that reports windows.
+    Agent,
+    /// Listed in the collector's inventory; probed by every agent.
+    Inventory,
+}
+
+impl NodeKind {
+    /// The lowercase name used on the wire and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeKind::Agent => "agent",
+            NodeKind::Inventory => "inventory",
+        }
+    }
+}
+
+/// Who a node is and where it sits.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NodeInfo {
+    /// Unique node name (the Kubernetes node name on a cluster).
+    pub name: String,
+    /// The address peers probe.
+    pub address: String,
+    /// Failure domain that placement keeps a job inside.
+    pub zone: String,
+    /// Region holding the zone; may be empty.
+    pub region: String,
+    /// Agent or inventory node.
+    pub kind: NodeKind,
+}

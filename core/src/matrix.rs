@@ -1,0 +1,356 @@
+//! The directed pair matrix: for every (src, dst) pair, the recent windows
+//! that src measured towards dst, and the last goodput.
+//!
+//! A window enters only through [`PairWindow::new`], which checks it, so the
+//! matrix never holds a NaN, a negative RTT or more replies than probes.
+//! [`PairMatrix::summary`] folds the recent windows of a pair into the
+//! figures that the score model uses.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::UnixMillis;
+
+/// Longest RTT the matrix accepts, in milliseconds: anything above is a
+/// broken clock or a broken agent, not a network.
+pub const MAX_RTT_MS: f64 = 60_000.0;
+
+/// Most probes one pair may claim in one window.
+pub const MAX_PROBES_PER_WINDOW: u32 = 1_000_000;
+
+/// RTT figures of one window, over the replies received, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RttStats {
+    /// Fastest reply.
+    pub min: f64,
+    /// Median reply.
+    pub median: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Slowest reply.
+    pub max: f64,
+    /// Mean absolute difference between consecutive replies.
+    pub jitter: f64,
+}
+
+/// One window of probes from src to dst, checked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairWindow {
+    /// When the window ended (agent clock, checked against the collector's).
+    pub end: UnixMillis,
+    /// Probes sent.
+    pub sent: u32,
+    /// Replies received in time.
+    pub received: u32,
+    /// RTT figures; `None` exactly when nothing was received.
+    pub rtt: Option<RttStats>,
+}
+
+/// Why a window was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WindowError {
+    /// More replies than probes.
+    #[error("received {received} exceeds sent {sent}")]
+    ReceivedAboveSent {
+        /// Probes sent.
+        sent: u32,
+        /// Replies claimed.
+        received: u32,
+    },
+    /// An absurd number of probes.
+    #[error("sent {0} exceeds the limit of {MAX_PROBES_PER_WINDOW} probes per window")]
+    TooManyProbes(u32),
+    /// An RTT figure that is NaN, infinite, negative or absurdly large.
+    #[error("{field} is {value}, not a finite RTT between 0 and {MAX_RTT_MS} ms")]
+    BadRtt {
+        /// Which figure.
+        field: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// Quantiles out of order (min <= median <= p90 <= p99 <= max).
+    #[error("RTT quantiles out of order: min {min}, median {median}, p90 {p90}, p99 {p99}, max {max}")]
+    QuantileOrder {
+        /// min
+        min: f64,
+        /// median
+        median: f64,
+        /// p90
+        p90: f64,
+        /// p99
+        p99: f64,
+        /// max
+        max: f64,
+    },
+}
+
+impl PairWindow {
+    /// Checks a window. RTT figures are ignored when nothing was received.
+    pub fn new(
+        end: UnixMillis,
+        sent: u32,
+        received: u32,
+        rtt: RttStats,
+    ) -> Result<Self, WindowError> {
+        if sent > MAX_PROBES_PER_WINDOW {
+            return Err(WindowError::TooManyProbes(sent));
+        }
+        if received > sent {
+            return Err(WindowError::ReceivedAboveSent { sent, received });
+        }
+        if received == 0 {
+            return Ok(Self { end, sent, received, rtt: None });
+        }
+        for (field, value) in [
+            ("rtt_min_ms", rtt.min),
+            ("rtt_median_ms", rtt.median),
+            ("rtt_p90_ms", rtt.p90),
+            ("rtt_p99_ms", rtt.p99),
+            ("rtt_max_ms", rtt.max),
+            ("jitter_ms", rtt.jitter),
+        ] {
+            if !(value.is_finite() && (0.0..=MAX_RTT_MS).contains(&value)) {
+                return Err(WindowError::BadRtt { field, value });
+            }
+        }
+        let ordered = rtt.min <= rtt.median
+            && rtt.median <= rtt.p90
+            && rtt.p90 <= rtt.p99
+            && rtt.p99 <= rtt.max;
+        if !ordered {
+            return Err(WindowError::QuantileOrder {
+                min: rtt.min,
+                median: rtt.median,
+                p90: rtt.p90,
+                p99: rtt.p99,
+                max: rtt.max,
+            });
+        }
+        Ok(Self { end, sent, received, rtt: Some(rtt) })
+    }
+}
+
+/// A goodput measurement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Throughput {
+    /// Receiver goodput in bits per second.
+    pub bps: f64,
+    /// When the test ended.
+    pub at: UnixMillis,
+}
+
+/// What the recent windows of one pair add up to.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PairSummary {
+    /// Reply-weighted median of the windows' medians (ms).
+    pub rtt_median_ms: Option<f64>,
+    /// Highest p99 of the windows (ms): conservative on purpose.
+    pub rtt_p99_ms: Option<f64>,
+    /// Reply-weighted mean jitter (ms).
+    pub jitter_ms: Option<f64>,
+    /// Lost over sent, over all windows.
+    pub loss_ratio: Option<f64>,
+    /// Probes sent over all windows.
+    pub samples: u64,
+    /// End of the newest window.
+    pub last_end: Option<UnixMillis>,
+    /// Last goodput, if any test ran.
+    pub throughput: Option<Throughput>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct PairHistory {
+    windows: VecDeque<PairWindow>,
+    throughput: Option<Throughput>,
+}
+
+/// Directed pairs and their recent windows, keyed by node names.
+#[derive(Debug, Clone)]
+pub struct PairMatrix {
+    pairs: HashMap<(String, String), PairHistory>,
+    windows_kept: usize,
+}
+
+impl PairMatrix {
+    /// A matrix that keeps the last `windows_kept` windows of every pair
+    /// (at least one).
+    pub fn new(windows_kept: usize) -> Self {
+        Self { pairs: HashMap::new(), windows_kept: windows_kept.max(1) }
+    }
+
+    /// Adds a window to the pair src -> dst. Windows are kept in order of
+    /// their end, so a late one lands in its place.
+    pub fn record(&mut self, src: &str, dst: &str, window: PairWindow) {
+        let history = self.pairs.entry((src.to_owned(), dst.to_owned())).or_default();
+        let at = history.windows.partition_point(|w| w.end <= window.end);
+        history.windows.insert(at, window);
+        while history.windows.len() > self.windows_kept {
+            history.windows.pop_front();
+        }
+    }
+
+    /// Records a goodput measurement for src -> dst, keeping the newest.
+    pub fn record_throughput(&mut self, src: &str, dst: &str, throughput: Throughput) {
+        let history = self.pairs.entry((src.to_owned(), dst.to_owned())).or_default();
+        if history.throughput.is_none_or(|old| old.at <= throughput.at) {
+            history.throughput = Some(throughput);
+        }
+    }
+
+    /// Forgets every pair that involves `node`.
+    pub fn remove_node(&mut self, node: &str) {
+        self.pairs.retain(|(src, dst), _| src != node && dst != node);
+    }
+
+    /// The figures of src -> dst over its recent windows (all `None` when the
+    /// pair was never measured).
+    pub fn summary(&self, src: &str, dst: &str) -> PairSummary {
+        let key = (src.to_owned(), dst.to_owned());
+        self.pairs.get(&key).map(summarize).unwrap_or_default()
+    }
+
+    /// Every pair that has any data, with its summary.
+    pub fn pairs(&self) -> impl Iterator<Item = (&str, &str, PairSummary)> {
+        self.pairs
+            .iter()
+            .map(|((src, dst), history)| (src.as_str(), dst.as_str(), summarize(history)))
+    }
+}
+
+fn summarize(history: &PairHistory) -> PairSummary {
+    let windows = &history.windows;
+    let samples: u64 = windows.iter().map(|w| u64::from(w.sent)).sum();
+    let received: u64 = windows.iter().map(|w| u64::from(w.received)).sum();
+    let loss_ratio = (samples > 0).then(|| (samples - received) as f64 / samples as f64);
+    let answered: Vec<(f64, RttStats)> = windows
+        .iter()
+        .filter_map(|w| w.rtt.map(|rtt| (f64::from(w.received), rtt)))
+        .collect();
+    let total_weight: f64 = answered.iter().map(|(weight, _)| weight).sum();
+    let rtt_median_ms = weighted_median(answered.iter().map(|(w, rtt)| (*w, rtt.median)));
+    let rtt_p99_ms = answered.iter().map(|(_, rtt)| rtt.p99).reduce(f64::max);
+    let jitter_ms = (total_weight > 0.0).then(|| {
+        answered.iter().map(|(w, rtt)| w * rtt.jitter).sum::<f64>() / total_weight
+    });
+    PairSummary {
+        rtt_median_ms,
+        rtt_p99_ms,
+        jitter_ms,
+        loss_ratio,
+        samples,
+        last_end: windows.back().map(|w| w.end),
+        throughput: history.throughput,
+    }
+}
+
+/// The value at which the cumulative weight first reaches half the total.
+fn weighted_median(values: impl Iterator<Item = (f64, f64)>) -> Option<f64> {
+    let mut values: Vec<(f64, f64)> = values.filter(|(weight, _)| *weight > 0.0).collect();
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let half = values.iter().map(|(weight, _)| weight).sum::<f64>() / 2.0;
+    let mut cumulative = 0.0;
+    for (weight, value) in &values {
+        cumulative += weight;
+        if cumulative >= half {
+            return Some(*value);
+        }
+    }
+    values.last().map(|(_, value)| *value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn rtt(median: f64) -> RttStats {
+        RttStats { min: median, median, p90: median, p99: median, max: median, jitter: 0.0 }
+    }
+
+    #[test]
+    fn refuses_impossible_windows() {
+        assert!(matches!(
+            PairWindow::new(1, 5, 6, rtt(1.0)),
+            Err(WindowError::ReceivedAboveSent { .. })
+        ));
+        assert!(matches!(
+            PairWindow::new(1, 5, 5, rtt(f64::NAN)),
+            Err(WindowError::BadRtt { .. })
+        ));
+        assert!(matches!(
+            PairWindow::new(1, 5, 5, rtt(-0.5)),
+            Err(WindowError::BadRtt { .. })
+        ));
+        let unordered = RttStats { min: 2.0, ..rtt(1.0) };
+        assert!(matches!(
+            PairWindow::new(1, 5, 5, unordered),
+            Err(WindowError::QuantileOrder { .. })
+        ));
+        // With no reply, the RTT figures carry nothing and are not checked.
+        assert_eq!(PairWindow::new(1, 5, 0, rtt(f64::NAN)).unwrap().rtt, None);
+    }
+
+    #[test]
+    fn summary_folds_windows() {
+        let mut matrix = PairMatrix::new(3);
+        matrix.record("a", "b", PairWindow::new(10, 10, 10, rtt(1.0)).unwrap());
+        matrix.record("a", "b", PairWindow::new(20, 10, 5, rtt(3.0)).unwrap());
+        matrix.record("a", "b", PairWindow::new(30, 10, 10, rtt(2.0)).unwrap());
+        let summary = matrix.summary("a", "b");
+        assert_eq!(summary.samples, 30);
+        assert_eq!(summary.loss_ratio, Some(5.0 / 30.0));
+        assert_eq!(summary.rtt_median_ms, Some(2.0));
+        assert_eq!(summary.last_end, Some(30));
+        // The oldest window falls out once a fourth arrives.
+        matrix.record("a", "b", PairWindow::new(40, 10, 0, rtt(0.0)).unwrap());
+        let summary = matrix.summary("a", "b");
+        assert_eq!(summary.samples, 30);
+        assert_eq!(summary.loss_ratio, Some(15.0 / 30.0));
+        assert_eq!(summary.rtt_median_ms, Some(2.0));
+    }
+
+    #[test]
+    fn late_windows_land_in_order() {
+        let mut matrix = PairMatrix::new(2);
+        matrix.record("a", "b", PairWindow::new(30, 1, 1, rtt(3.0)).unwrap());
+        matrix.record("a", "b", PairWindow::new(10, 1, 1, rtt(1.0)).unwrap());
+        matrix.record("a", "b", PairWindow::new(20, 1, 1, rtt(2.0)).unwrap());
+        let summary = matrix.summary("a", "b");
+        assert_eq!(summary.last_end, Some(30));
+        assert_eq!(summary.rtt_median_ms, Some(2.0));
+    }
+
+    #[test]
+    fn unknown_pair_has_no_figures() {
+        let matrix = PairMatrix::new(3);
+        assert_eq!(matrix.summary("x", "y"), PairSummary::default());
+    }
+
+    proptest! {
+        #[test]
+        fn summary_is_never_nan_or_out_of_range(
+            windows in prop::collection::vec((0u32..50, 0u32..50, 0.0f64..500.0, 0.0f64..50.0), 1..12)
+        ) {
+            let mut matrix = PairMatrix::new(6);
+            for (i, (sent, received, median, jitter)) in windows.into_iter().enumerate() {
+                let received = received.min(sent);
+                let stats = RttStats { min: median / 2.0, median, p90: median, p99: median * 2.0, max: median * 2.0, jitter };
+                matrix.record("a", "b", PairWindow::new(i as u64, sent, received, stats).unwrap());
+            }
+            let summary = matrix.summary("a", "b");
+            if let Some(loss) = summary.loss_ratio {
+                prop_assert!((0.0..=1.0).contains(&loss));
+            }
+            for value in [summary.rtt_median_ms, summary.rtt_p99_ms, summary.jitter_ms].into_iter().flatten() {
+                prop_assert!(value.is_finite() && value >= 0.0);
+            }
+            if let (Some(median), Some(p99)) = (summary.rtt_median_ms, summary.rtt_p99_ms) {
+                prop_assert!(median <= p99);
+            }
+        }
+    }
+}
