@@ -1,0 +1,431 @@
+//! Where the workers of a distributed training job should go: DESIGN.md's
+//! zone-first algorithm over a [`ScoredMatrix`].
+//!
+//! 1. Zone first. With workers already placed, the zone holding most of them;
+//!    otherwise a zone with at least k feasible candidates whose k best
+//!    candidates are best connected to each other (or, when no zone has k,
+//!    the zone with the most). Nodes of other zones keep a score scaled by
+//!    [`PlacementConfig::out_of_zone_factor`]; in strict mode they fail.
+//! 2. Inside the zone, a node's score is its mean pair quality to the placed
+//!    workers (both directions), or to the zone's other candidates when none
+//!    is placed. Loss above [`PlacementConfig::loss_threshold`] to a placed
+//!    worker fails the node, with the reason.
+//! 3. Every score carries the terms behind it ([`NodeTerms`]).
+//!
+//! The CLI's `rank`, the collector's Rank RPC and the scheduler extender all
+//! call [`rank`], so they can never disagree.
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::NodeKind;
+use crate::snapshot::ScoredMatrix;
+
+/// Tuning of the placement policy.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PlacementConfig {
+    /// Loss ratio to a placed worker (either direction) above which a node
+    /// fails.
+    pub loss_threshold: f64,
+    /// Factor applied to the score of nodes outside the chosen zone.
+    pub out_of_zone_factor: f64,
+}
+
+impl Default for PlacementConfig {
+    fn default() -> Self {
+        Self { loss_threshold: 0.05, out_of_zone_factor: 0.1 }
+    }
+}
+
+/// A job to place.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JobRequest {
+    /// Number of workers (k).
+    pub size: usize,
+    /// Nodes where workers of the job already run.
+    pub placed: Vec<String>,
+    /// Nodes to consider; `None` means every agent node not in `placed`.
+    pub candidates: Option<Vec<String>>,
+    /// Fail nodes outside the chosen zone instead of scoring them low.
+    pub strict_zone: bool,
+}
+
+/// What the pairs behind a score would say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// Scored against the job's placed workers.
+    Placed,
+    /// Scored against the other candidates of its zone.
+    Zone,
+    /// The only placed worker runs on this node: no network between them.
+    Colocated,
+}
+
+impl Basis {
+    /// The name used on the wire and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Basis::Placed => "placed",
+            Basis::Zone => "zone",
+            Basis::Colocated => "colocated",
+        }
+    }
+}
+
+/// The terms behind one node's score: means over the pairs it averaged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeTerms {
+    /// Mean pair quality.
+    pub quality: f64,
+    /// Mean delay term.
+    pub delay: f64,
+    /// Mean loss term.
+    pub loss: f64,
+    /// Mean throughput term.
+    pub throughput: f64,
+    /// Directed pairs averaged.
+    pub pairs: u32,
+    /// Of those, pairs with a term that fell back.
+    pub fallback_pairs: u32,
+    /// What the node was scored against.
+    pub basis: Basis,
+    /// Whether the node is in the chosen zone.
+    pub in_chosen_zone: bool,
+}
+
+/// One candidate's verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankedNode {
+    /// Node name.
+    pub name: String,
+    /// Its zone (empty for an unknown node).
+    pub zone: String,
+    /// In [0, 1]; 0 for infeasible nodes.
+    pub score: f64,
+    /// Why the node must not be used; `None` when it may.
+    pub failure: Option<String>,
+    /// The terms behind the score.
+    pub terms: NodeTerms,
+}
+
+impl RankedNode {
+    /// Whether the node may be used.
+    pub fn feasible(&self) -> bool {
+        self.failure.is_none()
+    }
+}
+
+/// The answer: a zone and the candidates, feasible ones best first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranking {
+    /// The chosen zone, if any candidate is feasible.
+    pub zone: Option<String>,
+    /// Why that zone.
+    pub zone_reason: String,
+    /// Feasible nodes by score (best first), then the infeasible ones.
+    pub nodes: Vec<RankedNode>,
+}
+
+/// Ranks the candidates for a job.
+pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -> Ranking {
+    let placed: Vec<usize> = job.placed.iter().filter_map(|name| matrix.index_of(name)).collect();
+    let candidate_names: Vec<String> = match &job.candidates {
+        Some(names) => names.clone(),
+        None => {
+            let placed: HashSet<&str> = job.placed.iter().map(String::as_str).collect();
+            matrix
+                .nodes()
+                .iter()
+                .filter(|n| n.info.kind == NodeKind::Agent && !placed.contains(n.info.name.as_str()))
+                .map(|n| n.info.name.clone())
+                .collect()
+        }
+    };
+
+    // Node-level failures that do not depend on the zone.
+    let mut verdicts: Vec<(String, Option<usize>, Option<String>)> = candidate_names
+        .into_iter()
+        .map(|name| {
+            let index = matrix.index_of(&name);
+            let failure = match index {
+                None => Some("unknown to the collector".to_owned()),
+                Some(i) if matrix.nodes()[i].stale => {
+                    Some("stale: no fresh measurements of this node".to_owned())
+                }
+                Some(i) => lossy_peer(matrix, i, &placed, config.loss_threshold),
+            };
+            (name, index, failure)
+        })
+        .collect();
+    verdicts.dedup_by(|a, b| a.0 == b.0);
+
+    let feasible: Vec<usize> =
+        verdicts.iter().filter(|(_, _, f)| f.is_none()).filter_map(|(_, i, _)| *i).collect();
+    let (zone, zone_reason) = choose_zone(matrix, &placed, &feasible, job.size);
+
+    let mut nodes: Vec<RankedNode> = verdicts
+        .into_iter()
+        .map(|(name, index, mut failure)| {
+            let Some(i) = index else {
+                return RankedNode { name, zone: String::new(), score: 0.0, failure, terms: NodeTerms::empty() };
+            };
+            let node_zone = matrix.nodes()[i].info.zone.clone();
+            let in_zone = zone.as_deref() == Some(node_zone.as_str());
+            let mut terms = if placed.is_empty() {
+                let mates: Vec<usize> = feasible
+                    .iter()
+                    .copied()
+                    .filter(|&j| j != i && matrix.nodes()[j].info.zone == node_zone)
+                    .collect();
+                node_terms(matrix, i, &mates, Basis::Zone)
+            } else {
+                node_terms(matrix, i, &placed, Basis::Placed)
+            };
+            terms.in_chosen_zone = in_zone;
+            if failure.is_none() && !in_zone && job.strict_zone {
+                failure = Some(match &zone {
+                    Some(zone) => format!("outside the chosen zone {zone} (strict)"),
+                    None => "no zone can be chosen (strict)".to_owned(),
+                });
+            }
+            let factor = if in_zone { 1.0 } else { config.out_of_zone_factor };
+            let score = if failure.is_some() { 0.0 } else { (terms.quality * factor).clamp(0.0, 1.0) };
+            RankedNode { name, zone: node_zone, score, failure, terms }
+        })
+        .collect();
+    nodes.sort_by(|a, b| {
+        b.feasible()
+            .cmp(&a.feasible())
+            .then(b.score.total_cmp(&a.score))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    Ranking { zone, zone_reason, nodes }
+}
+
+impl NodeTerms {
+    fn empty() -> Self {
+        Self {
+            quality: 0.0,
+            delay: 0.0,
+            loss: 0.0,
+            throughput: 0.0,
+            pairs: 0,
+            fallback_pairs: 0,
+            basis: Basis::Zone,
+            in_chosen_zone: false,
+        }
+    }
+}
+
+/// The first placed peer that `node` loses too much to, in either direction.
+fn lossy_peer(matrix: &ScoredMatrix, node: usize, placed: &[usize], threshold: f64) -> Option<String> {
+    for &peer in placed.iter().filter(|&&p| p != node) {
+        for (src, dst) in [(node, peer), (peer, node)] {
+            let Some(pair) = matrix.pair(src, dst) else { continue };
+            let Some(loss) = pair.summary.loss_ratio.filter(|_| !pair.stale) else { continue };
+            if loss > threshold {
+                let names = |i: usize| matrix.nodes()[i].info.name.as_str();
+                return Some(format!(
+                    "loss {:.1}% from {} to {} exceeds {:.1}%",
+                    loss * 100.0,
+                    names(src),
+                    names(dst),
+                    threshold * 100.0
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Means of the pair terms between `node` and each of `others`, both ways.
+fn node_terms(matrix: &ScoredMatrix, node: usize, others: &[usize], basis: Basis) -> NodeTerms {
+    let mut terms = NodeTerms { basis, ..NodeTerms::empty() };
+    let mut sums = [0.0; 4];
+    for &other in others.iter().filter(|&&o| o != node) {
+        for pair in [matrix.pair(node, other), matrix.pair(other, node)].into_iter().flatten() {
+            sums[0] += pair.quality;
+            sums[1] += pair.terms.delay;
+            sums[2] += pair.terms.loss;
+            sums[3] += pair.terms.throughput;
+            terms.pairs += 1;
+            terms.fallback_pairs += u32::from(pair.is_fallback());
+        }
+    }
+    if basis == Basis::Placed && others.iter().all(|&o| o == node) {
+        // The job's only placed worker is here: no link to pay for.
+        return NodeTerms { quality: 1.0, delay: 1.0, loss: 1.0, throughput: 1.0, basis: Basis::Colocated, ..terms };
+    }
+    if terms.pairs > 0 {
+        let n = f64::from(terms.pairs);
+        terms.quality = sums[0] / n;
+        terms.delay = sums[1] / n;
+        terms.loss = sums[2] / n;
+        terms.throughput = sums[3] / n;
+    }
+    terms
+}
+
+/// The zone for the job, and why.
+fn choose_zone(
+    matrix: &ScoredMatrix,
+    placed: &[usize],
+    feasible: &[usize],
+    size: usize,
+) -> (Option<String>, String) {
+    let zone_of = |i: usize| matrix.nodes()[i].info.zone.as_str();
+    if !placed.is_empty() {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for &p in placed {
+            *counts.entry(zone_of(p)).or_default() += 1;
+        }
+        // BTreeMap order makes ties go to the first zone by name.
+        let (zone, count) = counts
+            .iter()
+            .fold(None, |best: Option<(&str, usize)>, (&z, &c)| match best {
+                Some((_, bc)) if bc >= c => best,
+                _ => Some((z, c)),
+            })
+            .expect("placed is not empty");
+        return (
+            Some(zone.to_owned()),
+            format!("holds {count} of the job's {} placed workers", placed.len()),
+        );
+    }
+    let mut by_zone: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for &i in feasible {
+        by_zone.entry(zone_of(i)).or_default().push(i);
+    }
+    let best = by_zone
+        .iter()
+        .map(|(&zone, members)| (zone, members.len(), best_group_quality(matrix, members, size)))
+        .max_by(|a, b| {
+            (a.1 >= size)
+                .cmp(&(b.1 >= size))
+                .then_with(|| if a.1 >= size { a.2.total_cmp(&b.2) } else { a.1.cmp(&b.1).then(a.2.total_cmp(&b.2)) })
+                .then_with(|| b.0.cmp(a.0))
+        });
+    match best {
+        None => (None, "no feasible candidate".to_owned()),
+        Some((zone, count, quality)) if count >= size => (
+            Some(zone.to_owned()),
+            format!("has {count} feasible nodes for {size} workers; best {size} connected at mean quality {quality:.3}"),
+        ),
+        Some((zone, count, _)) => (
+            Some(zone.to_owned()),
+            format!("no zone has {size} feasible nodes; this one has the most ({count})"),
+        ),
+    }
+}
+
+/// Mean pair quality among the `size` members best connected to the rest.
+fn best_group_quality(matrix: &ScoredMatrix, members: &[usize], size: usize) -> f64 {
+    let mut scored: Vec<(usize, f64)> = members
+        .iter()
+        .map(|&i| (i, node_terms(matrix, i, members, Basis::Zone).quality))
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let group: Vec<usize> = scored.iter().take(size.max(1)).map(|(i, _)| *i).collect();
+    let mut sum = 0.0;
+    let mut count = 0u32;
+    for &a in &group {
+        for &b in group.iter().filter(|&&b| b != a) {
+            if let Some(pair) = matrix.pair(a, b) {
+                sum += pair.quality;
+                count += 1;
+            }
+        }
+    }
+    if count == 0 { 0.0 } else { sum / f64::from(count) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::tests::scored;
+
+    /// Three zones: a (3 nodes, a3 lossy), b (3 clean nodes, slower), c (1).
+    fn cluster() -> ScoredMatrix {
+        let nodes = [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b"), ("b2", "b"), ("b3", "b"), ("c1", "c")];
+        let mut measured = Vec::new();
+        for (src, sz) in nodes {
+            for (dst, dz) in nodes {
+                if src == dst {
+                    continue;
+                }
+                let (median, loss) = match (sz == dz, sz) {
+                    (true, "a") if src == "a3" || dst == "a3" => (0.1, 0.2),
+                    (true, "a") => (0.1, 0.0),
+                    (true, _) => (0.3, 0.0),
+                    (false, _) => (20.0, 0.0),
+                };
+                measured.push((src, dst, median, loss));
+            }
+        }
+        scored(&nodes, &measured, 10_000)
+    }
+
+    fn job(size: usize, placed: &[&str]) -> JobRequest {
+        JobRequest { size, placed: placed.iter().map(|s| s.to_string()).collect(), ..JobRequest::default() }
+    }
+
+    fn names(ranking: &Ranking) -> Vec<&str> {
+        ranking.nodes.iter().map(|n| n.name.as_str()).collect()
+    }
+
+    #[test]
+    fn picks_the_zone_whose_best_k_are_best_connected() {
+        let ranking = rank(&cluster(), &job(2, &[]), &PlacementConfig::default());
+        assert_eq!(ranking.zone.as_deref(), Some("a"));
+        assert_eq!(&names(&ranking)[..2], ["a1", "a2"]);
+        // For 3 workers, zone a would need its lossy host: b is better.
+        let ranking = rank(&cluster(), &job(3, &[]), &PlacementConfig::default());
+        assert_eq!(ranking.zone.as_deref(), Some("b"));
+        assert!(ranking.nodes[..3].iter().all(|n| n.zone == "b" && n.terms.in_chosen_zone));
+        assert!(ranking.nodes[3].score < ranking.nodes[2].score);
+    }
+
+    #[test]
+    fn placed_workers_pull_their_zone_and_fail_lossy_nodes() {
+        let ranking = rank(&cluster(), &job(3, &["a1"]), &PlacementConfig::default());
+        assert_eq!(ranking.zone.as_deref(), Some("a"));
+        assert_eq!(names(&ranking)[0], "a2");
+        assert_eq!(ranking.nodes[0].terms.basis, Basis::Placed);
+        let a3 = ranking.nodes.iter().find(|n| n.name == "a3").unwrap();
+        assert!(!a3.feasible());
+        assert!(a3.failure.as_ref().unwrap().contains("loss 20.0%"), "{:?}", a3.failure);
+        assert_eq!(ranking.nodes.last().unwrap().name, "a3");
+        assert!(!names(&ranking).contains(&"a1"));
+    }
+
+    #[test]
+    fn strict_mode_fails_other_zones() {
+        let request = JobRequest { strict_zone: true, ..job(2, &["b1"]) };
+        let ranking = rank(&cluster(), &request, &PlacementConfig::default());
+        let feasible: Vec<&str> =
+            ranking.nodes.iter().filter(|n| n.feasible()).map(|n| n.name.as_str()).collect();
+        assert_eq!(feasible, ["b2", "b3"]);
+        let a1 = ranking.nodes.iter().find(|n| n.name == "a1").unwrap();
+        assert_eq!(a1.failure.as_deref(), Some("outside the chosen zone b (strict)"));
+    }
+
+    #[test]
+    fn unknown_and_colocated_candidates() {
+        let request = JobRequest {
+            candidates: Some(vec!["ghost".into(), "b1".into(), "b2".into()]),
+            ..job(2, &["b1"])
+        };
+        let ranking = rank(&cluster(), &request, &PlacementConfig::default());
+        assert_eq!(names(&ranking), ["b1", "b2", "ghost"]);
+        assert_eq!(ranking.nodes[0].terms.basis, Basis::Colocated);
+        assert_eq!(ranking.nodes[2].failure.as_deref(), Some("unknown to the collector"));
+    }
+
+    #[test]
+    fn too_small_zones_fall_back_to_the_largest() {
+        let ranking = rank(&cluster(), &job(5, &[]), &PlacementConfig::default());
+        assert!(ranking.zone_reason.contains("no zone has 5"), "{}", ranking.zone_reason);
+        assert!(matches!(ranking.zone.as_deref(), Some("a" | "b")));
+        assert!(rank(&ScoredMatrix::default(), &job(1, &[]), &PlacementConfig::default()).zone.is_none());
+    }
+}
