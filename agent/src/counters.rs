@@ -1,0 +1,38 @@
+//! What the agent has done, counted: read by logs now and by the agent's
+//! metrics endpoint.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Monotonic counters of the agent's work.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Echo requests sent.
+    pub probes_sent: AtomicU64,
+    /// Probes that could not be sent or whose peer address is invalid.
+    pub probe_errors: AtomicU64,
+    /// Windows sent to the collector (replays included).
+    pub windows_sent: AtomicU64,
+    /// Windows the collector acknowledged as accepted.
+    pub windows_acked: AtomicU64,
+    /// Windows the collector refused (INVALID_ARGUMENT).
+    pub windows_rejected: AtomicU64,
+    /// Windows pushed out of the full buffer before any ack.
+    pub windows_dropped: AtomicU64,
+    /// Sessions opened after the first.
+    pub reconnects: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn probe_sent(&self) {
+        self.probes_sent.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn probe_error(&self) {
+        self.probe_errors.fetch_add(1, Relaxed);
+    }
+
+    /// The current value of a counter.
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Relaxed)
+    }
+}

@@ -1,0 +1,166 @@
+//! The netaware node agent.
+//!
+//! One agent runs on every node (a DaemonSet on Kubernetes). It opens a
+//! session with the collector, learns which peers to probe, probes each with
+//! ICMP echo once per interval (spread over the interval, with jitter), and
+//! sends one window of figures per peer every window length, with the node's
+//! load.
+//!
+//! Layout: pure parts ([`window`] statistics, the probe [`schedule`]) beside
+//! thin shells ([`icmp`] sockets, the [`measure`] loop, the collector
+//! [`session`], [`node_stats`] from sysinfo). [`Agent`] ties them together;
+//! the `netaware-agent` binary and the `netaware demo` command both use it.
+
+pub mod counters;
+pub mod icmp;
+pub mod measure;
+pub mod node_stats;
+pub mod schedule;
+pub mod session;
+pub mod window;
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use netaware_proto::v1::Hello;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+pub use counters::Counters;
+
+/// Errors that stop an agent from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The ICMP socket could not be opened.
+    #[error(
+        "cannot open an ICMP socket ({0}); run as root, grant CAP_NET_RAW, or allow unprivileged ICMP with sysctl net.ipv4.ping_group_range"
+    )]
+    IcmpSocket(std::io::Error),
+    /// The configuration is unusable.
+    #[error("invalid agent configuration: {0}")]
+    Config(String),
+}
+
+/// Who the agent is and how it measures.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// Node name.
+    pub node: String,
+    /// The node's addresses; the first of each family is the probe source.
+    pub addresses: Vec<IpAddr>,
+    /// Zone of the node.
+    pub zone: String,
+    /// Region of the node (may be empty).
+    pub region: String,
+    /// Collector URL, such as `http://collector:7470`.
+    pub collector: String,
+    /// Time between two probes to one peer.
+    pub interval: Duration,
+    /// Length of a window.
+    pub window: Duration,
+    /// How long a probe waits for its reply.
+    pub probe_timeout: Duration,
+    /// Most windows kept while waiting for acks.
+    pub max_buffered_windows: usize,
+}
+
+impl AgentConfig {
+    /// Defaults for everything but identity: 1 s interval, 10 s windows,
+    /// 1 s timeout, 10 minutes of windows buffered.
+    pub fn new(node: &str, addresses: Vec<IpAddr>, zone: &str, collector: &str) -> Self {
+        Self {
+            node: node.to_owned(),
+            addresses,
+            zone: zone.to_owned(),
+            region: String::new(),
+            collector: collector.to_owned(),
+            interval: Duration::from_secs(1),
+            window: Duration::from_secs(10),
+            probe_timeout: Duration::from_secs(1),
+            max_buffered_windows: 60,
+        }
+    }
+
+    fn check(&self) -> Result<(), AgentError> {
+        let bad = |what: &str| Err(AgentError::Config(what.to_owned()));
+        if self.node.is_empty() {
+            return bad("the node name is empty");
+        }
+        if self.zone.is_empty() {
+            return bad("the zone is empty");
+        }
+        if self.addresses.is_empty() {
+            return bad("no address given");
+        }
+        if self.interval < Duration::from_millis(10) || self.window < self.interval {
+            return bad("the interval must be at least 10 ms and the window at least one interval");
+        }
+        if self.probe_timeout.is_zero() || self.probe_timeout > self.window {
+            return bad("the probe timeout must be above 0 and at most one window");
+        }
+        Ok(())
+    }
+}
+
+/// A running agent.
+pub struct Agent {
+    counters: Arc<Counters>,
+    tasks: tokio::task::JoinSet<()>,
+}
+
+impl Agent {
+    /// Opens the sockets and starts measuring and reporting. Stops when
+    /// `shutdown` is cancelled.
+    pub fn start(config: AgentConfig, shutdown: CancellationToken) -> Result<Self, AgentError> {
+        config.check()?;
+        let v4 = config.addresses.iter().find_map(|a| match a {
+            IpAddr::V4(v4) => Some(*v4),
+            IpAddr::V6(_) => None,
+        });
+        let v6 = config.addresses.iter().find_map(|a| match a {
+            IpAddr::V6(v6) => Some(*v6),
+            IpAddr::V4(_) => None,
+        });
+        let icmp = Arc::new(icmp::Icmp::open(v4, v6)?);
+        let counters = Arc::new(Counters::default());
+        let (peers_tx, peers_rx) = watch::channel(Vec::new());
+        let (windows_tx, windows_rx) = mpsc::channel(16);
+        let hello = Hello {
+            node: config.node.clone(),
+            addresses: config.addresses.iter().map(ToString::to_string).collect(),
+            zone: config.zone.clone(),
+            region: config.region.clone(),
+            agent_version: env!("CARGO_PKG_VERSION").to_owned(),
+            window_ms: config.window.as_millis().try_into().unwrap_or(u32::MAX),
+            probe_interval_ms: config.interval.as_millis().try_into().unwrap_or(u32::MAX),
+        };
+        let timing = measure::MeasureTiming {
+            interval: config.interval,
+            window: config.window,
+            probe_timeout: config.probe_timeout,
+        };
+        let mut tasks = tokio::task::JoinSet::new();
+        tasks.spawn(measure::run(icmp, timing, peers_rx, windows_tx, Arc::clone(&counters), shutdown.clone()));
+        tasks.spawn(session::run(
+            config.collector,
+            hello,
+            windows_rx,
+            peers_tx,
+            session::Outbox::new(config.max_buffered_windows),
+            Arc::clone(&counters),
+            shutdown,
+        ));
+        Ok(Self { counters, tasks })
+    }
+
+    /// The agent's counters.
+    pub fn counters(&self) -> Arc<Counters> {
+        Arc::clone(&self.counters)
+    }
+
+    /// Waits until the agent has stopped.
+    pub async fn wait(mut self) {
+        while self.tasks.join_next().await.is_some() {}
+    }
+}

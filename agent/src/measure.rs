@@ -1,0 +1,203 @@
+//! The measuring loop: probes every peer once per interval, spread over the
+//! interval, and closes a window of figures every window length.
+//!
+//! A probe belongs to the window in which it was sent. A window is closed
+//! once its last probe can no longer be answered (its end plus the probe
+//! timeout), so no outcome is lost or counted twice at a boundary.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use netaware_proto::v1::{Peer, PeerWindow, Window};
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Instant, sleep_until};
+use tokio_util::sync::CancellationToken;
+
+use crate::counters::Counters;
+use crate::icmp::{Icmp, ProbeError};
+use crate::node_stats::NodeStatsSampler;
+use crate::schedule::probe_offsets;
+use crate::window::{ProbeOutcome, WindowStats};
+
+/// Extra time past the probe timeout before a window is closed.
+const CLOSE_GRACE: Duration = Duration::from_millis(50);
+
+/// Timing of the measurements.
+#[derive(Debug, Clone, Copy)]
+pub struct MeasureTiming {
+    /// Time between two probes to the same peer.
+    pub interval: Duration,
+    /// Length of one window.
+    pub window: Duration,
+    /// How long a probe waits for its reply.
+    pub probe_timeout: Duration,
+}
+
+struct ProbeResult {
+    window: u64,
+    peer: String,
+    outcome: ProbeOutcome,
+}
+
+/// Probes the peers from `peers` until `shutdown`, sending one [`Window`]
+/// per window length to `windows`.
+pub async fn run(
+    icmp: Arc<Icmp>,
+    timing: MeasureTiming,
+    mut peers: watch::Receiver<Vec<Peer>>,
+    windows: mpsc::Sender<Window>,
+    counters: Arc<Counters>,
+    shutdown: CancellationToken,
+) {
+    let started = Instant::now();
+    let started_unix = unix_ms_now();
+    let window_ms = timing.window.as_millis().max(1) as u64;
+    let (results_tx, mut results) = mpsc::channel::<ProbeResult>(4096);
+    let mut open: BTreeMap<u64, WindowStats> = BTreeMap::new();
+    let mut next_to_close = 0u64;
+    let mut plan = CyclePlan::new(&peers.borrow_and_update(), started, timing.interval);
+    let mut sequences: BTreeMap<String, u16> = BTreeMap::new();
+    let mut order = 0u64;
+    let mut stats = NodeStatsSampler::new();
+
+    loop {
+        let close_at = started
+            + Duration::from_millis((next_to_close + 1) * window_ms)
+            + timing.probe_timeout
+            + CLOSE_GRACE;
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = sleep_until(plan.next_at()) => {
+                let Some(peer) = plan.take_due() else {
+                    plan = CyclePlan::new(&peers.borrow_and_update(), plan.end, timing.interval);
+                    continue;
+                };
+                let now = Instant::now();
+                let window = (now - started).as_millis() as u64 / window_ms;
+                let seq = sequences.entry(peer.name.clone()).or_default();
+                *seq = seq.wrapping_add(1);
+                order += 1;
+                counters.probe_sent();
+                spawn_probe(&icmp, peer, *seq, window, order, timing.probe_timeout, &results_tx, &counters);
+            }
+            Some(result) = results.recv() => {
+                if result.window >= next_to_close {
+                    open.entry(result.window).or_default().record(&result.peer, result.outcome);
+                }
+            }
+            () = sleep_until(close_at) => {
+                let figures = open.remove(&next_to_close).unwrap_or_default();
+                let start = started_unix + next_to_close * window_ms;
+                let window = Window {
+                    seq: 0, // numbered by the session, which owns the sequence
+                    start_unix_ms: start,
+                    end_unix_ms: start + window_ms,
+                    peers: to_proto(figures),
+                    stats: Some(stats.sample()),
+                };
+                next_to_close += 1;
+                if windows.send(window).await.is_err() {
+                    return;
+                }
+            }
+            Ok(()) = peers.changed() => {
+                // A new peer set starts with the next cycle, so that no peer
+                // is probed twice within one interval.
+                let end = plan.end;
+                plan = CyclePlan::new(&[], end, timing.interval);
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn spawn_probe(
+    icmp: &Arc<Icmp>,
+    peer: Peer,
+    seq: u16,
+    window: u64,
+    order: u64,
+    timeout: Duration,
+    results: &mpsc::Sender<ProbeResult>,
+    counters: &Arc<Counters>,
+) {
+    let icmp = Arc::clone(icmp);
+    let results = results.clone();
+    let counters = Arc::clone(counters);
+    tokio::spawn(async move {
+        let rtt_ms = match peer.address.parse::<IpAddr>() {
+            Ok(host) => match icmp.probe(host, seq, timeout).await {
+                Ok(rtt) => Some(rtt.as_secs_f64() * 1e3),
+                Err(ProbeError::Timeout) => None,
+                Err(ProbeError::Failed(err)) => {
+                    counters.probe_error();
+                    tracing::debug!(peer = %peer.name, %err, "probe failed");
+                    None
+                }
+            },
+            Err(_) => {
+                counters.probe_error();
+                None
+            }
+        };
+        let outcome = ProbeOutcome { order, rtt_ms };
+        // The loop only stops at shutdown, when the outcome no longer matters.
+        let _ = results.send(ProbeResult { window, peer: peer.name, outcome }).await;
+    });
+}
+
+fn to_proto(figures: WindowStats) -> Vec<PeerWindow> {
+    figures
+        .finish()
+        .into_iter()
+        .map(|f| PeerWindow {
+            peer: f.peer,
+            sent: f.sent,
+            received: f.received,
+            rtt_min_ms: f.min_ms,
+            rtt_median_ms: f.median_ms,
+            rtt_p90_ms: f.p90_ms,
+            rtt_p99_ms: f.p99_ms,
+            rtt_max_ms: f.max_ms,
+            jitter_ms: f.jitter_ms,
+        })
+        .collect()
+}
+
+/// The probes of one interval: which peer is due when.
+struct CyclePlan {
+    due: std::vec::IntoIter<(Instant, Peer)>,
+    next: Option<(Instant, Peer)>,
+    end: Instant,
+}
+
+impl CyclePlan {
+    fn new(peers: &[Peer], start: Instant, interval: Duration) -> Self {
+        let offsets = probe_offsets(peers.len(), interval, rand::random::<f64>);
+        let mut due: Vec<(Instant, Peer)> =
+            offsets.into_iter().zip(peers.iter().cloned()).map(|(offset, peer)| (start + offset, peer)).collect();
+        due.sort_by_key(|(at, _)| *at);
+        let mut due = due.into_iter();
+        let next = due.next();
+        Self { due, next, end: start + interval }
+    }
+
+    /// When the next probe is due, or the end of the cycle.
+    fn next_at(&self) -> Instant {
+        self.next.as_ref().map_or(self.end, |(at, _)| *at)
+    }
+
+    /// The peer due now; `None` once the cycle is over.
+    fn take_due(&mut self) -> Option<Peer> {
+        let (_, peer) = self.next.take()?;
+        self.next = self.due.next();
+        Some(peer)
+    }
+}
+
+/// Unix time now, in milliseconds.
+pub fn unix_ms_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}

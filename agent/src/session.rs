@@ -1,0 +1,220 @@
+//! The agent's session with the collector: one bidirectional gRPC stream.
+//!
+//! Hello goes first, then every window not yet acknowledged (in order), then
+//! each new window as it closes. The collector sends peer sets, which go to
+//! the measuring loop, and acks, which free the windows they name. Windows
+//! wait in a bounded outbox while the collector is away; when the bound
+//! forces one out it is counted and logged, never dropped silently.
+//! Reconnects back off exponentially (capped) with jitter.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use netaware_proto::v1::agent_session_client::AgentSessionClient;
+use netaware_proto::v1::{AgentMessage, Hello, Peer, Window, agent_message, collector_message};
+use tokio::sync::{mpsc, watch};
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
+
+use crate::counters::Counters;
+
+/// First and longest pause between two connection attempts.
+const BACKOFF_MIN: Duration = Duration::from_millis(200);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// Windows not yet acknowledged, oldest first.
+pub struct Outbox {
+    windows: VecDeque<Window>,
+    capacity: usize,
+    next_seq: u64,
+}
+
+impl Outbox {
+    /// An outbox that holds at most `capacity` windows (at least one).
+    pub fn new(capacity: usize) -> Self {
+        Self { windows: VecDeque::new(), capacity: capacity.max(1), next_seq: 1 }
+    }
+
+    /// Numbers a new window and keeps it; returns the numbered window and
+    /// the one pushed out, if the outbox was full.
+    pub fn push(&mut self, mut window: Window) -> (Window, Option<Window>) {
+        window.seq = self.next_seq;
+        self.next_seq += 1;
+        let evicted = if self.windows.len() == self.capacity { self.windows.pop_front() } else { None };
+        self.windows.push_back(window.clone());
+        (window, evicted)
+    }
+
+    /// Forgets the window with this sequence number; whether it was held.
+    pub fn ack(&mut self, seq: u64) -> bool {
+        match self.windows.iter().position(|w| w.seq == seq) {
+            Some(at) => self.windows.remove(at).is_some(),
+            None => false,
+        }
+    }
+
+    /// Windows waiting for an ack, oldest first.
+    pub fn pending(&self) -> impl Iterator<Item = &Window> {
+        self.windows.iter()
+    }
+
+    /// Number of windows waiting.
+    pub fn len(&self) -> usize {
+        self.windows.len()
+    }
+
+    /// Whether nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.windows.is_empty()
+    }
+}
+
+/// Why a session ended.
+enum Ended {
+    Shutdown,
+    /// Never opened: back off further.
+    Failed(String),
+    /// Was open, then broke: start again from the shortest pause.
+    Lost(String),
+}
+
+/// Keeps a session with the collector open until `shutdown`.
+pub async fn run(
+    collector: String,
+    hello: Hello,
+    mut windows: mpsc::Receiver<Window>,
+    peers: watch::Sender<Vec<Peer>>,
+    mut outbox: Outbox,
+    counters: Arc<Counters>,
+    shutdown: CancellationToken,
+) {
+    let mut backoff = BACKOFF_MIN;
+    let mut attempts = 0u64;
+    loop {
+        if attempts > 0 {
+            counters.reconnects.fetch_add(1, Relaxed);
+        }
+        attempts += 1;
+        match session(&collector, &hello, &mut windows, &peers, &mut outbox, &counters, &shutdown).await {
+            Ended::Shutdown => return,
+            Ended::Failed(reason) => {
+                tracing::warn!(%collector, %reason, buffered = outbox.len(), "no session; retrying");
+            }
+            Ended::Lost(reason) => {
+                backoff = BACKOFF_MIN;
+                tracing::warn!(%collector, %reason, buffered = outbox.len(), "session lost; reconnecting");
+            }
+        }
+        // Wait before the next attempt, still taking in windows meanwhile.
+        let pause = backoff.mul_f64(0.5 + rand::random::<f64>() / 2.0);
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+        let deadline = tokio::time::Instant::now() + pause;
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep_until(deadline) => break,
+                Some(window) = windows.recv() => { keep(&mut outbox, window, &counters); }
+            }
+        }
+    }
+}
+
+fn keep(outbox: &mut Outbox, window: Window, counters: &Counters) -> Window {
+    let (window, evicted) = outbox.push(window);
+    if let Some(old) = evicted {
+        counters.windows_dropped.fetch_add(1, Relaxed);
+        tracing::warn!(seq = old.seq, "outbox full: oldest unacknowledged window dropped");
+    }
+    window
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn session(
+    collector: &str,
+    hello: &Hello,
+    windows: &mut mpsc::Receiver<Window>,
+    peers: &watch::Sender<Vec<Peer>>,
+    outbox: &mut Outbox,
+    counters: &Counters,
+    shutdown: &CancellationToken,
+) -> Ended {
+    let mut client = match AgentSessionClient::connect(collector.to_owned()).await {
+        Ok(client) => client,
+        Err(err) => return Ended::Failed(format!("connect: {err}")),
+    };
+    let (up, up_rx) = mpsc::channel::<AgentMessage>(1024);
+    let send = |window: Window| AgentMessage { body: Some(agent_message::Body::Window(window)) };
+    let hello_msg = AgentMessage { body: Some(agent_message::Body::Hello(hello.clone())) };
+    let mut inbound = match client.session(ReceiverStream::new(up_rx)).await {
+        Ok(response) => response.into_inner(),
+        Err(status) => return Ended::Failed(format!("session refused: {status}")),
+    };
+    if up.send(hello_msg).await.is_err() {
+        return Ended::Failed("stream closed before hello".into());
+    }
+    let replay: Vec<Window> = outbox.pending().cloned().collect();
+    if !replay.is_empty() {
+        tracing::info!(windows = replay.len(), "replaying unacknowledged windows");
+    }
+    for window in replay {
+        counters.windows_sent.fetch_add(1, Relaxed);
+        if up.send(send(window)).await.is_err() {
+            return Ended::Lost("stream closed during replay".into());
+        }
+    }
+    tracing::info!(%collector, "session open");
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return Ended::Shutdown,
+            Some(window) = windows.recv() => {
+                let window = keep(outbox, window, counters);
+                counters.windows_sent.fetch_add(1, Relaxed);
+                if up.send(send(window)).await.is_err() {
+                    return Ended::Lost("stream closed".into());
+                }
+            }
+            message = inbound.message() => match message {
+                Ok(Some(message)) => match message.body {
+                    Some(collector_message::Body::PeerSet(set)) => {
+                        tracing::info!(peers = set.peers.len(), "peer set received");
+                        peers.send_replace(set.peers);
+                    }
+                    Some(collector_message::Body::Ack(ack)) => {
+                        outbox.ack(ack.seq);
+                        if ack.code == 0 {
+                            counters.windows_acked.fetch_add(1, Relaxed);
+                        } else {
+                            counters.windows_rejected.fetch_add(1, Relaxed);
+                            tracing::warn!(seq = ack.seq, code = ack.code, message = %ack.message, "window refused by the collector");
+                        }
+                    }
+                    None => {}
+                },
+                Ok(None) => return Ended::Lost("collector closed the stream".into()),
+                Err(status) => return Ended::Lost(status.to_string()),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outbox_numbers_keeps_order_and_evicts_the_oldest() {
+        let mut outbox = Outbox::new(2);
+        let (first, none) = outbox.push(Window::default());
+        assert_eq!((first.seq, none), (1, None));
+        outbox.push(Window::default());
+        let (third, evicted) = outbox.push(Window::default());
+        assert_eq!(third.seq, 3);
+        assert_eq!(evicted.map(|w| w.seq), Some(1));
+        assert_eq!(outbox.pending().map(|w| w.seq).collect::<Vec<_>>(), [2, 3]);
+        assert!(outbox.ack(3));
+        assert!(!outbox.ack(3));
+        assert_eq!(outbox.len(), 1);
+    }
+}
