@@ -134,6 +134,7 @@ impl Agent {
             agent_version: env!("CARGO_PKG_VERSION").to_owned(),
             window_ms: config.window.as_millis().try_into().unwrap_or(u32::MAX),
             probe_interval_ms: config.interval.as_millis().try_into().unwrap_or(u32::MAX),
+            instance: rand::random(),
         };
         let timing = measure::MeasureTiming {
             interval: config.interval,

@@ -1,0 +1,138 @@
+//! The netaware collector.
+//!
+//! Agents stream their windows here; the collector keeps the node registry
+//! and the pair matrix, scores every pair, and serves the result: over gRPC
+//! (`netaware.v1.Scores`: matrix, zones, rank, watch) beside the agent
+//! session service, gRPC health and reflection, and over HTTP (/healthz).
+//!
+//! Layout: [`validate`] and [`state`] are pure (checks and changes, time
+//! passed in); [`service`] and [`http`] are the thin async shells;
+//! [`convert`] maps core types to wire types; [`inventory`] reads the file of
+//! agent-less nodes. [`Collector::start`] binds and serves; the binary, the
+//! demo and the tests all start it the same way.
+
+pub mod convert;
+pub mod http;
+pub mod inventory;
+pub mod service;
+pub mod state;
+pub mod validate;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use netaware_core::NodeInfo;
+use netaware_proto::v1::agent_session_server::AgentSessionServer;
+use netaware_proto::v1::scores_server::ScoresServer;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tokio_util::sync::CancellationToken;
+
+use crate::service::{ScoresService, SessionService, Shared};
+pub use crate::state::{CollectorState, ModelConfig};
+
+/// Largest gRPC message the collector decodes or encodes.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Errors that stop the collector.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectorError {
+    /// A listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The reflection service could not be built.
+    #[error("gRPC reflection: {0}")]
+    Reflection(String),
+}
+
+/// Where the collector listens and how it scores.
+#[derive(Debug, Clone)]
+pub struct CollectorConfig {
+    /// gRPC address.
+    pub listen: SocketAddr,
+    /// HTTP address (/healthz).
+    pub metrics_listen: SocketAddr,
+    /// Nodes without agents.
+    pub inventory: Vec<NodeInfo>,
+    /// Score model and placement.
+    pub model: ModelConfig,
+}
+
+/// A running collector.
+pub struct Collector {
+    /// The bound gRPC address (useful with port 0).
+    pub grpc_addr: SocketAddr,
+    /// The bound HTTP address.
+    pub http_addr: SocketAddr,
+    shared: Arc<Shared>,
+    tasks: tokio::task::JoinSet<()>,
+}
+
+impl Collector {
+    /// Binds both listeners and starts serving until `shutdown`.
+    pub async fn start(config: CollectorConfig, shutdown: CancellationToken) -> Result<Self, CollectorError> {
+        let bind = |addr| async move {
+            TcpListener::bind(addr).await.map_err(|source| CollectorError::Bind { addr, source })
+        };
+        let grpc = bind(config.listen).await?;
+        let http = bind(config.metrics_listen).await?;
+        let grpc_addr = grpc.local_addr().map_err(|source| CollectorError::Bind { addr: config.listen, source })?;
+        let http_addr =
+            http.local_addr().map_err(|source| CollectorError::Bind { addr: config.metrics_listen, source })?;
+
+        let shared = Shared::new(CollectorState::new(config.model, config.inventory), shutdown.clone());
+        let (health_reporter, health) = tonic_health::server::health_reporter();
+        health_reporter.set_serving::<ScoresServer<ScoresService>>().await;
+        health_reporter.set_serving::<AgentSessionServer<SessionService>>().await;
+        let reflection = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(netaware_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .build_v1()
+            .map_err(|e| CollectorError::Reflection(e.to_string()))?;
+        let router = tonic::transport::Server::builder()
+            .add_service(health)
+            .add_service(reflection)
+            .add_service(
+                AgentSessionServer::new(SessionService(Arc::clone(&shared)))
+                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
+            )
+            .add_service(
+                ScoresServer::new(ScoresService(Arc::clone(&shared)))
+                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
+            );
+        let mut tasks = tokio::task::JoinSet::new();
+        let grpc_shutdown = shutdown.clone();
+        tasks.spawn(async move {
+            let incoming = TcpListenerStream::new(grpc);
+            if let Err(err) = router.serve_with_incoming_shutdown(incoming, grpc_shutdown.cancelled_owned()).await {
+                tracing::error!(%err, "gRPC server failed");
+            }
+        });
+        let app = http::router(Arc::clone(&shared));
+        tasks.spawn(async move {
+            let served = axum::serve(http, app).with_graceful_shutdown(shutdown.cancelled_owned()).await;
+            if let Err(err) = served {
+                tracing::error!(%err, "HTTP server failed");
+            }
+        });
+        tracing::info!(%grpc_addr, %http_addr, "collector listening");
+        Ok(Self { grpc_addr, http_addr, shared, tasks })
+    }
+
+    /// The shared state, for in-process callers (the demo, tests).
+    pub fn shared(&self) -> Arc<Shared> {
+        Arc::clone(&self.shared)
+    }
+
+    /// Waits until both servers have stopped.
+    pub async fn wait(mut self) {
+        while self.tasks.join_next().await.is_some() {}
+    }
+}

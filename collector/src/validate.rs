@@ -1,0 +1,225 @@
+//! Checks every field that arrives from an agent before anything changes.
+//!
+//! Pure: turns wire messages into checked core types or a [`Invalid`] that
+//! the session answers with INVALID_ARGUMENT. A window is checked whole
+//! before any of it is applied, so a refused window leaves the matrix as it
+//! was.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+
+use netaware_core::matrix::{PairWindow, RttStats};
+use netaware_core::registry::Registry;
+use netaware_core::{NodeInfo, NodeKind, UnixMillis};
+use netaware_proto::v1::{Hello, NodeStats, Window};
+
+/// Longest node, zone or region name (a DNS name).
+pub const MAX_NAME_LEN: usize = 253;
+/// Most addresses in one hello.
+pub const MAX_ADDRESSES: usize = 16;
+/// Most peers in one window.
+pub const MAX_PEERS_PER_WINDOW: usize = 10_000;
+/// Most interfaces in one node stats sample.
+pub const MAX_NICS: usize = 1_024;
+/// How far in the future a window may end (clock skew allowance).
+pub const MAX_CLOCK_SKEW_MS: u64 = 5_000;
+/// Longest window the collector accepts.
+pub const MAX_WINDOW_MS: u64 = 600_000;
+/// Shortest window the collector accepts.
+pub const MIN_WINDOW_MS: u64 = 100;
+
+/// Why a message was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
+fn invalid<T>(message: impl Into<String>) -> Result<T, Invalid> {
+    Err(Invalid(message.into()))
+}
+
+/// A checked name: not empty, not too long, printable without spaces.
+pub fn check_name(what: &str, name: &str, allow_empty: bool) -> Result<(), Invalid> {
+    if name.is_empty() && !allow_empty {
+        return invalid(format!("{what} is empty"));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return invalid(format!("{what} is longer than {MAX_NAME_LEN} bytes"));
+    }
+    if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return invalid(format!("{what} {name:?} contains whitespace or control characters"));
+    }
+    Ok(())
+}
+
+/// A hello, checked: the node it names, its window length and instance.
+pub fn hello(hello: &Hello) -> Result<(NodeInfo, u64), Invalid> {
+    check_name("node", &hello.node, false)?;
+    check_name("zone", &hello.zone, false)?;
+    check_name("region", &hello.region, true)?;
+    if hello.addresses.is_empty() || hello.addresses.len() > MAX_ADDRESSES {
+        return invalid(format!("a hello needs 1 to {MAX_ADDRESSES} addresses"));
+    }
+    for address in &hello.addresses {
+        if address.parse::<IpAddr>().is_err() {
+            return invalid(format!("address {address:?} is not an IP address"));
+        }
+    }
+    let window_ms = u64::from(hello.window_ms);
+    if !(MIN_WINDOW_MS..=MAX_WINDOW_MS).contains(&window_ms) {
+        return invalid(format!("window_ms {window_ms} is outside {MIN_WINDOW_MS}..={MAX_WINDOW_MS}"));
+    }
+    if hello.probe_interval_ms == 0 || u64::from(hello.probe_interval_ms) > window_ms {
+        return invalid("probe_interval_ms must be above 0 and at most window_ms");
+    }
+    let info = NodeInfo {
+        name: hello.node.clone(),
+        address: hello.addresses[0].clone(),
+        zone: hello.zone.clone(),
+        region: hello.region.clone(),
+        kind: NodeKind::Agent,
+    };
+    Ok((info, window_ms))
+}
+
+/// A window from `node`, checked against the registry and the clock.
+pub fn window(
+    node: &str,
+    window: &Window,
+    registry: &Registry,
+    now: UnixMillis,
+) -> Result<Vec<(String, PairWindow)>, Invalid> {
+    if window.seq == 0 {
+        return invalid("seq must start at 1");
+    }
+    if window.start_unix_ms >= window.end_unix_ms {
+        return invalid("the window ends before it starts");
+    }
+    if window.end_unix_ms - window.start_unix_ms > MAX_WINDOW_MS {
+        return invalid(format!("the window is longer than {MAX_WINDOW_MS} ms"));
+    }
+    if window.end_unix_ms > now + MAX_CLOCK_SKEW_MS {
+        return invalid(format!(
+            "the window ends {} ms in the future (clock skew allowed: {MAX_CLOCK_SKEW_MS} ms)",
+            window.end_unix_ms - now
+        ));
+    }
+    if window.peers.len() > MAX_PEERS_PER_WINDOW {
+        return invalid(format!("more than {MAX_PEERS_PER_WINDOW} peers in one window"));
+    }
+    if let Some(stats) = &window.stats {
+        node_stats(stats)?;
+    }
+    let mut seen = HashSet::new();
+    let mut pairs = Vec::with_capacity(window.peers.len());
+    for peer in &window.peers {
+        if peer.peer == node {
+            return invalid(format!("{node} reports a window towards itself"));
+        }
+        if registry.get(&peer.peer).is_none() {
+            return invalid(format!("unknown peer {:?}", peer.peer));
+        }
+        if !seen.insert(peer.peer.as_str()) {
+            return invalid(format!("peer {:?} appears twice in one window", peer.peer));
+        }
+        let rtt = RttStats {
+            min: peer.rtt_min_ms,
+            median: peer.rtt_median_ms,
+            p90: peer.rtt_p90_ms,
+            p99: peer.rtt_p99_ms,
+            max: peer.rtt_max_ms,
+            jitter: peer.jitter_ms,
+        };
+        let checked = PairWindow::new(window.end_unix_ms, peer.sent, peer.received, rtt)
+            .map_err(|err| Invalid(format!("peer {:?}: {err}", peer.peer)))?;
+        pairs.push((peer.peer.clone(), checked));
+    }
+    Ok(pairs)
+}
+
+fn node_stats(stats: &NodeStats) -> Result<(), Invalid> {
+    if !(stats.cpu_ratio.is_finite() && (0.0..=1.0).contains(&stats.cpu_ratio)) {
+        return invalid(format!("cpu_ratio {} is not between 0 and 1", stats.cpu_ratio));
+    }
+    if stats.memory_used_bytes > stats.memory_total_bytes {
+        return invalid("memory_used_bytes exceeds memory_total_bytes");
+    }
+    if stats.nics.len() > MAX_NICS {
+        return invalid(format!("more than {MAX_NICS} interfaces"));
+    }
+    for nic in &stats.nics {
+        check_name("interface", &nic.name, false)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netaware_proto::v1::PeerWindow;
+
+    fn hello_msg() -> Hello {
+        Hello {
+            node: "n1".into(),
+            addresses: vec!["127.0.0.2".into()],
+            zone: "a".into(),
+            region: String::new(),
+            agent_version: "test".into(),
+            window_ms: 1_000,
+            probe_interval_ms: 100,
+            instance: 1,
+        }
+    }
+
+    #[test]
+    fn hellos_are_checked() {
+        assert!(hello(&hello_msg()).is_ok());
+        for broken in [
+            Hello { node: String::new(), ..hello_msg() },
+            Hello { zone: "a b".into(), ..hello_msg() },
+            Hello { addresses: vec!["not-an-ip".into()], ..hello_msg() },
+            Hello { addresses: vec![], ..hello_msg() },
+            Hello { window_ms: 10, ..hello_msg() },
+            Hello { probe_interval_ms: 5_000, ..hello_msg() },
+            Hello { node: "x".repeat(300), ..hello_msg() },
+        ] {
+            assert!(hello(&broken).is_err(), "{broken:?}");
+        }
+    }
+
+    #[test]
+    fn windows_are_checked_whole() {
+        let mut registry = Registry::new();
+        let (info, window_ms) = hello(&hello_msg()).unwrap();
+        registry.agent_hello(info, window_ms, 0).unwrap();
+        let (other, _) = hello(&Hello { node: "n2".into(), ..hello_msg() }).unwrap();
+        registry.agent_hello(other, window_ms, 0).unwrap();
+        let good = PeerWindow {
+            peer: "n2".into(),
+            sent: 10,
+            received: 9,
+            rtt_min_ms: 0.1,
+            rtt_median_ms: 0.2,
+            rtt_p90_ms: 0.3,
+            rtt_p99_ms: 0.4,
+            rtt_max_ms: 0.5,
+            jitter_ms: 0.05,
+        };
+        let w = |peers: Vec<PeerWindow>| Window { seq: 1, start_unix_ms: 9_000, end_unix_ms: 10_000, peers, stats: None };
+        assert_eq!(window("n1", &w(vec![good.clone()]), &registry, 10_000).unwrap().len(), 1);
+        let cases = [
+            w(vec![PeerWindow { peer: "ghost".into(), ..good.clone() }]),
+            w(vec![PeerWindow { peer: "n1".into(), ..good.clone() }]),
+            w(vec![good.clone(), good.clone()]),
+            w(vec![PeerWindow { rtt_median_ms: f64::NAN, ..good.clone() }]),
+            w(vec![PeerWindow { rtt_min_ms: -1.0, ..good.clone() }]),
+            w(vec![PeerWindow { received: 11, ..good.clone() }]),
+            Window { end_unix_ms: 20_000, ..w(vec![good.clone()]) },
+            Window { seq: 0, ..w(vec![good.clone()]) },
+            Window { start_unix_ms: 10_000, ..w(vec![good.clone()]) },
+            Window { stats: Some(NodeStats { cpu_ratio: 2.0, ..NodeStats::default() }), ..w(vec![]) },
+        ];
+        for case in cases {
+            assert!(window("n1", &case, &registry, 10_000).is_err(), "{case:?}");
+        }
+    }
+}
