@@ -1,1 +1,141 @@
-fn main(){}
+//! `netaware`: the command line of netaware. See the README for the JSON
+//! contracts of `--json`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use netaware::client::ScoresConnection;
+use netaware::demo::{self, DemoOptions};
+use netaware::{json, render};
+use tokio_util::sync::CancellationToken;
+
+/// Network-aware placement for distributed training.
+#[derive(Debug, Parser)]
+#[command(name = "netaware", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a collector and agents in three zones on this machine's loopback.
+    Demo {
+        /// Stop after this long (for example 30s); default: until Ctrl-C.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        duration: Option<Duration>,
+        /// Collector gRPC address.
+        #[arg(long, default_value = "127.0.0.1:7470")]
+        listen: SocketAddr,
+        /// Collector HTTP address.
+        #[arg(long, default_value = "127.0.0.1:9470")]
+        metrics_listen: SocketAddr,
+        /// Length of the agents' windows.
+        #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+        window: Duration,
+        /// Time between two probes to one peer.
+        #[arg(long, default_value = "250ms", value_parser = humantime::parse_duration)]
+        interval: Duration,
+        /// Workers of the sample job.
+        #[arg(long, default_value_t = 4)]
+        job_size: usize,
+    },
+    /// Print the node pair matrix.
+    Matrix {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Print zones and zone-pair aggregates.
+    Zones {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Rank nodes for a job of K workers.
+    Rank {
+        #[command(flatten)]
+        target: Target,
+        /// Workers in the job.
+        #[arg(long)]
+        size: usize,
+        /// A node where a worker already runs (repeat for more).
+        #[arg(long = "peer")]
+        peers: Vec<String>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct Target {
+    /// Collector URL.
+    #[arg(long, env = "NETAWARE_COLLECTOR", default_value = "http://127.0.0.1:7470")]
+    collector: String,
+    /// Print JSON for programs instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Demo { duration, listen, metrics_listen, window, interval, job_size } => {
+            let shutdown = CancellationToken::new();
+            tokio::spawn(cancel_on_signal(shutdown.clone()));
+            demo::run(DemoOptions { duration, listen, metrics_listen, window, interval, job_size }, shutdown).await
+        }
+        Command::Matrix { target } => {
+            let matrix = ScoresConnection::connect(&target.collector).await?.matrix().await?;
+            if target.json {
+                print_json(&json::MatrixJson::from(&matrix))
+            } else {
+                print!("{}", render::matrix(&matrix));
+                Ok(())
+            }
+        }
+        Command::Zones { target } => {
+            let zones = ScoresConnection::connect(&target.collector).await?.zones().await?;
+            if target.json {
+                print_json(&json::ZonesJson::from(&zones))
+            } else {
+                print!("{}", render::zones(&zones));
+                Ok(())
+            }
+        }
+        Command::Rank { target, size, peers } => {
+            anyhow::ensure!(size >= 1, "--size must be at least 1");
+            let ranking = ScoresConnection::connect(&target.collector).await?.rank(size, &peers).await?;
+            if target.json {
+                print_json(&json::RankJson::from(&ranking))
+            } else {
+                print!("{}", render::rank(&ranking, size));
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Cancels `shutdown` on SIGINT or SIGTERM.
+async fn cancel_on_signal(shutdown: CancellationToken) {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(err) => {
+            tracing::error!(%err, "cannot listen for SIGTERM");
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    shutdown.cancel();
+}

@@ -97,7 +97,11 @@ pub async fn run(
             counters.reconnects.fetch_add(1, Relaxed);
         }
         attempts += 1;
-        match session(&collector, &hello, &mut windows, &peers, &mut outbox, &counters, &shutdown).await {
+        let ended = tokio::select! {
+            () = shutdown.cancelled() => Ended::Shutdown,
+            ended = session(&collector, &hello, &mut windows, &peers, &mut outbox, &counters, &shutdown) => ended,
+        };
+        match ended {
             Ended::Shutdown => return,
             Ended::Failed(reason) => {
                 tracing::warn!(%collector, %reason, buffered = outbox.len(), "no session; retrying");
@@ -146,14 +150,16 @@ async fn session(
     };
     let (up, up_rx) = mpsc::channel::<AgentMessage>(1024);
     let send = |window: Window| AgentMessage { body: Some(agent_message::Body::Window(window)) };
+    // The collector answers only once it has read the hello, so the hello
+    // must be in the stream before the call is made.
     let hello_msg = AgentMessage { body: Some(agent_message::Body::Hello(hello.clone())) };
+    if up.send(hello_msg).await.is_err() {
+        return Ended::Failed("stream closed before hello".into());
+    }
     let mut inbound = match client.session(ReceiverStream::new(up_rx)).await {
         Ok(response) => response.into_inner(),
         Err(status) => return Ended::Failed(format!("session refused: {status}")),
     };
-    if up.send(hello_msg).await.is_err() {
-        return Ended::Failed("stream closed before hello".into());
-    }
     let replay: Vec<Window> = outbox.pending().cloned().collect();
     if !replay.is_empty() {
         tracing::info!(windows = replay.len(), "replaying unacknowledged windows");

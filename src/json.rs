@@ -1,0 +1,240 @@
+//! The JSON contracts of `netaware matrix --json`, `zones --json` and
+//! `rank --json` (documented in the README). Field names are the contract;
+//! figures that do not exist yet are `null`, never a made-up number.
+
+use netaware_proto::v1 as pb;
+use serde::Serialize;
+
+/// `matrix --json`.
+#[derive(Debug, Serialize)]
+pub struct MatrixJson {
+    /// Every node.
+    pub nodes: Vec<NodeJson>,
+    /// Every directed pair.
+    pub pairs: Vec<PairJson>,
+}
+
+/// One node.
+#[derive(Debug, Serialize)]
+pub struct NodeJson {
+    /// Node name.
+    pub name: String,
+    /// Zone.
+    pub zone: String,
+    /// Region ("" when not set).
+    pub region: String,
+    /// Probed address.
+    pub address: String,
+    /// No fresh reports or measurements.
+    pub stale: bool,
+}
+
+/// One directed pair.
+#[derive(Debug, Serialize)]
+pub struct PairJson {
+    /// Probing node.
+    pub src: String,
+    /// Probed node.
+    pub dst: String,
+    /// Median RTT (ms), null without replies.
+    pub rtt_median_ms: Option<f64>,
+    /// p99 RTT (ms).
+    pub rtt_p99_ms: Option<f64>,
+    /// Jitter (ms).
+    pub jitter_ms: Option<f64>,
+    /// Lost over sent, null when nothing was sent.
+    pub loss_ratio: Option<f64>,
+    /// Last goodput (bit/s), null until measured.
+    pub throughput_bps: Option<f64>,
+    /// Probes over the recent windows.
+    pub samples: u64,
+    /// Seconds since the newest window, null if never measured.
+    pub age_s: Option<f64>,
+    /// q(src, dst) in [0, 1].
+    pub quality: f64,
+}
+
+impl From<&pb::Matrix> for MatrixJson {
+    fn from(matrix: &pb::Matrix) -> Self {
+        Self {
+            nodes: matrix
+                .nodes
+                .iter()
+                .map(|n| NodeJson {
+                    name: n.name.clone(),
+                    zone: n.zone.clone(),
+                    region: n.region.clone(),
+                    address: n.address.clone(),
+                    stale: n.stale,
+                })
+                .collect(),
+            pairs: matrix
+                .pairs
+                .iter()
+                .map(|p| PairJson {
+                    src: p.src.clone(),
+                    dst: p.dst.clone(),
+                    rtt_median_ms: p.rtt_median_ms,
+                    rtt_p99_ms: p.rtt_p99_ms,
+                    jitter_ms: p.jitter_ms,
+                    loss_ratio: p.loss_ratio,
+                    throughput_bps: p.throughput_bps,
+                    samples: p.samples,
+                    age_s: (p.age_s >= 0.0).then_some(p.age_s),
+                    quality: p.quality,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `zones --json`.
+#[derive(Debug, Serialize)]
+pub struct ZonesJson {
+    /// Every zone.
+    pub zones: Vec<ZoneJson>,
+    /// Every zone pair with pairs.
+    pub zone_pairs: Vec<ZonePairJson>,
+}
+
+/// One zone.
+#[derive(Debug, Serialize)]
+pub struct ZoneJson {
+    /// Zone name.
+    pub name: String,
+    /// Region.
+    pub region: String,
+    /// Nodes.
+    pub nodes: u32,
+    /// Nodes not stale.
+    pub fresh_nodes: u32,
+}
+
+/// One zone pair.
+#[derive(Debug, Serialize)]
+pub struct ZonePairJson {
+    /// Zone of the probing nodes.
+    pub src_zone: String,
+    /// Zone of the probed nodes.
+    pub dst_zone: String,
+    /// Mean median RTT over measured pairs (ms).
+    pub rtt_median_ms: Option<f64>,
+    /// Mean loss over measured pairs.
+    pub loss_ratio: Option<f64>,
+    /// Mean goodput (bit/s).
+    pub throughput_bps: Option<f64>,
+    /// Mean quality.
+    pub quality: f64,
+    /// Directed pairs.
+    pub pairs: u32,
+    /// Pairs with fresh measurements.
+    pub measured_pairs: u32,
+}
+
+impl From<&pb::ZoneSummary> for ZonesJson {
+    fn from(summary: &pb::ZoneSummary) -> Self {
+        Self {
+            zones: summary
+                .zones
+                .iter()
+                .map(|z| ZoneJson { name: z.name.clone(), region: z.region.clone(), nodes: z.nodes, fresh_nodes: z.fresh_nodes })
+                .collect(),
+            zone_pairs: summary
+                .zone_pairs
+                .iter()
+                .map(|z| ZonePairJson {
+                    src_zone: z.src_zone.clone(),
+                    dst_zone: z.dst_zone.clone(),
+                    rtt_median_ms: z.rtt_median_ms,
+                    loss_ratio: z.loss_ratio,
+                    throughput_bps: z.throughput_bps,
+                    quality: z.quality,
+                    pairs: z.pairs,
+                    measured_pairs: z.measured_pairs,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `rank --json`.
+#[derive(Debug, Serialize)]
+pub struct RankJson {
+    /// The chosen zone, null if none.
+    pub zone: Option<String>,
+    /// Why that zone.
+    pub zone_reason: String,
+    /// Feasible nodes best first, then the infeasible ones.
+    pub nodes: Vec<RankedJson>,
+}
+
+/// One ranked node.
+#[derive(Debug, Serialize)]
+pub struct RankedJson {
+    /// Node name.
+    pub name: String,
+    /// Zone.
+    pub zone: String,
+    /// Score in [0, 1].
+    pub score: f64,
+    /// Whether the node may be used.
+    pub feasible: bool,
+    /// Why not, null when feasible.
+    pub reason: Option<String>,
+    /// The terms behind the score.
+    pub terms: TermsJson,
+}
+
+/// The terms behind a node's score.
+#[derive(Debug, Serialize)]
+pub struct TermsJson {
+    /// Mean pair quality.
+    pub quality: f64,
+    /// Mean delay term.
+    pub delay: f64,
+    /// Mean loss term.
+    pub loss: f64,
+    /// Mean throughput term.
+    pub throughput: f64,
+    /// Directed pairs averaged.
+    pub pairs: u32,
+    /// Pairs that fell back to zone averages or unknown.
+    pub fallback_pairs: u32,
+    /// "placed", "zone" or "colocated".
+    pub basis: String,
+    /// In the chosen zone.
+    pub in_chosen_zone: bool,
+}
+
+impl From<&pb::RankResponse> for RankJson {
+    fn from(rank: &pb::RankResponse) -> Self {
+        Self {
+            zone: (!rank.zone.is_empty()).then(|| rank.zone.clone()),
+            zone_reason: rank.zone_reason.clone(),
+            nodes: rank
+                .nodes
+                .iter()
+                .map(|n| {
+                    let t = n.terms.clone().unwrap_or_default();
+                    RankedJson {
+                        name: n.name.clone(),
+                        zone: n.zone.clone(),
+                        score: n.score,
+                        feasible: n.feasible,
+                        reason: (!n.reason.is_empty()).then(|| n.reason.clone()),
+                        terms: TermsJson {
+                            quality: t.quality,
+                            delay: t.delay,
+                            loss: t.loss,
+                            throughput: t.throughput,
+                            pairs: t.pairs,
+                            fallback_pairs: t.fallback_pairs,
+                            basis: t.basis,
+                            in_chosen_zone: t.in_chosen_zone,
+                        },
+                    }
+                })
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! The `netaware` command line: `demo` runs the whole system on this
+//! machine; `matrix`, `zones` and `rank` ask a running collector.
+//!
+//! [`client`] talks to the collector, [`json`] holds the `--json` contracts,
+//! [`render`] the tables for people, and [`demo`] the in-process demo.
+
+pub mod client;
+pub mod demo;
+pub mod json;
+pub mod render;
