@@ -2,7 +2,10 @@
 //! protoc is needed) and generates tonic clients and servers from them.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let files = ["proto/netaware/v1/session.proto", "proto/netaware/v1/scores.proto"];
+    let files = [
+        "proto/netaware/v1/session.proto",
+        "proto/netaware/v1/scores.proto",
+    ];
     for file in files {
         println!("cargo:rerun-if-changed={file}");
     }

@@ -20,23 +20,38 @@ impl ScoresConnection {
             .connect()
             .await
             .map_err(|err| anyhow::anyhow!("cannot reach the collector at {url}: {err}"))?;
-        Ok(Self { client: ScoresClient::new(channel).max_decoding_message_size(MAX_RESPONSE_BYTES) })
+        Ok(Self {
+            client: ScoresClient::new(channel).max_decoding_message_size(MAX_RESPONSE_BYTES),
+        })
     }
 
     /// The whole matrix.
     pub async fn matrix(&mut self) -> anyhow::Result<pb::Matrix> {
-        Ok(self.client.get_matrix(pb::MatrixRequest {}).await?.into_inner())
+        Ok(self
+            .client
+            .get_matrix(pb::MatrixRequest {})
+            .await?
+            .into_inner())
     }
 
     /// The zone summary.
     pub async fn zones(&mut self) -> anyhow::Result<pb::ZoneSummary> {
-        Ok(self.client.get_zones(pb::ZonesRequest {}).await?.into_inner())
+        Ok(self
+            .client
+            .get_zones(pb::ZonesRequest {})
+            .await?
+            .into_inner())
     }
 
     /// A ranking for a job of `size` workers with workers already on `placed`.
-    pub async fn rank(&mut self, size: usize, placed: &[String]) -> anyhow::Result<pb::RankResponse> {
+    pub async fn rank(
+        &mut self,
+        size: usize,
+        placed: &[String],
+    ) -> anyhow::Result<pb::RankResponse> {
         let request = pb::RankRequest {
-            size: u32::try_from(size).map_err(|_| anyhow::anyhow!("job size {size} is too large"))?,
+            size: u32::try_from(size)
+                .map_err(|_| anyhow::anyhow!("job size {size} is too large"))?,
             placed: placed.to_vec(),
             candidates: Vec::new(),
             strict_zone: false,

@@ -52,7 +52,9 @@ pub fn demo_agents() -> Vec<(String, &'static str, IpAddr)> {
 /// Runs the demo until the duration ends or `shutdown` is cancelled.
 pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::Result<()> {
     let deadline = options.duration.map(|d| Instant::now() + d);
-    println!("netaware demo: on loopback (every link is the same; the lab issue adds emulated zones)");
+    println!(
+        "netaware demo: on loopback (every link is the same; the lab issue adds emulated zones)"
+    );
     let collector = Collector::start(
         CollectorConfig {
             listen: options.listen,
@@ -65,7 +67,10 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
     .await
     .context("starting the collector")?;
     let url = format!("http://{}", collector.grpc_addr);
-    println!("collector: gRPC {url}, HTTP http://{}/healthz", collector.http_addr);
+    println!(
+        "collector: gRPC {url}, HTTP http://{}/healthz",
+        collector.http_addr
+    );
 
     let agents = demo_agents();
     let mut running = Vec::new();
@@ -76,7 +81,10 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
             probe_timeout: options.interval.min(Duration::from_secs(1)),
             ..AgentConfig::new(name, vec![*address], zone, &url)
         };
-        running.push(Agent::start(config, shutdown.clone()).with_context(|| format!("starting agent {name}"))?);
+        running.push(
+            Agent::start(config, shutdown.clone())
+                .with_context(|| format!("starting agent {name}"))?,
+        );
     }
     println!(
         "agents: {} in {} zones, probing every {:?}, windows of {:?}",
@@ -91,9 +99,16 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
     let mut ready = false;
     while !shutdown.is_cancelled() && deadline.is_none_or(|d| Instant::now() < d) {
         let matrix = scores.matrix().await?;
-        let measured = matrix.pairs.iter().filter(|p| p.samples > 0 && !p.stale).count();
+        let measured = matrix
+            .pairs
+            .iter()
+            .filter(|p| p.samples > 0 && !p.stale)
+            .count();
         let fresh = matrix.nodes.iter().filter(|n| !n.stale).count();
-        println!("measuring: {measured}/{expected} pairs have fresh windows, {fresh}/{} agents reporting", agents.len());
+        println!(
+            "measuring: {measured}/{expected} pairs have fresh windows, {fresh}/{} agents reporting",
+            agents.len()
+        );
         if measured == expected {
             ready = true;
             break;
@@ -106,7 +121,10 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
     print_state(&mut scores, options.job_size).await?;
     if !shutdown.is_cancelled() {
         match deadline {
-            Some(d) => println!("serving until the duration ends ({:.0} s left); Ctrl-C stops sooner", d.saturating_duration_since(Instant::now()).as_secs_f64()),
+            Some(d) => println!(
+                "serving until the duration ends ({:.0} s left); Ctrl-C stops sooner",
+                d.saturating_duration_since(Instant::now()).as_secs_f64()
+            ),
             None => println!("serving until Ctrl-C; try: netaware matrix --collector {url}"),
         }
         tokio::select! {
@@ -127,7 +145,10 @@ async fn print_state(scores: &mut ScoresConnection, job_size: usize) -> anyhow::
     println!("\n== Zones\n{}", render::zones(&scores.zones().await?));
     println!("== Matrix\n{}", render::matrix(&scores.matrix().await?));
     let ranking = scores.rank(job_size, &[]).await?;
-    println!("== Placement of a {job_size}-worker job\n{}", render::rank(&ranking, job_size));
+    println!(
+        "== Placement of a {job_size}-worker job\n{}",
+        render::rank(&ranking, job_size)
+    );
     Ok(())
 }
 

@@ -137,7 +137,12 @@ impl From<&pb::ZoneSummary> for ZonesJson {
             zones: summary
                 .zones
                 .iter()
-                .map(|z| ZoneJson { name: z.name.clone(), region: z.region.clone(), nodes: z.nodes, fresh_nodes: z.fresh_nodes })
+                .map(|z| ZoneJson {
+                    name: z.name.clone(),
+                    region: z.region.clone(),
+                    nodes: z.nodes,
+                    fresh_nodes: z.fresh_nodes,
+                })
                 .collect(),
             zone_pairs: summary
                 .zone_pairs

@@ -67,7 +67,11 @@ enum Command {
 #[derive(Debug, clap::Args)]
 struct Target {
     /// Collector URL.
-    #[arg(long, env = "NETAWARE_COLLECTOR", default_value = "http://127.0.0.1:7470")]
+    #[arg(
+        long,
+        env = "NETAWARE_COLLECTOR",
+        default_value = "http://127.0.0.1:7470"
+    )]
     collector: String,
     /// Print JSON for programs instead of a table.
     #[arg(long)]
@@ -88,13 +92,34 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
-        Command::Demo { duration, listen, metrics_listen, window, interval, job_size } => {
+        Command::Demo {
+            duration,
+            listen,
+            metrics_listen,
+            window,
+            interval,
+            job_size,
+        } => {
             let shutdown = CancellationToken::new();
             tokio::spawn(cancel_on_signal(shutdown.clone()));
-            demo::run(DemoOptions { duration, listen, metrics_listen, window, interval, job_size }, shutdown).await
+            demo::run(
+                DemoOptions {
+                    duration,
+                    listen,
+                    metrics_listen,
+                    window,
+                    interval,
+                    job_size,
+                },
+                shutdown,
+            )
+            .await
         }
         Command::Matrix { target } => {
-            let matrix = ScoresConnection::connect(&target.collector).await?.matrix().await?;
+            let matrix = ScoresConnection::connect(&target.collector)
+                .await?
+                .matrix()
+                .await?;
             if target.json {
                 print_json(&json::MatrixJson::from(&matrix))
             } else {
@@ -103,7 +128,10 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         Command::Zones { target } => {
-            let zones = ScoresConnection::connect(&target.collector).await?.zones().await?;
+            let zones = ScoresConnection::connect(&target.collector)
+                .await?
+                .zones()
+                .await?;
             if target.json {
                 print_json(&json::ZonesJson::from(&zones))
             } else {
@@ -111,9 +139,16 @@ async fn main() -> anyhow::Result<()> {
                 Ok(())
             }
         }
-        Command::Rank { target, size, peers } => {
+        Command::Rank {
+            target,
+            size,
+            peers,
+        } => {
             anyhow::ensure!(size >= 1, "--size must be at least 1");
-            let ranking = ScoresConnection::connect(&target.collector).await?.rank(size, &peers).await?;
+            let ranking = ScoresConnection::connect(&target.collector)
+                .await?
+                .rank(size, &peers)
+                .await?;
             if target.json {
                 print_json(&json::RankJson::from(&ranking))
             } else {

@@ -19,10 +19,18 @@ fn rate(value: Option<f64>) -> String {
 /// The zone summary as a table.
 pub fn zones(summary: &pb::ZoneSummary) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{:<12} {:<10} {:>5} {:>5}", "ZONE", "REGION", "NODES", "FRESH");
+    let _ = writeln!(
+        out,
+        "{:<12} {:<10} {:>5} {:>5}",
+        "ZONE", "REGION", "NODES", "FRESH"
+    );
     for z in &summary.zones {
         let region = if z.region.is_empty() { "-" } else { &z.region };
-        let _ = writeln!(out, "{:<12} {:<10} {:>5} {:>5}", z.name, region, z.nodes, z.fresh_nodes);
+        let _ = writeln!(
+            out,
+            "{:<12} {:<10} {:>5} {:>5}",
+            z.name, region, z.nodes, z.fresh_nodes
+        );
     }
     let _ = writeln!(out);
     let _ = writeln!(
@@ -49,10 +57,18 @@ pub fn zones(summary: &pb::ZoneSummary) -> String {
 /// The matrix: nodes, then every pair.
 pub fn matrix(matrix: &pb::Matrix) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{:<14} {:<10} {:<16} {:<9} {}", "NODE", "ZONE", "ADDRESS", "KIND", "STATE");
+    let _ = writeln!(
+        out,
+        "{:<14} {:<10} {:<16} {:<9} {}",
+        "NODE", "ZONE", "ADDRESS", "KIND", "STATE"
+    );
     for n in &matrix.nodes {
         let state = if n.stale { "STALE" } else { "fresh" };
-        let _ = writeln!(out, "{:<14} {:<10} {:<16} {:<9} {}", n.name, n.zone, n.address, n.kind, state);
+        let _ = writeln!(
+            out,
+            "{:<14} {:<10} {:<16} {:<9} {}",
+            n.name, n.zone, n.address, n.kind, state
+        );
     }
     let _ = writeln!(out);
     let _ = writeln!(
@@ -61,7 +77,11 @@ pub fn matrix(matrix: &pb::Matrix) -> String {
         "SRC", "DST", "MEDIAN_MS", "P99_MS", "JITTER", "LOSS", "SAMPLES", "AGE_S", "QUALITY"
     );
     for p in &matrix.pairs {
-        let age = if p.age_s < 0.0 { "-".to_owned() } else { format!("{:.0}", p.age_s) };
+        let age = if p.age_s < 0.0 {
+            "-".to_owned()
+        } else {
+            format!("{:.0}", p.age_s)
+        };
         let flag = if p.stale { " (stale)" } else { "" };
         let _ = writeln!(
             out,
@@ -83,7 +103,11 @@ pub fn matrix(matrix: &pb::Matrix) -> String {
 /// A ranking: the zone and why, then the nodes best first.
 pub fn rank(rank: &pb::RankResponse, size: usize) -> String {
     let mut out = String::new();
-    let zone = if rank.zone.is_empty() { "(none)" } else { &rank.zone };
+    let zone = if rank.zone.is_empty() {
+        "(none)"
+    } else {
+        &rank.zone
+    };
     let _ = writeln!(out, "zone {zone}: {}", rank.zone_reason);
     let _ = writeln!(
         out,
@@ -94,7 +118,11 @@ pub fn rank(rank: &pb::RankResponse, size: usize) -> String {
         let t = n.terms.clone().unwrap_or_default();
         let pick = if n.feasible && i < size { "*" } else { " " };
         let note = if n.feasible {
-            format!("vs {}{}", t.basis, if t.in_chosen_zone { "" } else { ", other zone" })
+            format!(
+                "vs {}{}",
+                t.basis,
+                if t.in_chosen_zone { "" } else { ", other zone" }
+            )
         } else {
             format!("FAILS: {}", n.reason)
         };
@@ -112,6 +140,9 @@ pub fn rank(rank: &pb::RankResponse, size: usize) -> String {
             format!("{}/{}", t.pairs - t.fallback_pairs, t.pairs)
         );
     }
-    let _ = writeln!(out, "(* = the {size} workers' places; PAIRS = measured/averaged)");
+    let _ = writeln!(
+        out,
+        "(* = the {size} workers' places; PAIRS = measured/averaged)"
+    );
     out
 }

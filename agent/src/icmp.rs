@@ -39,7 +39,9 @@ impl Icmp {
     /// that probes leave from the address peers know the agent by.
     pub fn open(bind_v4: Option<Ipv4Addr>, bind_v6: Option<Ipv6Addr>) -> Result<Self, AgentError> {
         let client = |kind, bind: Option<IpAddr>| {
-            let mut config = Config::builder().kind(kind).sock_type_hint(socket2::Type::RAW);
+            let mut config = Config::builder()
+                .kind(kind)
+                .sock_type_hint(socket2::Type::RAW);
             if let Some(ip) = bind {
                 config = config.bind(SocketAddr::new(ip, 0));
             }
@@ -53,14 +55,26 @@ impl Icmp {
                 None
             }
         };
-        Ok(Self { v4, v6, ident: PingIdentifier(rand::random()) })
+        Ok(Self {
+            v4,
+            v6,
+            ident: PingIdentifier(rand::random()),
+        })
     }
 
     /// Sends one echo request and waits for its reply.
-    pub async fn probe(&self, host: IpAddr, seq: u16, timeout: Duration) -> Result<Duration, ProbeError> {
+    pub async fn probe(
+        &self,
+        host: IpAddr,
+        seq: u16,
+        timeout: Duration,
+    ) -> Result<Duration, ProbeError> {
         let client = match host {
             IpAddr::V4(_) => &self.v4,
-            IpAddr::V6(_) => self.v6.as_ref().ok_or_else(|| ProbeError::Failed("no IPv6 socket".into()))?,
+            IpAddr::V6(_) => self
+                .v6
+                .as_ref()
+                .ok_or_else(|| ProbeError::Failed("no IPv6 socket".into()))?,
         };
         let mut pinger = client.pinger(host, self.ident).await;
         pinger.timeout(timeout);

@@ -142,7 +142,14 @@ impl Agent {
             probe_timeout: config.probe_timeout,
         };
         let mut tasks = tokio::task::JoinSet::new();
-        tasks.spawn(measure::run(icmp, timing, peers_rx, windows_tx, Arc::clone(&counters), shutdown.clone()));
+        tasks.spawn(measure::run(
+            icmp,
+            timing,
+            peers_rx,
+            windows_tx,
+            Arc::clone(&counters),
+            shutdown.clone(),
+        ));
         tasks.spawn(session::run(
             config.collector,
             hello,

@@ -18,7 +18,12 @@ struct Args {
     #[arg(long, env = "NETAWARE_NODE")]
     node: String,
     /// Address of this node that peers probe (repeat for more).
-    #[arg(long = "address", env = "NETAWARE_ADDRESS", value_delimiter = ',', required = true)]
+    #[arg(
+        long = "address",
+        env = "NETAWARE_ADDRESS",
+        value_delimiter = ',',
+        required = true
+    )]
     addresses: Vec<IpAddr>,
     /// Zone of this node.
     #[arg(long, env = "NETAWARE_ZONE")]
@@ -27,7 +32,11 @@ struct Args {
     #[arg(long, env = "NETAWARE_REGION", default_value = "")]
     region: String,
     /// Collector URL.
-    #[arg(long, env = "NETAWARE_COLLECTOR", default_value = "http://127.0.0.1:7470")]
+    #[arg(
+        long,
+        env = "NETAWARE_COLLECTOR",
+        default_value = "http://127.0.0.1:7470"
+    )]
     collector: String,
     /// Time between two probes to one peer.
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]

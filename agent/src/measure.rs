@@ -144,7 +144,13 @@ fn spawn_probe(
         };
         let outcome = ProbeOutcome { order, rtt_ms };
         // The loop only stops at shutdown, when the outcome no longer matters.
-        let _ = results.send(ProbeResult { window, peer: peer.name, outcome }).await;
+        let _ = results
+            .send(ProbeResult {
+                window,
+                peer: peer.name,
+                outcome,
+            })
+            .await;
     });
 }
 
@@ -176,12 +182,19 @@ struct CyclePlan {
 impl CyclePlan {
     fn new(peers: &[Peer], start: Instant, interval: Duration) -> Self {
         let offsets = probe_offsets(peers.len(), interval, rand::random::<f64>);
-        let mut due: Vec<(Instant, Peer)> =
-            offsets.into_iter().zip(peers.iter().cloned()).map(|(offset, peer)| (start + offset, peer)).collect();
+        let mut due: Vec<(Instant, Peer)> = offsets
+            .into_iter()
+            .zip(peers.iter().cloned())
+            .map(|(offset, peer)| (start + offset, peer))
+            .collect();
         due.sort_by_key(|(at, _)| *at);
         let mut due = due.into_iter();
         let next = due.next();
-        Self { due, next, end: start + interval }
+        Self {
+            due,
+            next,
+            end: start + interval,
+        }
     }
 
     /// When the next probe is due, or the end of the cycle.
@@ -199,5 +212,7 @@ impl CyclePlan {
 
 /// Unix time now, in milliseconds.
 pub fn unix_ms_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -16,13 +16,17 @@ impl NodeStatsSampler {
     pub fn new() -> Self {
         let mut system = System::new();
         system.refresh_cpu_usage();
-        Self { system, networks: Networks::new_with_refreshed_list() }
+        Self {
+            system,
+            networks: Networks::new_with_refreshed_list(),
+        }
     }
 
     /// The statistics now.
     pub fn sample(&mut self) -> NodeStats {
         self.system.refresh_cpu_usage();
-        self.system.refresh_memory_specifics(MemoryRefreshKind::nothing().with_ram());
+        self.system
+            .refresh_memory_specifics(MemoryRefreshKind::nothing().with_ram());
         self.networks.refresh(true);
         let cpu = f64::from(self.system.global_cpu_usage()) / 100.0;
         let mut nics: Vec<NicCounters> = self
@@ -36,7 +40,11 @@ impl NodeStatsSampler {
             .collect();
         nics.sort_by(|a, b| a.name.cmp(&b.name));
         NodeStats {
-            cpu_ratio: if cpu.is_finite() { cpu.clamp(0.0, 1.0) } else { 0.0 },
+            cpu_ratio: if cpu.is_finite() {
+                cpu.clamp(0.0, 1.0)
+            } else {
+                0.0
+            },
             memory_used_bytes: self.system.used_memory(),
             memory_total_bytes: self.system.total_memory(),
             nics,

@@ -34,7 +34,11 @@ pub struct Outbox {
 impl Outbox {
     /// An outbox that holds at most `capacity` windows (at least one).
     pub fn new(capacity: usize) -> Self {
-        Self { windows: VecDeque::new(), capacity: capacity.max(1), next_seq: 1 }
+        Self {
+            windows: VecDeque::new(),
+            capacity: capacity.max(1),
+            next_seq: 1,
+        }
     }
 
     /// Numbers a new window and keeps it; returns the numbered window and
@@ -42,7 +46,11 @@ impl Outbox {
     pub fn push(&mut self, mut window: Window) -> (Window, Option<Window>) {
         window.seq = self.next_seq;
         self.next_seq += 1;
-        let evicted = if self.windows.len() == self.capacity { self.windows.pop_front() } else { None };
+        let evicted = if self.windows.len() == self.capacity {
+            self.windows.pop_front()
+        } else {
+            None
+        };
         self.windows.push_back(window.clone());
         (window, evicted)
     }
@@ -129,7 +137,10 @@ fn keep(outbox: &mut Outbox, window: Window, counters: &Counters) -> Window {
     let (window, evicted) = outbox.push(window);
     if let Some(old) = evicted {
         counters.windows_dropped.fetch_add(1, Relaxed);
-        tracing::warn!(seq = old.seq, "outbox full: oldest unacknowledged window dropped");
+        tracing::warn!(
+            seq = old.seq,
+            "outbox full: oldest unacknowledged window dropped"
+        );
     }
     window
 }
@@ -149,10 +160,14 @@ async fn session(
         Err(err) => return Ended::Failed(format!("connect: {err}")),
     };
     let (up, up_rx) = mpsc::channel::<AgentMessage>(1024);
-    let send = |window: Window| AgentMessage { body: Some(agent_message::Body::Window(window)) };
+    let send = |window: Window| AgentMessage {
+        body: Some(agent_message::Body::Window(window)),
+    };
     // The collector answers only once it has read the hello, so the hello
     // must be in the stream before the call is made.
-    let hello_msg = AgentMessage { body: Some(agent_message::Body::Hello(hello.clone())) };
+    let hello_msg = AgentMessage {
+        body: Some(agent_message::Body::Hello(hello.clone())),
+    };
     if up.send(hello_msg).await.is_err() {
         return Ended::Failed("stream closed before hello".into());
     }

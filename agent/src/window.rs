@@ -84,7 +84,11 @@ fn figures(peer: String, outcomes: &[ProbeOutcome]) -> PeerFigures {
     let sent = u32::try_from(outcomes.len()).unwrap_or(u32::MAX);
     let received = u32::try_from(in_order.len()).unwrap_or(u32::MAX);
     if in_order.is_empty() {
-        return PeerFigures { peer, sent, ..PeerFigures::default() };
+        return PeerFigures {
+            peer,
+            sent,
+            ..PeerFigures::default()
+        };
     }
     let jitter_ms = if in_order.len() < 2 {
         0.0
@@ -126,7 +130,13 @@ mod tests {
     fn figures_of_a_window() {
         let mut window = WindowStats::new();
         // Arrive out of order; jitter follows the order the probes were sent.
-        for (order, rtt) in [(3, Some(3.0)), (1, Some(1.0)), (2, None), (4, Some(2.0)), (5, Some(4.0))] {
+        for (order, rtt) in [
+            (3, Some(3.0)),
+            (1, Some(1.0)),
+            (2, None),
+            (4, Some(2.0)),
+            (5, Some(4.0)),
+        ] {
             window.record("b", outcome(order, rtt));
         }
         let figures = window.finish();

@@ -18,7 +18,12 @@ fn source(source: CoreSource) -> i32 {
 }
 
 /// The wire form of a scored matrix.
-pub fn matrix(scored: &ScoredMatrix, config: &ScoreConfig, version: u64, now: UnixMillis) -> pb::Matrix {
+pub fn matrix(
+    scored: &ScoredMatrix,
+    config: &ScoreConfig,
+    version: u64,
+    now: UnixMillis,
+) -> pb::Matrix {
     let nodes = scored
         .nodes()
         .iter()
@@ -79,7 +84,12 @@ pub fn zones(summary: &CoreZones) -> pb::ZoneSummary {
         zones: summary
             .zones
             .iter()
-            .map(|z| pb::Zone { name: z.name.clone(), region: z.region.clone(), nodes: z.nodes, fresh_nodes: z.fresh_nodes })
+            .map(|z| pb::Zone {
+                name: z.name.clone(),
+                region: z.region.clone(),
+                nodes: z.nodes,
+                fresh_nodes: z.fresh_nodes,
+            })
             .collect(),
         zone_pairs: summary
             .zone_pairs

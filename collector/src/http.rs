@@ -10,7 +10,9 @@ use crate::service::Shared;
 
 /// The HTTP routes.
 pub fn router(shared: Arc<Shared>) -> Router {
-    Router::new().route("/healthz", get(healthz)).with_state(shared)
+    Router::new()
+        .route("/healthz", get(healthz))
+        .with_state(shared)
 }
 
 async fn healthz(State(shared): State<Arc<Shared>>) -> String {

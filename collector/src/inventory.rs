@@ -67,13 +67,18 @@ struct Entry {
 pub fn load(path: &Path) -> Result<Vec<NodeInfo>, InventoryError> {
     let shown = path.display().to_string();
     let size = std::fs::metadata(path)
-        .map_err(|source| InventoryError::Read { path: shown.clone(), source })?
+        .map_err(|source| InventoryError::Read {
+            path: shown.clone(),
+            source,
+        })?
         .len();
     if size > MAX_INVENTORY_BYTES {
         return Err(InventoryError::TooLarge { path: shown });
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| InventoryError::Read { path: shown, source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| InventoryError::Read {
+        path: shown,
+        source,
+    })?;
     parse(&text)
 }
 
@@ -83,19 +88,28 @@ pub fn parse(text: &str) -> Result<Vec<NodeInfo>, InventoryError> {
         serde_yaml::from_str(text).map_err(|err| InventoryError::Parse(err.to_string()))?;
     let entries = entries.unwrap_or_default();
     if entries.len() > MAX_INVENTORY_NODES {
-        return Err(InventoryError::Parse(format!("more than {MAX_INVENTORY_NODES} entries")));
+        return Err(InventoryError::Parse(format!(
+            "more than {MAX_INVENTORY_NODES} entries"
+        )));
     }
     let mut names = HashSet::new();
     entries
         .into_iter()
         .enumerate()
         .map(|(index, entry)| {
-            let fail = |reason: String| InventoryError::Entry { index, name: entry.name.clone(), reason };
+            let fail = |reason: String| InventoryError::Entry {
+                index,
+                name: entry.name.clone(),
+                reason,
+            };
             check_name("name", &entry.name, false).map_err(|e| fail(e.0))?;
             check_name("zone", &entry.zone, false).map_err(|e| fail(e.0))?;
             check_name("region", &entry.region, true).map_err(|e| fail(e.0))?;
             if entry.address.parse::<IpAddr>().is_err() {
-                return Err(fail(format!("address {:?} is not an IP address", entry.address)));
+                return Err(fail(format!(
+                    "address {:?} is not an IP address",
+                    entry.address
+                )));
             }
             if !names.insert(entry.name.clone()) {
                 return Err(fail("the name appears twice".into()));
@@ -129,9 +143,15 @@ mod tests {
     fn refuses_bad_entries_with_their_position() {
         for (text, needle) in [
             ("- {name: nas, address: nope, zone: a}", "entry 0"),
-            ("- {name: nas, address: 10.0.0.1, zone: a}\n- {name: nas, address: 10.0.0.2, zone: a}", "twice"),
+            (
+                "- {name: nas, address: 10.0.0.1, zone: a}\n- {name: nas, address: 10.0.0.2, zone: a}",
+                "twice",
+            ),
             ("- {name: nas, address: 10.0.0.1}", "zone"),
-            ("- {name: nas, address: 10.0.0.1, zone: a, colour: red}", "colour"),
+            (
+                "- {name: nas, address: 10.0.0.1, zone: a, colour: red}",
+                "colour",
+            ),
             ("name: nas", "YAML list"),
             ("- {name: '', address: 10.0.0.1, zone: a}", "empty"),
         ] {

@@ -75,20 +75,37 @@ pub struct Collector {
 
 impl Collector {
     /// Binds both listeners and starts serving until `shutdown`.
-    pub async fn start(config: CollectorConfig, shutdown: CancellationToken) -> Result<Self, CollectorError> {
+    pub async fn start(
+        config: CollectorConfig,
+        shutdown: CancellationToken,
+    ) -> Result<Self, CollectorError> {
         let bind = |addr| async move {
-            TcpListener::bind(addr).await.map_err(|source| CollectorError::Bind { addr, source })
+            TcpListener::bind(addr)
+                .await
+                .map_err(|source| CollectorError::Bind { addr, source })
         };
         let grpc = bind(config.listen).await?;
         let http = bind(config.metrics_listen).await?;
-        let grpc_addr = grpc.local_addr().map_err(|source| CollectorError::Bind { addr: config.listen, source })?;
-        let http_addr =
-            http.local_addr().map_err(|source| CollectorError::Bind { addr: config.metrics_listen, source })?;
+        let grpc_addr = grpc.local_addr().map_err(|source| CollectorError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+        let http_addr = http.local_addr().map_err(|source| CollectorError::Bind {
+            addr: config.metrics_listen,
+            source,
+        })?;
 
-        let shared = Shared::new(CollectorState::new(config.model, config.inventory), shutdown.clone());
+        let shared = Shared::new(
+            CollectorState::new(config.model, config.inventory),
+            shutdown.clone(),
+        );
         let (health_reporter, health) = tonic_health::server::health_reporter();
-        health_reporter.set_serving::<ScoresServer<ScoresService>>().await;
-        health_reporter.set_serving::<AgentSessionServer<SessionService>>().await;
+        health_reporter
+            .set_serving::<ScoresServer<ScoresService>>()
+            .await;
+        health_reporter
+            .set_serving::<AgentSessionServer<SessionService>>()
+            .await;
         let reflection = tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(netaware_proto::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -111,19 +128,29 @@ impl Collector {
         let grpc_shutdown = shutdown.clone();
         tasks.spawn(async move {
             let incoming = TcpListenerStream::new(grpc);
-            if let Err(err) = router.serve_with_incoming_shutdown(incoming, grpc_shutdown.cancelled_owned()).await {
+            if let Err(err) = router
+                .serve_with_incoming_shutdown(incoming, grpc_shutdown.cancelled_owned())
+                .await
+            {
                 tracing::error!(%err, "gRPC server failed");
             }
         });
         let app = http::router(Arc::clone(&shared));
         tasks.spawn(async move {
-            let served = axum::serve(http, app).with_graceful_shutdown(shutdown.cancelled_owned()).await;
+            let served = axum::serve(http, app)
+                .with_graceful_shutdown(shutdown.cancelled_owned())
+                .await;
             if let Err(err) = served {
                 tracing::error!(%err, "HTTP server failed");
             }
         });
         tracing::info!(%grpc_addr, %http_addr, "collector listening");
-        Ok(Self { grpc_addr, http_addr, shared, tasks })
+        Ok(Self {
+            grpc_addr,
+            http_addr,
+            shared,
+            tasks,
+        })
     }
 
     /// The shared state, for in-process callers (the demo, tests).

@@ -66,7 +66,11 @@ struct ModelArgs {
 impl ModelArgs {
     fn model(&self) -> anyhow::Result<ModelConfig> {
         let score = ScoreConfig {
-            weights: Weights { delay: self.weight_delay, loss: self.weight_loss, throughput: self.weight_throughput },
+            weights: Weights {
+                delay: self.weight_delay,
+                loss: self.weight_loss,
+                throughput: self.weight_throughput,
+            },
             delay_reference_ms: self.delay_reference_ms,
             loss_ceiling: self.loss_ceiling,
             throughput_reference_bps: self.throughput_reference_bps,
@@ -75,13 +79,17 @@ impl ModelArgs {
         }
         .validated()?;
         anyhow::ensure!(
-            (0.0..=1.0).contains(&self.loss_threshold) && (0.0..=1.0).contains(&self.out_of_zone_factor),
+            (0.0..=1.0).contains(&self.loss_threshold)
+                && (0.0..=1.0).contains(&self.out_of_zone_factor),
             "--loss-threshold and --out-of-zone-factor must be between 0 and 1"
         );
         anyhow::ensure!(self.windows_kept >= 1, "--windows-kept must be at least 1");
         Ok(ModelConfig {
             score,
-            placement: PlacementConfig { loss_threshold: self.loss_threshold, out_of_zone_factor: self.out_of_zone_factor },
+            placement: PlacementConfig {
+                loss_threshold: self.loss_threshold,
+                out_of_zone_factor: self.out_of_zone_factor,
+            },
             windows_kept: self.windows_kept,
         })
     }

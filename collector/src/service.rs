@@ -33,7 +33,9 @@ pub const WATCH_REFRESH: Duration = Duration::from_secs(5);
 
 /// Unix time now, in milliseconds.
 pub fn now_ms() -> UnixMillis {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// State shared by every service and session.
@@ -65,7 +67,12 @@ impl Shared {
     pub async fn matrix(&self) -> pb::Matrix {
         let now = now_ms();
         let state = self.state.lock().await;
-        convert::matrix(&state.snapshot(now), &state.config().score, state.version(), now)
+        convert::matrix(
+            &state.snapshot(now),
+            &state.config().score,
+            state.version(),
+            now,
+        )
     }
 }
 
@@ -84,13 +91,21 @@ impl pb::agent_session_server::AgentSession for SessionService {
     ) -> Result<Response<Self::SessionStream>, Status> {
         let mut inbound = request.into_inner();
         let hello = match inbound.message().await? {
-            Some(pb::AgentMessage { body: Some(agent_message::Body::Hello(hello)) }) => hello,
-            _ => return Err(Status::invalid_argument("the first message of a session must be a hello")),
+            Some(pb::AgentMessage {
+                body: Some(agent_message::Body::Hello(hello)),
+            }) => hello,
+            _ => {
+                return Err(Status::invalid_argument(
+                    "the first message of a session must be a hello",
+                ));
+            }
         };
         let shared = Arc::clone(&self.0);
         let (node, changed) = {
             let mut state = shared.state.lock().await;
-            let result = state.hello(&hello, now_ms()).map_err(|e| Status::invalid_argument(e.0))?;
+            let result = state
+                .hello(&hello, now_ms())
+                .map_err(|e| Status::invalid_argument(e.0))?;
             shared.changes.send_replace(state.version());
             result
         };
@@ -169,16 +184,27 @@ type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::Matrix, Status>> + Send>
 impl pb::scores_server::Scores for ScoresService {
     type WatchMatrixStream = WatchStream;
 
-    async fn get_matrix(&self, _: Request<pb::MatrixRequest>) -> Result<Response<pb::Matrix>, Status> {
+    async fn get_matrix(
+        &self,
+        _: Request<pb::MatrixRequest>,
+    ) -> Result<Response<pb::Matrix>, Status> {
         Ok(Response::new(self.0.matrix().await))
     }
 
-    async fn get_zones(&self, _: Request<pb::ZonesRequest>) -> Result<Response<pb::ZoneSummary>, Status> {
+    async fn get_zones(
+        &self,
+        _: Request<pb::ZonesRequest>,
+    ) -> Result<Response<pb::ZoneSummary>, Status> {
         let state = self.0.state.lock().await;
-        Ok(Response::new(convert::zones(&state.snapshot(now_ms()).zones())))
+        Ok(Response::new(convert::zones(
+            &state.snapshot(now_ms()).zones(),
+        )))
     }
 
-    async fn rank(&self, request: Request<pb::RankRequest>) -> Result<Response<pb::RankResponse>, Status> {
+    async fn rank(
+        &self,
+        request: Request<pb::RankRequest>,
+    ) -> Result<Response<pb::RankResponse>, Status> {
         let request = request.into_inner();
         let job = job_request(request)?;
         let state = self.0.state.lock().await;
@@ -186,7 +212,10 @@ impl pb::scores_server::Scores for ScoresService {
         Ok(Response::new(convert::ranking(&ranking)))
     }
 
-    async fn watch_matrix(&self, request: Request<pb::WatchRequest>) -> Result<Response<WatchStream>, Status> {
+    async fn watch_matrix(
+        &self,
+        request: Request<pb::WatchRequest>,
+    ) -> Result<Response<WatchStream>, Status> {
         let interval = match request.into_inner().min_interval_ms {
             0 => DEFAULT_WATCH_INTERVAL,
             ms => Duration::from_millis(u64::from(ms)).max(MIN_WATCH_INTERVAL),
@@ -218,14 +247,19 @@ impl pb::scores_server::Scores for ScoresService {
 /// A rank request, checked.
 fn job_request(request: pb::RankRequest) -> Result<JobRequest, Status> {
     if request.size == 0 || request.size > MAX_JOB_SIZE {
-        return Err(Status::invalid_argument(format!("size must be between 1 and {MAX_JOB_SIZE}")));
+        return Err(Status::invalid_argument(format!(
+            "size must be between 1 and {MAX_JOB_SIZE}"
+        )));
     }
     if request.placed.len() > MAX_RANK_NAMES || request.candidates.len() > MAX_RANK_NAMES {
-        return Err(Status::invalid_argument(format!("at most {MAX_RANK_NAMES} placed or candidate names")));
+        return Err(Status::invalid_argument(format!(
+            "at most {MAX_RANK_NAMES} placed or candidate names"
+        )));
     }
     for name in request.placed.iter().chain(&request.candidates) {
-        check_name("node", name, false)
-            .map_err(|e| Status::invalid_argument(format!("{} (names are at most {MAX_NAME_LEN} bytes)", e.0)))?;
+        check_name("node", name, false).map_err(|e| {
+            Status::invalid_argument(format!("{} (names are at most {MAX_NAME_LEN} bytes)", e.0))
+        })?;
     }
     Ok(JobRequest {
         size: request.size as usize,

@@ -29,7 +29,11 @@ pub struct ModelConfig {
 
 impl Default for ModelConfig {
     fn default() -> Self {
-        Self { score: ScoreConfig::default(), placement: PlacementConfig::default(), windows_kept: 6 }
+        Self {
+            score: ScoreConfig::default(),
+            placement: PlacementConfig::default(),
+            windows_kept: 6,
+        }
     }
 }
 
@@ -96,9 +100,15 @@ impl CollectorState {
             .registry
             .agent_hello(info, window_ms, now)
             .map_err(|err| Invalid(err.to_string()))?;
-        let mark = self.seq_marks.entry(name.clone()).or_insert(SeqMark { instance: hello.instance, last_seq: 0 });
+        let mark = self.seq_marks.entry(name.clone()).or_insert(SeqMark {
+            instance: hello.instance,
+            last_seq: 0,
+        });
         if mark.instance != hello.instance {
-            *mark = SeqMark { instance: hello.instance, last_seq: 0 };
+            *mark = SeqMark {
+                instance: hello.instance,
+                last_seq: 0,
+            };
         }
         self.version += 1;
         Ok((name, changed))
@@ -120,7 +130,12 @@ impl CollectorState {
 
     /// Checks a window from `node` and applies it whole, or refuses it
     /// whole and changes nothing.
-    pub fn ingest(&mut self, node: &str, window: &Window, now: UnixMillis) -> Result<Ingested, Invalid> {
+    pub fn ingest(
+        &mut self,
+        node: &str,
+        window: &Window,
+        now: UnixMillis,
+    ) -> Result<Ingested, Invalid> {
         let Some(mark) = self.seq_marks.get(node).copied() else {
             return Err(Invalid(format!("unknown node {node:?}: no hello")));
         };
@@ -134,7 +149,13 @@ impl CollectorState {
         if let Some(stats) = &window.stats {
             self.node_stats.insert(node.to_owned(), stats.clone());
         }
-        self.seq_marks.insert(node.to_owned(), SeqMark { last_seq: window.seq, ..mark });
+        self.seq_marks.insert(
+            node.to_owned(),
+            SeqMark {
+                last_seq: window.seq,
+                ..mark
+            },
+        );
         self.registry.note_report(node, now);
         self.version += 1;
         Ok(Ingested::Accepted)
@@ -203,22 +224,37 @@ mod tests {
 
     fn loss(state: &CollectorState, now: u64) -> Option<f64> {
         let m = state.snapshot(now);
-        m.pair(m.index_of("n1").unwrap(), m.index_of("n2").unwrap()).unwrap().summary.loss_ratio
+        m.pair(m.index_of("n1").unwrap(), m.index_of("n2").unwrap())
+            .unwrap()
+            .summary
+            .loss_ratio
     }
 
     #[test]
     fn each_window_counts_once_per_agent_instance() {
         let mut state = state();
-        assert_eq!(state.ingest("n1", &window(1, 1_000, 10), 1_000), Ok(Ingested::Accepted));
-        assert_eq!(state.ingest("n1", &window(1, 1_000, 0), 1_000), Ok(Ingested::Duplicate));
+        assert_eq!(
+            state.ingest("n1", &window(1, 1_000, 10), 1_000),
+            Ok(Ingested::Accepted)
+        );
+        assert_eq!(
+            state.ingest("n1", &window(1, 1_000, 0), 1_000),
+            Ok(Ingested::Duplicate)
+        );
         assert_eq!(loss(&state, 1_000), Some(0.0));
         // A restarted agent numbers from 1 again.
         state.hello(&hello("n1", 9), 1_500).unwrap();
-        assert_eq!(state.ingest("n1", &window(1, 2_000, 0), 2_000), Ok(Ingested::Accepted));
+        assert_eq!(
+            state.ingest("n1", &window(1, 2_000, 0), 2_000),
+            Ok(Ingested::Accepted)
+        );
         assert_eq!(loss(&state, 2_000), Some(0.5));
         // The same instance reconnecting keeps its mark.
         state.hello(&hello("n1", 9), 2_500).unwrap();
-        assert_eq!(state.ingest("n1", &window(1, 2_000, 0), 2_500), Ok(Ingested::Duplicate));
+        assert_eq!(
+            state.ingest("n1", &window(1, 2_000, 0), 2_500),
+            Ok(Ingested::Duplicate)
+        );
     }
 
     #[test]
@@ -227,13 +263,19 @@ mod tests {
         state.ingest("n1", &window(1, 1_000, 10), 1_000).unwrap();
         let version = state.version();
         let mut bad = window(2, 2_000, 3);
-        bad.peers.push(PeerWindow { peer: "n2".into(), ..bad.peers[0].clone() });
+        bad.peers.push(PeerWindow {
+            peer: "n2".into(),
+            ..bad.peers[0].clone()
+        });
         assert!(state.ingest("n1", &bad, 2_000).is_err());
         assert!(state.ingest("ghost", &window(2, 2_000, 3), 2_000).is_err());
         assert_eq!(state.version(), version);
         assert_eq!(loss(&state, 2_000), Some(0.0));
         // The refused seq was not marked as seen.
-        assert_eq!(state.ingest("n1", &window(2, 2_000, 0), 2_000), Ok(Ingested::Accepted));
+        assert_eq!(
+            state.ingest("n1", &window(2, 2_000, 0), 2_000),
+            Ok(Ingested::Accepted)
+        );
     }
 
     #[test]

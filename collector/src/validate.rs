@@ -46,7 +46,9 @@ pub fn check_name(what: &str, name: &str, allow_empty: bool) -> Result<(), Inval
         return invalid(format!("{what} is longer than {MAX_NAME_LEN} bytes"));
     }
     if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return invalid(format!("{what} {name:?} contains whitespace or control characters"));
+        return invalid(format!(
+            "{what} {name:?} contains whitespace or control characters"
+        ));
     }
     Ok(())
 }
@@ -66,7 +68,9 @@ pub fn hello(hello: &Hello) -> Result<(NodeInfo, u64), Invalid> {
     }
     let window_ms = u64::from(hello.window_ms);
     if !(MIN_WINDOW_MS..=MAX_WINDOW_MS).contains(&window_ms) {
-        return invalid(format!("window_ms {window_ms} is outside {MIN_WINDOW_MS}..={MAX_WINDOW_MS}"));
+        return invalid(format!(
+            "window_ms {window_ms} is outside {MIN_WINDOW_MS}..={MAX_WINDOW_MS}"
+        ));
     }
     if hello.probe_interval_ms == 0 || u64::from(hello.probe_interval_ms) > window_ms {
         return invalid("probe_interval_ms must be above 0 and at most window_ms");
@@ -104,7 +108,9 @@ pub fn window(
         ));
     }
     if window.peers.len() > MAX_PEERS_PER_WINDOW {
-        return invalid(format!("more than {MAX_PEERS_PER_WINDOW} peers in one window"));
+        return invalid(format!(
+            "more than {MAX_PEERS_PER_WINDOW} peers in one window"
+        ));
     }
     if let Some(stats) = &window.stats {
         node_stats(stats)?;
@@ -138,7 +144,10 @@ pub fn window(
 
 fn node_stats(stats: &NodeStats) -> Result<(), Invalid> {
     if !(stats.cpu_ratio.is_finite() && (0.0..=1.0).contains(&stats.cpu_ratio)) {
-        return invalid(format!("cpu_ratio {} is not between 0 and 1", stats.cpu_ratio));
+        return invalid(format!(
+            "cpu_ratio {} is not between 0 and 1",
+            stats.cpu_ratio
+        ));
     }
     if stats.memory_used_bytes > stats.memory_total_bytes {
         return invalid("memory_used_bytes exceeds memory_total_bytes");
@@ -174,13 +183,34 @@ mod tests {
     fn hellos_are_checked() {
         assert!(hello(&hello_msg()).is_ok());
         for broken in [
-            Hello { node: String::new(), ..hello_msg() },
-            Hello { zone: "a b".into(), ..hello_msg() },
-            Hello { addresses: vec!["not-an-ip".into()], ..hello_msg() },
-            Hello { addresses: vec![], ..hello_msg() },
-            Hello { window_ms: 10, ..hello_msg() },
-            Hello { probe_interval_ms: 5_000, ..hello_msg() },
-            Hello { node: "x".repeat(300), ..hello_msg() },
+            Hello {
+                node: String::new(),
+                ..hello_msg()
+            },
+            Hello {
+                zone: "a b".into(),
+                ..hello_msg()
+            },
+            Hello {
+                addresses: vec!["not-an-ip".into()],
+                ..hello_msg()
+            },
+            Hello {
+                addresses: vec![],
+                ..hello_msg()
+            },
+            Hello {
+                window_ms: 10,
+                ..hello_msg()
+            },
+            Hello {
+                probe_interval_ms: 5_000,
+                ..hello_msg()
+            },
+            Hello {
+                node: "x".repeat(300),
+                ..hello_msg()
+            },
         ] {
             assert!(hello(&broken).is_err(), "{broken:?}");
         }
@@ -191,7 +221,11 @@ mod tests {
         let mut registry = Registry::new();
         let (info, window_ms) = hello(&hello_msg()).unwrap();
         registry.agent_hello(info, window_ms, 0).unwrap();
-        let (other, _) = hello(&Hello { node: "n2".into(), ..hello_msg() }).unwrap();
+        let (other, _) = hello(&Hello {
+            node: "n2".into(),
+            ..hello_msg()
+        })
+        .unwrap();
         registry.agent_hello(other, window_ms, 0).unwrap();
         let good = PeerWindow {
             peer: "n2".into(),
@@ -204,19 +238,60 @@ mod tests {
             rtt_max_ms: 0.5,
             jitter_ms: 0.05,
         };
-        let w = |peers: Vec<PeerWindow>| Window { seq: 1, start_unix_ms: 9_000, end_unix_ms: 10_000, peers, stats: None };
-        assert_eq!(window("n1", &w(vec![good.clone()]), &registry, 10_000).unwrap().len(), 1);
+        let w = |peers: Vec<PeerWindow>| Window {
+            seq: 1,
+            start_unix_ms: 9_000,
+            end_unix_ms: 10_000,
+            peers,
+            stats: None,
+        };
+        assert_eq!(
+            window("n1", &w(vec![good.clone()]), &registry, 10_000)
+                .unwrap()
+                .len(),
+            1
+        );
         let cases = [
-            w(vec![PeerWindow { peer: "ghost".into(), ..good.clone() }]),
-            w(vec![PeerWindow { peer: "n1".into(), ..good.clone() }]),
+            w(vec![PeerWindow {
+                peer: "ghost".into(),
+                ..good.clone()
+            }]),
+            w(vec![PeerWindow {
+                peer: "n1".into(),
+                ..good.clone()
+            }]),
             w(vec![good.clone(), good.clone()]),
-            w(vec![PeerWindow { rtt_median_ms: f64::NAN, ..good.clone() }]),
-            w(vec![PeerWindow { rtt_min_ms: -1.0, ..good.clone() }]),
-            w(vec![PeerWindow { received: 11, ..good.clone() }]),
-            Window { end_unix_ms: 20_000, ..w(vec![good.clone()]) },
-            Window { seq: 0, ..w(vec![good.clone()]) },
-            Window { start_unix_ms: 10_000, ..w(vec![good.clone()]) },
-            Window { stats: Some(NodeStats { cpu_ratio: 2.0, ..NodeStats::default() }), ..w(vec![]) },
+            w(vec![PeerWindow {
+                rtt_median_ms: f64::NAN,
+                ..good.clone()
+            }]),
+            w(vec![PeerWindow {
+                rtt_min_ms: -1.0,
+                ..good.clone()
+            }]),
+            w(vec![PeerWindow {
+                received: 11,
+                ..good.clone()
+            }]),
+            Window {
+                end_unix_ms: 20_000,
+                ..w(vec![good.clone()])
+            },
+            Window {
+                seq: 0,
+                ..w(vec![good.clone()])
+            },
+            Window {
+                start_unix_ms: 10_000,
+                ..w(vec![good.clone()])
+            },
+            Window {
+                stats: Some(NodeStats {
+                    cpu_ratio: 2.0,
+                    ..NodeStats::default()
+                }),
+                ..w(vec![])
+            },
         ];
         for case in cases {
             assert!(window("n1", &case, &registry, 10_000).is_err(), "{case:?}");

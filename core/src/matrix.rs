@@ -70,7 +70,9 @@ pub enum WindowError {
         value: f64,
     },
     /// Quantiles out of order (min <= median <= p90 <= p99 <= max).
-    #[error("RTT quantiles out of order: min {min}, median {median}, p90 {p90}, p99 {p99}, max {max}")]
+    #[error(
+        "RTT quantiles out of order: min {min}, median {median}, p90 {p90}, p99 {p99}, max {max}"
+    )]
     QuantileOrder {
         /// min
         min: f64,
@@ -100,7 +102,12 @@ impl PairWindow {
             return Err(WindowError::ReceivedAboveSent { sent, received });
         }
         if received == 0 {
-            return Ok(Self { end, sent, received, rtt: None });
+            return Ok(Self {
+                end,
+                sent,
+                received,
+                rtt: None,
+            });
         }
         for (field, value) in [
             ("rtt_min_ms", rtt.min),
@@ -127,7 +134,12 @@ impl PairWindow {
                 max: rtt.max,
             });
         }
-        Ok(Self { end, sent, received, rtt: Some(rtt) })
+        Ok(Self {
+            end,
+            sent,
+            received,
+            rtt: Some(rtt),
+        })
     }
 }
 
@@ -176,13 +188,19 @@ impl PairMatrix {
     /// A matrix that keeps the last `windows_kept` windows of every pair
     /// (at least one).
     pub fn new(windows_kept: usize) -> Self {
-        Self { pairs: HashMap::new(), windows_kept: windows_kept.max(1) }
+        Self {
+            pairs: HashMap::new(),
+            windows_kept: windows_kept.max(1),
+        }
     }
 
     /// Adds a window to the pair src -> dst. Windows are kept in order of
     /// their end, so a late one lands in its place.
     pub fn record(&mut self, src: &str, dst: &str, window: PairWindow) {
-        let history = self.pairs.entry((src.to_owned(), dst.to_owned())).or_default();
+        let history = self
+            .pairs
+            .entry((src.to_owned(), dst.to_owned()))
+            .or_default();
         let at = history.windows.partition_point(|w| w.end <= window.end);
         history.windows.insert(at, window);
         while history.windows.len() > self.windows_kept {
@@ -192,7 +210,10 @@ impl PairMatrix {
 
     /// Records a goodput measurement for src -> dst, keeping the newest.
     pub fn record_throughput(&mut self, src: &str, dst: &str, throughput: Throughput) {
-        let history = self.pairs.entry((src.to_owned(), dst.to_owned())).or_default();
+        let history = self
+            .pairs
+            .entry((src.to_owned(), dst.to_owned()))
+            .or_default();
         if history.throughput.is_none_or(|old| old.at <= throughput.at) {
             history.throughput = Some(throughput);
         }
@@ -200,7 +221,8 @@ impl PairMatrix {
 
     /// Forgets every pair that involves `node`.
     pub fn remove_node(&mut self, node: &str) {
-        self.pairs.retain(|(src, dst), _| src != node && dst != node);
+        self.pairs
+            .retain(|(src, dst), _| src != node && dst != node);
     }
 
     /// The figures of src -> dst over its recent windows (all `None` when the
@@ -230,9 +252,8 @@ fn summarize(history: &PairHistory) -> PairSummary {
     let total_weight: f64 = answered.iter().map(|(weight, _)| weight).sum();
     let rtt_median_ms = weighted_median(answered.iter().map(|(w, rtt)| (*w, rtt.median)));
     let rtt_p99_ms = answered.iter().map(|(_, rtt)| rtt.p99).reduce(f64::max);
-    let jitter_ms = (total_weight > 0.0).then(|| {
-        answered.iter().map(|(w, rtt)| w * rtt.jitter).sum::<f64>() / total_weight
-    });
+    let jitter_ms = (total_weight > 0.0)
+        .then(|| answered.iter().map(|(w, rtt)| w * rtt.jitter).sum::<f64>() / total_weight);
     PairSummary {
         rtt_median_ms,
         rtt_p99_ms,
@@ -268,7 +289,14 @@ mod tests {
     use proptest::prelude::*;
 
     fn rtt(median: f64) -> RttStats {
-        RttStats { min: median, median, p90: median, p99: median, max: median, jitter: 0.0 }
+        RttStats {
+            min: median,
+            median,
+            p90: median,
+            p99: median,
+            max: median,
+            jitter: 0.0,
+        }
     }
 
     #[test]
@@ -285,7 +313,10 @@ mod tests {
             PairWindow::new(1, 5, 5, rtt(-0.5)),
             Err(WindowError::BadRtt { .. })
         ));
-        let unordered = RttStats { min: 2.0, ..rtt(1.0) };
+        let unordered = RttStats {
+            min: 2.0,
+            ..rtt(1.0)
+        };
         assert!(matches!(
             PairWindow::new(1, 5, 5, unordered),
             Err(WindowError::QuantileOrder { .. })

@@ -32,7 +32,10 @@ pub struct PlacementConfig {
 
 impl Default for PlacementConfig {
     fn default() -> Self {
-        Self { loss_threshold: 0.05, out_of_zone_factor: 0.1 }
+        Self {
+            loss_threshold: 0.05,
+            out_of_zone_factor: 0.1,
+        }
     }
 }
 
@@ -85,7 +88,7 @@ pub struct NodeTerms {
     pub throughput: f64,
     /// Directed pairs averaged.
     pub pairs: u32,
-    /// Of those, pairs with a term that fell back.
+    /// Of those, pairs whose delay or loss term fell back.
     pub fallback_pairs: u32,
     /// What the node was scored against.
     pub basis: Basis,
@@ -128,7 +131,11 @@ pub struct Ranking {
 
 /// Ranks the candidates for a job.
 pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -> Ranking {
-    let placed: Vec<usize> = job.placed.iter().filter_map(|name| matrix.index_of(name)).collect();
+    let placed: Vec<usize> = job
+        .placed
+        .iter()
+        .filter_map(|name| matrix.index_of(name))
+        .collect();
     let candidate_names: Vec<String> = match &job.candidates {
         Some(names) => names.clone(),
         None => {
@@ -136,7 +143,9 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
             matrix
                 .nodes()
                 .iter()
-                .filter(|n| n.info.kind == NodeKind::Agent && !placed.contains(n.info.name.as_str()))
+                .filter(|n| {
+                    n.info.kind == NodeKind::Agent && !placed.contains(n.info.name.as_str())
+                })
                 .map(|n| n.info.name.clone())
                 .collect()
         }
@@ -159,15 +168,24 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
         .collect();
     verdicts.dedup_by(|a, b| a.0 == b.0);
 
-    let feasible: Vec<usize> =
-        verdicts.iter().filter(|(_, _, f)| f.is_none()).filter_map(|(_, i, _)| *i).collect();
+    let feasible: Vec<usize> = verdicts
+        .iter()
+        .filter(|(_, _, f)| f.is_none())
+        .filter_map(|(_, i, _)| *i)
+        .collect();
     let (zone, zone_reason) = choose_zone(matrix, &placed, &feasible, job.size);
 
     let mut nodes: Vec<RankedNode> = verdicts
         .into_iter()
         .map(|(name, index, mut failure)| {
             let Some(i) = index else {
-                return RankedNode { name, zone: String::new(), score: 0.0, failure, terms: NodeTerms::empty() };
+                return RankedNode {
+                    name,
+                    zone: String::new(),
+                    score: 0.0,
+                    failure,
+                    terms: NodeTerms::empty(),
+                };
             };
             let node_zone = matrix.nodes()[i].info.zone.clone();
             let in_zone = zone.as_deref() == Some(node_zone.as_str());
@@ -188,9 +206,23 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
                     None => "no zone can be chosen (strict)".to_owned(),
                 });
             }
-            let factor = if in_zone { 1.0 } else { config.out_of_zone_factor };
-            let score = if failure.is_some() { 0.0 } else { (terms.quality * factor).clamp(0.0, 1.0) };
-            RankedNode { name, zone: node_zone, score, failure, terms }
+            let factor = if in_zone {
+                1.0
+            } else {
+                config.out_of_zone_factor
+            };
+            let score = if failure.is_some() {
+                0.0
+            } else {
+                (terms.quality * factor).clamp(0.0, 1.0)
+            };
+            RankedNode {
+                name,
+                zone: node_zone,
+                score,
+                failure,
+                terms,
+            }
         })
         .collect();
     nodes.sort_by(|a, b| {
@@ -199,7 +231,11 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
             .then(b.score.total_cmp(&a.score))
             .then_with(|| a.name.cmp(&b.name))
     });
-    Ranking { zone, zone_reason, nodes }
+    Ranking {
+        zone,
+        zone_reason,
+        nodes,
+    }
 }
 
 impl NodeTerms {
@@ -218,11 +254,20 @@ impl NodeTerms {
 }
 
 /// The first placed peer that `node` loses too much to, in either direction.
-fn lossy_peer(matrix: &ScoredMatrix, node: usize, placed: &[usize], threshold: f64) -> Option<String> {
+fn lossy_peer(
+    matrix: &ScoredMatrix,
+    node: usize,
+    placed: &[usize],
+    threshold: f64,
+) -> Option<String> {
     for &peer in placed.iter().filter(|&&p| p != node) {
         for (src, dst) in [(node, peer), (peer, node)] {
-            let Some(pair) = matrix.pair(src, dst) else { continue };
-            let Some(loss) = pair.summary.loss_ratio.filter(|_| !pair.stale) else { continue };
+            let Some(pair) = matrix.pair(src, dst) else {
+                continue;
+            };
+            let Some(loss) = pair.summary.loss_ratio.filter(|_| !pair.stale) else {
+                continue;
+            };
             if loss > threshold {
                 let names = |i: usize| matrix.nodes()[i].info.name.as_str();
                 return Some(format!(
@@ -240,10 +285,16 @@ fn lossy_peer(matrix: &ScoredMatrix, node: usize, placed: &[usize], threshold: f
 
 /// Means of the pair terms between `node` and each of `others`, both ways.
 fn node_terms(matrix: &ScoredMatrix, node: usize, others: &[usize], basis: Basis) -> NodeTerms {
-    let mut terms = NodeTerms { basis, ..NodeTerms::empty() };
+    let mut terms = NodeTerms {
+        basis,
+        ..NodeTerms::empty()
+    };
     let mut sums = [0.0; 4];
     for &other in others.iter().filter(|&&o| o != node) {
-        for pair in [matrix.pair(node, other), matrix.pair(other, node)].into_iter().flatten() {
+        for pair in [matrix.pair(node, other), matrix.pair(other, node)]
+            .into_iter()
+            .flatten()
+        {
             sums[0] += pair.quality;
             sums[1] += pair.terms.delay;
             sums[2] += pair.terms.loss;
@@ -254,7 +305,14 @@ fn node_terms(matrix: &ScoredMatrix, node: usize, others: &[usize], basis: Basis
     }
     if basis == Basis::Placed && others.iter().all(|&o| o == node) {
         // The job's only placed worker is here: no link to pay for.
-        return NodeTerms { quality: 1.0, delay: 1.0, loss: 1.0, throughput: 1.0, basis: Basis::Colocated, ..terms };
+        return NodeTerms {
+            quality: 1.0,
+            delay: 1.0,
+            loss: 1.0,
+            throughput: 1.0,
+            basis: Basis::Colocated,
+            ..terms
+        };
     }
     if terms.pairs > 0 {
         let n = f64::from(terms.pairs);
@@ -298,18 +356,32 @@ fn choose_zone(
     }
     let best = by_zone
         .iter()
-        .map(|(&zone, members)| (zone, members.len(), best_group_quality(matrix, members, size)))
+        .map(|(&zone, members)| {
+            (
+                zone,
+                members.len(),
+                best_group_quality(matrix, members, size),
+            )
+        })
         .max_by(|a, b| {
             (a.1 >= size)
                 .cmp(&(b.1 >= size))
-                .then_with(|| if a.1 >= size { a.2.total_cmp(&b.2) } else { a.1.cmp(&b.1).then(a.2.total_cmp(&b.2)) })
+                .then_with(|| {
+                    if a.1 >= size {
+                        a.2.total_cmp(&b.2)
+                    } else {
+                        a.1.cmp(&b.1).then(a.2.total_cmp(&b.2))
+                    }
+                })
                 .then_with(|| b.0.cmp(a.0))
         });
     match best {
         None => (None, "no feasible candidate".to_owned()),
         Some((zone, count, quality)) if count >= size => (
             Some(zone.to_owned()),
-            format!("has {count} feasible nodes for {size} workers; best {size} connected at mean quality {quality:.3}"),
+            format!(
+                "has {count} feasible nodes for {size} workers; best {size} connected at mean quality {quality:.3}"
+            ),
         ),
         Some((zone, count, _)) => (
             Some(zone.to_owned()),
@@ -336,7 +408,11 @@ fn best_group_quality(matrix: &ScoredMatrix, members: &[usize], size: usize) -> 
             }
         }
     }
-    if count == 0 { 0.0 } else { sum / f64::from(count) }
+    if count == 0 {
+        0.0
+    } else {
+        sum / f64::from(count)
+    }
 }
 
 #[cfg(test)]
@@ -346,7 +422,15 @@ mod tests {
 
     /// Three zones: a (3 nodes, a3 lossy), b (3 clean nodes, slower), c (1).
     fn cluster() -> ScoredMatrix {
-        let nodes = [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b"), ("b2", "b"), ("b3", "b"), ("c1", "c")];
+        let nodes = [
+            ("a1", "a"),
+            ("a2", "a"),
+            ("a3", "a"),
+            ("b1", "b"),
+            ("b2", "b"),
+            ("b3", "b"),
+            ("c1", "c"),
+        ];
         let mut measured = Vec::new();
         for (src, sz) in nodes {
             for (dst, dz) in nodes {
@@ -366,7 +450,11 @@ mod tests {
     }
 
     fn job(size: usize, placed: &[&str]) -> JobRequest {
-        JobRequest { size, placed: placed.iter().map(|s| s.to_string()).collect(), ..JobRequest::default() }
+        JobRequest {
+            size,
+            placed: placed.iter().map(|s| s.to_string()).collect(),
+            ..JobRequest::default()
+        }
     }
 
     fn names(ranking: &Ranking) -> Vec<&str> {
@@ -381,7 +469,11 @@ mod tests {
         // For 3 workers, zone a would need its lossy host: b is better.
         let ranking = rank(&cluster(), &job(3, &[]), &PlacementConfig::default());
         assert_eq!(ranking.zone.as_deref(), Some("b"));
-        assert!(ranking.nodes[..3].iter().all(|n| n.zone == "b" && n.terms.in_chosen_zone));
+        assert!(
+            ranking.nodes[..3]
+                .iter()
+                .all(|n| n.zone == "b" && n.terms.in_chosen_zone)
+        );
         assert!(ranking.nodes[3].score < ranking.nodes[2].score);
     }
 
@@ -393,20 +485,34 @@ mod tests {
         assert_eq!(ranking.nodes[0].terms.basis, Basis::Placed);
         let a3 = ranking.nodes.iter().find(|n| n.name == "a3").unwrap();
         assert!(!a3.feasible());
-        assert!(a3.failure.as_ref().unwrap().contains("loss 20.0%"), "{:?}", a3.failure);
+        assert!(
+            a3.failure.as_ref().unwrap().contains("loss 20.0%"),
+            "{:?}",
+            a3.failure
+        );
         assert_eq!(ranking.nodes.last().unwrap().name, "a3");
         assert!(!names(&ranking).contains(&"a1"));
     }
 
     #[test]
     fn strict_mode_fails_other_zones() {
-        let request = JobRequest { strict_zone: true, ..job(2, &["b1"]) };
+        let request = JobRequest {
+            strict_zone: true,
+            ..job(2, &["b1"])
+        };
         let ranking = rank(&cluster(), &request, &PlacementConfig::default());
-        let feasible: Vec<&str> =
-            ranking.nodes.iter().filter(|n| n.feasible()).map(|n| n.name.as_str()).collect();
+        let feasible: Vec<&str> = ranking
+            .nodes
+            .iter()
+            .filter(|n| n.feasible())
+            .map(|n| n.name.as_str())
+            .collect();
         assert_eq!(feasible, ["b2", "b3"]);
         let a1 = ranking.nodes.iter().find(|n| n.name == "a1").unwrap();
-        assert_eq!(a1.failure.as_deref(), Some("outside the chosen zone b (strict)"));
+        assert_eq!(
+            a1.failure.as_deref(),
+            Some("outside the chosen zone b (strict)")
+        );
     }
 
     #[test]
@@ -418,14 +524,29 @@ mod tests {
         let ranking = rank(&cluster(), &request, &PlacementConfig::default());
         assert_eq!(names(&ranking), ["b1", "b2", "ghost"]);
         assert_eq!(ranking.nodes[0].terms.basis, Basis::Colocated);
-        assert_eq!(ranking.nodes[2].failure.as_deref(), Some("unknown to the collector"));
+        assert_eq!(
+            ranking.nodes[2].failure.as_deref(),
+            Some("unknown to the collector")
+        );
     }
 
     #[test]
     fn too_small_zones_fall_back_to_the_largest() {
         let ranking = rank(&cluster(), &job(5, &[]), &PlacementConfig::default());
-        assert!(ranking.zone_reason.contains("no zone has 5"), "{}", ranking.zone_reason);
+        assert!(
+            ranking.zone_reason.contains("no zone has 5"),
+            "{}",
+            ranking.zone_reason
+        );
         assert!(matches!(ranking.zone.as_deref(), Some("a" | "b")));
-        assert!(rank(&ScoredMatrix::default(), &job(1, &[]), &PlacementConfig::default()).zone.is_none());
+        assert!(
+            rank(
+                &ScoredMatrix::default(),
+                &job(1, &[]),
+                &PlacementConfig::default()
+            )
+            .zone
+            .is_none()
+        );
     }
 }

@@ -59,10 +59,17 @@ impl Registry {
 
     /// Adds or replaces an inventory node.
     pub fn add_inventory(&mut self, info: NodeInfo) {
-        let info = NodeInfo { kind: NodeKind::Inventory, ..info };
+        let info = NodeInfo {
+            kind: NodeKind::Inventory,
+            ..info
+        };
         self.nodes.insert(
             info.name.clone(),
-            NodeEntry { info, window_ms: 0, last_seen: None },
+            NodeEntry {
+                info,
+                window_ms: 0,
+                last_seen: None,
+            },
         );
     }
 
@@ -74,7 +81,10 @@ impl Registry {
         window_ms: u64,
         now: UnixMillis,
     ) -> Result<bool, RegistryError> {
-        let info = NodeInfo { kind: NodeKind::Agent, ..info };
+        let info = NodeInfo {
+            kind: NodeKind::Agent,
+            ..info
+        };
         if let Some(existing) = self.nodes.get_mut(&info.name) {
             if existing.info.kind == NodeKind::Inventory {
                 return Err(RegistryError::InventoryName(info.name));
@@ -87,7 +97,11 @@ impl Registry {
         }
         self.nodes.insert(
             info.name.clone(),
-            NodeEntry { info, window_ms, last_seen: Some(now) },
+            NodeEntry {
+                info,
+                window_ms,
+                last_seen: Some(now),
+            },
         );
         Ok(true)
     }
@@ -150,14 +164,20 @@ mod tests {
         let mut registry = Registry::new();
         assert!(registry.agent_hello(agent("n1"), 1_000, 0).unwrap());
         assert!(!registry.agent_hello(agent("n1"), 1_000, 5).unwrap());
-        let moved = NodeInfo { zone: "b".into(), ..agent("n1") };
+        let moved = NodeInfo {
+            zone: "b".into(),
+            ..agent("n1")
+        };
         assert!(registry.agent_hello(moved, 1_000, 6).unwrap());
     }
 
     #[test]
     fn an_agent_cannot_take_an_inventory_name() {
         let mut registry = Registry::new();
-        registry.add_inventory(NodeInfo { kind: NodeKind::Inventory, ..agent("nas") });
+        registry.add_inventory(NodeInfo {
+            kind: NodeKind::Inventory,
+            ..agent("nas")
+        });
         assert_eq!(
             registry.agent_hello(agent("nas"), 1_000, 0),
             Err(RegistryError::InventoryName("nas".into()))

@@ -32,7 +32,11 @@ pub struct Weights {
 
 impl Default for Weights {
     fn default() -> Self {
-        Self { delay: 0.4, loss: 0.3, throughput: 0.3 }
+        Self {
+            delay: 0.4,
+            loss: 0.3,
+            throughput: 0.3,
+        }
     }
 }
 
@@ -95,7 +99,11 @@ pub enum ScoreConfigError {
 impl ScoreConfig {
     /// Checks the settings and normalises the weights to sum 1.
     pub fn validated(self) -> Result<Self, ScoreConfigError> {
-        let Weights { delay, loss, throughput } = self.weights;
+        let Weights {
+            delay,
+            loss,
+            throughput,
+        } = self.weights;
         for (name, value) in [("delay", delay), ("loss", loss), ("throughput", throughput)] {
             if !(value.is_finite() && value >= 0.0) {
                 return Err(ScoreConfigError::BadWeight { name, value });
@@ -109,7 +117,11 @@ impl ScoreConfig {
             if value.is_finite() && value > 0.0 {
                 Ok(())
             } else {
-                Err(ScoreConfigError::OutOfRange { name, range: "a finite number > 0", value })
+                Err(ScoreConfigError::OutOfRange {
+                    name,
+                    range: "a finite number > 0",
+                    value,
+                })
             }
         };
         positive("delay_reference_ms", self.delay_reference_ms)?;
@@ -123,7 +135,11 @@ impl ScoreConfig {
             });
         }
         Ok(Self {
-            weights: Weights { delay: delay / sum, loss: loss / sum, throughput: throughput / sum },
+            weights: Weights {
+                delay: delay / sum,
+                loss: loss / sum,
+                throughput: throughput / sum,
+            },
             ..self
         })
     }
@@ -274,20 +290,52 @@ mod tests {
     #[test]
     fn weights_are_checked_and_normalised() {
         let config = ScoreConfig {
-            weights: Weights { delay: 2.0, loss: 1.0, throughput: 1.0 },
+            weights: Weights {
+                delay: 2.0,
+                loss: 1.0,
+                throughput: 1.0,
+            },
             ..ScoreConfig::default()
         }
         .validated()
         .unwrap();
-        assert_eq!(config.weights, Weights { delay: 0.5, loss: 0.25, throughput: 0.25 });
-        let zero = Weights { delay: 0.0, loss: 0.0, throughput: 0.0 };
         assert_eq!(
-            ScoreConfig { weights: zero, ..ScoreConfig::default() }.validated(),
+            config.weights,
+            Weights {
+                delay: 0.5,
+                loss: 0.25,
+                throughput: 0.25
+            }
+        );
+        let zero = Weights {
+            delay: 0.0,
+            loss: 0.0,
+            throughput: 0.0,
+        };
+        assert_eq!(
+            ScoreConfig {
+                weights: zero,
+                ..ScoreConfig::default()
+            }
+            .validated(),
             Err(ScoreConfigError::AllWeightsZero)
         );
-        let nan = Weights { delay: f64::NAN, ..Weights::default() };
-        assert!(ScoreConfig { weights: nan, ..ScoreConfig::default() }.validated().is_err());
-        let penalty = ScoreConfig { fallback_penalty: 1.5, ..ScoreConfig::default() };
+        let nan = Weights {
+            delay: f64::NAN,
+            ..Weights::default()
+        };
+        assert!(
+            ScoreConfig {
+                weights: nan,
+                ..ScoreConfig::default()
+            }
+            .validated()
+            .is_err()
+        );
+        let penalty = ScoreConfig {
+            fallback_penalty: 1.5,
+            ..ScoreConfig::default()
+        };
         assert!(penalty.validated().is_err());
     }
 
@@ -296,13 +344,21 @@ mod tests {
         // Pair A: fast but lossy. Pair B: slow but clean.
         let (a, b) = ((0.1, 0.02), (5.0, 0.0));
         let delay_first = ScoreConfig {
-            weights: Weights { delay: 0.9, loss: 0.1, throughput: 0.0 },
+            weights: Weights {
+                delay: 0.9,
+                loss: 0.1,
+                throughput: 0.0,
+            },
             ..ScoreConfig::default()
         }
         .validated()
         .unwrap();
         let loss_first = ScoreConfig {
-            weights: Weights { delay: 0.1, loss: 0.9, throughput: 0.0 },
+            weights: Weights {
+                delay: 0.1,
+                loss: 0.9,
+                throughput: 0.0,
+            },
             ..ScoreConfig::default()
         }
         .validated()

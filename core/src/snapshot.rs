@@ -47,12 +47,11 @@ pub struct ScoredPair {
 }
 
 impl ScoredPair {
-    /// Whether any term had to fall back.
+    /// Whether the probed terms (delay or loss) had to fall back. Throughput
+    /// is left out: it is measured far more rarely, and its own source says
+    /// when it is missing.
     pub fn is_fallback(&self) -> bool {
-        let t = &self.terms;
-        [t.delay_source, t.loss_source, t.throughput_source]
-            .iter()
-            .any(|source| *source != Source::Measured)
+        self.terms.delay_source != Source::Measured || self.terms.loss_source != Source::Measured
     }
 }
 
@@ -138,7 +137,10 @@ impl ScoredMatrix {
         }
         let zone_of = |i: usize| entries[i].info.zone.as_str();
         let averages = ZoneAverages::new(
-            pairs.iter().zip(&measured).map(|((src, dst, ..), m)| ((zone_of(*src), zone_of(*dst)), *m)),
+            pairs
+                .iter()
+                .zip(&measured)
+                .map(|((src, dst, ..), m)| ((zone_of(*src), zone_of(*dst)), *m)),
         );
         let pairs: Vec<ScoredPair> = pairs
             .into_iter()
@@ -146,7 +148,15 @@ impl ScoredMatrix {
             .map(|((src, dst, summary, age_ms, stale), measured)| {
                 let terms = averages.fill((zone_of(src), zone_of(dst)), &measured, config);
                 let quality = config.quality(&terms);
-                ScoredPair { src, dst, summary, age_ms, stale, terms, quality }
+                ScoredPair {
+                    src,
+                    dst,
+                    summary,
+                    age_ms,
+                    stale,
+                    terms,
+                    quality,
+                }
             })
             .collect();
 
@@ -175,13 +185,26 @@ impl ScoredMatrix {
     /// received from the collector). Pairs whose indices are out of range
     /// are left out.
     pub fn from_parts(nodes: Vec<NodeView>, pairs: Vec<ScoredPair>) -> Self {
-        let node_index = nodes.iter().enumerate().map(|(i, n)| (n.info.name.clone(), i)).collect();
+        let node_index = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.info.name.clone(), i))
+            .collect();
         let pairs: Vec<ScoredPair> = pairs
             .into_iter()
             .filter(|p| p.src < nodes.len() && p.dst < nodes.len() && p.src != p.dst)
             .collect();
-        let pair_index = pairs.iter().enumerate().map(|(i, p)| ((p.src, p.dst), i)).collect();
-        Self { nodes, pairs, node_index, pair_index }
+        let pair_index = pairs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| ((p.src, p.dst), i))
+            .collect();
+        Self {
+            nodes,
+            pairs,
+            node_index,
+            pair_index,
+        }
     }
 
     /// All nodes, by name.
@@ -222,7 +245,10 @@ impl ScoredMatrix {
         }
         let mut sums: BTreeMap<(&str, &str), ZonePairSums> = BTreeMap::new();
         for pair in &self.pairs {
-            let key = (self.nodes[pair.src].info.zone.as_str(), self.nodes[pair.dst].info.zone.as_str());
+            let key = (
+                self.nodes[pair.src].info.zone.as_str(),
+                self.nodes[pair.dst].info.zone.as_str(),
+            );
             sums.entry(key).or_default().add(pair);
         }
         ZoneSummary {
@@ -244,8 +270,11 @@ struct ZoneAverages<'a> {
 
 impl<'a> ZoneAverages<'a> {
     fn new(pairs: impl Iterator<Item = ((&'a str, &'a str), MeasuredTerms)>) -> Self {
-        let mut averages =
-            Self { delay: HashMap::new(), loss: HashMap::new(), throughput: HashMap::new() };
+        let mut averages = Self {
+            delay: HashMap::new(),
+            loss: HashMap::new(),
+            throughput: HashMap::new(),
+        };
         for (key, m) in pairs {
             for (map, value) in [
                 (&mut averages.delay, m.delay),
@@ -264,14 +293,25 @@ impl<'a> ZoneAverages<'a> {
         let term = |own: Option<f64>, map: &HashMap<(&str, &str), Mean>| match own {
             Some(value) => (value, Source::Measured),
             None => match map.get(&key).and_then(Mean::value) {
-                Some(avg) => ((avg - config.fallback_penalty).max(0.0), Source::ZoneAverage),
+                Some(avg) => (
+                    (avg - config.fallback_penalty).max(0.0),
+                    Source::ZoneAverage,
+                ),
                 None => (0.0, Source::Unknown),
             },
         };
         let (delay, delay_source) = term(m.delay, &self.delay);
         let (loss, loss_source) = term(m.loss, &self.loss);
         let (throughput, throughput_source) = term(m.throughput, &self.throughput);
-        Terms { delay, loss, throughput, delay_source, loss_source, throughput_source, dead: m.dead }
+        Terms {
+            delay,
+            loss,
+            throughput,
+            delay_source,
+            loss_source,
+            throughput_source,
+            dead: m.dead,
+        }
     }
 }
 
@@ -356,7 +396,14 @@ pub(crate) mod tests {
 
     pub(crate) fn window(end: UnixMillis, median: f64, loss: f64) -> PairWindow {
         let received = ((1.0 - loss) * 100.0).round() as u32;
-        let rtt = RttStats { min: median, median, p90: median, p99: median, max: median, jitter: 0.0 };
+        let rtt = RttStats {
+            min: median,
+            median,
+            p90: median,
+            p99: median,
+            max: median,
+            jitter: 0.0,
+        };
         PairWindow::new(end, 100, received, rtt).unwrap()
     }
 
@@ -379,8 +426,16 @@ pub(crate) mod tests {
 
     #[test]
     fn unmeasured_pairs_fall_back_to_the_zone_average_with_a_penalty() {
-        let m = scored(&[("a1", "a"), ("a2", "a"), ("a3", "a")], &[("a1", "a2", 1.0, 0.0)], 10_000);
-        let (a1, a2, a3) = (m.index_of("a1").unwrap(), m.index_of("a2").unwrap(), m.index_of("a3").unwrap());
+        let m = scored(
+            &[("a1", "a"), ("a2", "a"), ("a3", "a")],
+            &[("a1", "a2", 1.0, 0.0)],
+            10_000,
+        );
+        let (a1, a2, a3) = (
+            m.index_of("a1").unwrap(),
+            m.index_of("a2").unwrap(),
+            m.index_of("a3").unwrap(),
+        );
         let measured = m.pair(a1, a2).unwrap();
         assert_eq!(measured.terms.delay_source, Source::Measured);
         assert_eq!(measured.terms.delay, 0.5);
@@ -391,7 +446,10 @@ pub(crate) mod tests {
         assert!(guessed.stale);
         // Throughput was never measured anywhere: unknown, counted as 0.
         assert_eq!(measured.terms.throughput_source, Source::Unknown);
-        assert_eq!(m.pair(a2, a1).unwrap().terms.delay_source, Source::ZoneAverage);
+        assert_eq!(
+            m.pair(a2, a1).unwrap().terms.delay_source,
+            Source::ZoneAverage
+        );
     }
 
     #[test]
@@ -416,7 +474,10 @@ pub(crate) mod tests {
         let later = ScoredMatrix::build(&registry, &matrix, &config, 3_001);
         assert!(later.pair(0, 1).unwrap().stale);
         assert!(later.nodes()[0].stale);
-        assert_eq!(later.pair(0, 1).unwrap().terms.delay_source, Source::Unknown);
+        assert_eq!(
+            later.pair(0, 1).unwrap().terms.delay_source,
+            Source::Unknown
+        );
     }
 
     #[test]
@@ -434,24 +495,42 @@ pub(crate) mod tests {
         matrix.record("a1", "nas", window(0, 1.0, 1.0));
         let after = ScoredMatrix::build(&registry, &matrix, &config, 0);
         assert!(!after.nodes()[nas].stale);
-        assert_eq!(after.pair(after.index_of("a1").unwrap(), nas).unwrap().quality, 0.0);
+        assert_eq!(
+            after
+                .pair(after.index_of("a1").unwrap(), nas)
+                .unwrap()
+                .quality,
+            0.0
+        );
     }
 
     #[test]
     fn zone_summary_aggregates_pairs() {
         let m = scored(
             &[("a1", "a"), ("a2", "a"), ("b1", "b")],
-            &[("a1", "a2", 0.2, 0.0), ("a2", "a1", 0.4, 0.0), ("a1", "b1", 10.0, 0.5)],
+            &[
+                ("a1", "a2", 0.2, 0.0),
+                ("a2", "a1", 0.4, 0.0),
+                ("a1", "b1", 10.0, 0.5),
+            ],
             10_000,
         );
         let zones = m.zones();
         assert_eq!(zones.zones.len(), 2);
         assert_eq!(zones.zones[0].nodes, 2);
-        let aa = zones.zone_pairs.iter().find(|z| z.src_zone == "a" && z.dst_zone == "a").unwrap();
+        let aa = zones
+            .zone_pairs
+            .iter()
+            .find(|z| z.src_zone == "a" && z.dst_zone == "a")
+            .unwrap();
         assert_eq!(aa.pairs, 2);
         assert_eq!(aa.measured_pairs, 2);
         assert!((aa.rtt_median_ms.unwrap() - 0.3).abs() < 1e-9);
-        let ab = zones.zone_pairs.iter().find(|z| z.src_zone == "a" && z.dst_zone == "b").unwrap();
+        let ab = zones
+            .zone_pairs
+            .iter()
+            .find(|z| z.src_zone == "a" && z.dst_zone == "b")
+            .unwrap();
         assert_eq!(ab.pairs, 2);
         assert_eq!(ab.measured_pairs, 1);
         assert_eq!(ab.loss_ratio, Some(0.5));

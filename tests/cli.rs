@@ -1,0 +1,173 @@
+//! The `netaware` binary against a real collector: the `--json` contracts
+//! of the README, field by field, and the tables for people. Windows are
+//! fed by hand-driven sessions, so no root is needed.
+
+mod support;
+
+use std::process::Command;
+
+use serde_json::Value;
+use support::{Session, good_peer, start_collector, window};
+use tokio_util::sync::CancellationToken;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
+
+fn netaware(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_netaware"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "netaware {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_contracts_and_tables() {
+    let shutdown = CancellationToken::new();
+    let collector = start_collector(Vec::new(), &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let mut a = Session::hello(&url, "a").await;
+    let _b = Session::hello(&url, "b").await;
+    assert_eq!(a.send(window(1, vec![good_peer()])).await.code, 0);
+
+    let url_arg = url.clone();
+    let (matrix, zones, rank, table) = tokio::task::spawn_blocking(move || {
+        let url = url_arg.as_str();
+        (
+            netaware(&["matrix", "--collector", url, "--json"]),
+            netaware(&["zones", "--collector", url, "--json"]),
+            netaware(&[
+                "rank",
+                "--collector",
+                url,
+                "--size",
+                "2",
+                "--peer",
+                "a",
+                "--json",
+            ]),
+            netaware(&["matrix", "--collector", url]),
+        )
+    })
+    .await
+    .unwrap();
+
+    let matrix: Value = serde_json::from_str(&matrix).unwrap();
+    assert_eq!(keys(&matrix), ["nodes", "pairs"]);
+    assert_eq!(
+        keys(&matrix["nodes"][0]),
+        ["address", "name", "region", "stale", "zone"]
+    );
+    let pairs = matrix["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2);
+    assert_eq!(
+        keys(&pairs[0]),
+        [
+            "age_s",
+            "dst",
+            "jitter_ms",
+            "loss_ratio",
+            "quality",
+            "rtt_median_ms",
+            "rtt_p99_ms",
+            "samples",
+            "src",
+            "throughput_bps"
+        ]
+    );
+    let ab = pairs.iter().find(|p| p["src"] == "a").unwrap();
+    assert_eq!(ab["rtt_median_ms"], 0.2);
+    assert_eq!(ab["loss_ratio"], 0.0);
+    assert_eq!(ab["samples"], 10);
+    assert!(ab["throughput_bps"].is_null(), "null until measured");
+    let ba = pairs.iter().find(|p| p["src"] == "b").unwrap();
+    assert!(
+        ba["rtt_median_ms"].is_null() && ba["age_s"].is_null(),
+        "never measured: {ba}"
+    );
+
+    let zones: Value = serde_json::from_str(&zones).unwrap();
+    assert_eq!(keys(&zones), ["zone_pairs", "zones"]);
+    assert_eq!(zones["zones"][0]["name"], "zone-a");
+    assert_eq!(zones["zone_pairs"][0]["measured_pairs"], 1);
+
+    let rank: Value = serde_json::from_str(&rank).unwrap();
+    assert_eq!(keys(&rank), ["nodes", "zone", "zone_reason"]);
+    assert_eq!(rank["zone"], "zone-a");
+    let first = &rank["nodes"][0];
+    assert_eq!(first["name"], "b");
+    assert_eq!(
+        keys(first),
+        ["feasible", "name", "reason", "score", "terms", "zone"]
+    );
+    assert_eq!(
+        keys(&first["terms"]),
+        [
+            "basis",
+            "delay",
+            "fallback_pairs",
+            "in_chosen_zone",
+            "loss",
+            "pairs",
+            "quality",
+            "throughput"
+        ]
+    );
+    assert_eq!(first["terms"]["basis"], "placed");
+    // b -> a was never measured: one of the two pairs is a fallback.
+    assert_eq!(first["terms"]["fallback_pairs"], 1);
+
+    assert!(
+        table.contains("MEDIAN_MS") && table.contains("0.200"),
+        "{table}"
+    );
+
+    // gRPC health answers for the services.
+    let channel = tonic::transport::Channel::from_shared(url)
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = HealthClient::new(channel);
+    let status = health
+        .check(HealthCheckRequest {
+            service: "netaware.v1.Scores".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .status();
+    assert_eq!(status, ServingStatus::Serving);
+
+    shutdown.cancel();
+    collector.wait().await;
+}
+
+#[test]
+fn an_unreachable_collector_is_a_clear_error() {
+    let output = Command::new(env!("CARGO_BIN_EXE_netaware"))
+        .args(["matrix", "--collector", "http://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot reach the collector at http://127.0.0.1:1"),
+        "{stderr}"
+    );
+}

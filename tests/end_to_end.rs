@@ -1,0 +1,159 @@
+//! A real collector and four real agents on loopback addresses, over real
+//! gRPC and real ICMP: the whole core loop, then an agent killed.
+
+mod support;
+
+use std::time::Duration;
+
+use netaware::client::ScoresConnection;
+use netaware_core::{NodeInfo, NodeKind};
+use netaware_proto::v1 as pb;
+use support::{have_root, start_agent, start_collector, wait_for};
+use tokio_util::sync::CancellationToken;
+
+const AGENTS: [(&str, &str, &str); 4] = [
+    ("e2e-a1", "127.0.0.41", "zone-a"),
+    ("e2e-a2", "127.0.0.42", "zone-a"),
+    ("e2e-b1", "127.0.0.43", "zone-b"),
+    ("e2e-b2", "127.0.0.44", "zone-b"),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
+    if !have_root("end_to_end") {
+        return;
+    }
+    let shutdown = CancellationToken::new();
+    let nas = NodeInfo {
+        name: "e2e-nas".into(),
+        address: "127.0.0.45".into(),
+        zone: "zone-a".into(),
+        region: "r1".into(),
+        kind: NodeKind::Inventory,
+    };
+    let collector = start_collector(vec![nas], &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let mut agent_stops = Vec::new();
+    let mut agents = Vec::new();
+    for (name, address, zone) in AGENTS {
+        let stop = shutdown.child_token();
+        agents.push(start_agent(name, address, zone, &collector, &stop));
+        agent_stops.push(stop);
+    }
+    let mut scores = ScoresConnection::connect(&url).await.unwrap();
+
+    // Every agent measures every other node, the inventory node included.
+    let matrix = wait_for(
+        "every pair to have a fresh window with replies",
+        Duration::from_secs(20),
+        || {
+            let url = url.clone();
+            async move {
+                let matrix = ScoresConnection::connect(&url)
+                    .await
+                    .ok()?
+                    .matrix()
+                    .await
+                    .ok()?;
+                let complete = matrix.pairs.len() == 4 * 4
+                    && matrix
+                        .pairs
+                        .iter()
+                        .all(|p| !p.stale && p.samples > 0 && p.rtt_median_ms.is_some());
+                complete.then_some(matrix)
+            }
+        },
+    )
+    .await;
+    assert_eq!(matrix.nodes.len(), 5);
+    for p in &matrix.pairs {
+        let rtt = p.rtt_median_ms.unwrap();
+        assert!(
+            rtt > 0.0 && rtt < 5.0,
+            "{} -> {}: loopback RTT {rtt} ms",
+            p.src,
+            p.dst
+        );
+        assert_eq!(
+            p.loss_ratio,
+            Some(0.0),
+            "{} -> {} lost probes on loopback",
+            p.src,
+            p.dst
+        );
+        assert!(p.rtt_p99_ms.unwrap() >= rtt);
+        assert!((0.0..=1.0).contains(&p.quality) && p.quality > 0.3, "{p:?}");
+        assert_eq!(p.throughput_bps, None);
+        let terms = p.terms.unwrap();
+        assert_eq!(terms.delay_source(), pb::Source::Measured);
+        assert_eq!(terms.throughput_source(), pb::Source::Unknown);
+    }
+    let nas = matrix.nodes.iter().find(|n| n.name == "e2e-nas").unwrap();
+    assert_eq!((nas.kind.as_str(), nas.stale), ("inventory", false));
+    assert!(
+        matrix.pairs.iter().all(|p| p.src != "e2e-nas"),
+        "inventory nodes do not probe"
+    );
+
+    let zones = scores.zones().await.unwrap();
+    let names: Vec<&str> = zones.zones.iter().map(|z| z.name.as_str()).collect();
+    assert_eq!(names, ["zone-a", "zone-b"]);
+    let ab = zones
+        .zone_pairs
+        .iter()
+        .find(|z| z.src_zone == "zone-a" && z.dst_zone == "zone-b")
+        .unwrap();
+    assert_eq!((ab.pairs, ab.measured_pairs), (4, 4));
+
+    // With a worker on e2e-b1, its zone-mate ranks first.
+    let ranking = scores.rank(2, &["e2e-b1".to_owned()]).await.unwrap();
+    assert_eq!(ranking.zone, "zone-b");
+    assert_eq!(ranking.nodes[0].name, "e2e-b2");
+    assert_eq!(ranking.nodes[0].terms.as_ref().unwrap().basis, "placed");
+    assert!(
+        ranking.nodes[1..]
+            .iter()
+            .all(|n| n.score < ranking.nodes[0].score)
+    );
+
+    // Kill one agent: it goes stale within 3 windows (plus slack for the
+    // last window in flight), and placement no longer offers it.
+    agent_stops[0].cancel();
+    agents.remove(0).wait().await;
+    let killed_at = tokio::time::Instant::now();
+    wait_for(
+        "the killed agent to go stale",
+        Duration::from_secs(8),
+        || {
+            let url = url.clone();
+            async move {
+                let matrix = ScoresConnection::connect(&url)
+                    .await
+                    .ok()?
+                    .matrix()
+                    .await
+                    .ok()?;
+                matrix
+                    .nodes
+                    .iter()
+                    .any(|n| n.name == "e2e-a1" && n.stale)
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    assert!(
+        killed_at.elapsed() <= Duration::from_secs(5),
+        "stale after {:?}",
+        killed_at.elapsed()
+    );
+    let ranking = scores.rank(2, &[]).await.unwrap();
+    let a1 = ranking.nodes.iter().find(|n| n.name == "e2e-a1").unwrap();
+    assert!(!a1.feasible && a1.reason.contains("stale"), "{a1:?}");
+
+    shutdown.cancel();
+    for agent in agents {
+        agent.wait().await;
+    }
+    collector.wait().await;
+}

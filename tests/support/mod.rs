@@ -1,0 +1,184 @@
+//! Helpers shared by the end-to-end tests: start a real collector and real
+//! agents on loopback, and the root check that CI turns into a hard failure.
+
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use netaware_agent::{Agent, AgentConfig};
+use netaware_collector::{Collector, CollectorConfig, ModelConfig};
+use netaware_core::NodeInfo;
+use netaware_proto::v1 as pb;
+use netaware_proto::v1::agent_session_client::AgentSessionClient;
+use netaware_proto::v1::{agent_message, collector_message};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
+
+/// Whether this test may use raw ICMP sockets. Without root it skips,
+/// unless NETAWARE_REQUIRE_ROOT=1 (as in CI), where it fails instead.
+pub fn have_root(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { geteuid() } == 0;
+    if !root {
+        assert!(
+            std::env::var("NETAWARE_REQUIRE_ROOT").as_deref() != Ok("1"),
+            "{test} needs root (raw ICMP sockets) and NETAWARE_REQUIRE_ROOT=1 is set"
+        );
+        eprintln!(
+            "skipping {test}: needs root (set NETAWARE_REQUIRE_ROOT=1 to make this a failure)"
+        );
+    }
+    root
+}
+
+unsafe extern "C" {
+    fn geteuid() -> u32;
+}
+
+/// A collector on an ephemeral loopback port.
+pub async fn start_collector(inventory: Vec<NodeInfo>, shutdown: &CancellationToken) -> Collector {
+    let config = CollectorConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        metrics_listen: "127.0.0.1:0".parse().unwrap(),
+        inventory,
+        model: ModelConfig::default(),
+    };
+    Collector::start(config, shutdown.clone())
+        .await
+        .expect("collector starts")
+}
+
+/// An agent with short windows (1 s) and fast probes (100 ms).
+pub fn start_agent(
+    name: &str,
+    address: &str,
+    zone: &str,
+    collector: &Collector,
+    shutdown: &CancellationToken,
+) -> Agent {
+    let address: IpAddr = address.parse().unwrap();
+    let config = AgentConfig {
+        interval: Duration::from_millis(100),
+        window: Duration::from_secs(1),
+        probe_timeout: Duration::from_millis(500),
+        ..AgentConfig::new(
+            name,
+            vec![address],
+            zone,
+            &format!("http://{}", collector.grpc_addr),
+        )
+    };
+    Agent::start(config, shutdown.clone()).expect("agent starts")
+}
+
+/// Polls `check` every 200 ms until it returns `Some`, or panics after `limit`.
+pub async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Unix time now, in milliseconds.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// A valid hello for `node` in zone-a (1 s windows).
+pub fn hello(node: &str) -> pb::Hello {
+    pb::Hello {
+        node: node.into(),
+        addresses: vec!["127.0.0.51".into()],
+        zone: "zone-a".into(),
+        region: String::new(),
+        agent_version: "test".into(),
+        window_ms: 1_000,
+        probe_interval_ms: 100,
+        instance: 42,
+    }
+}
+
+/// A valid window entry towards node "b": 10 probes, all answered.
+pub fn good_peer() -> pb::PeerWindow {
+    pb::PeerWindow {
+        peer: "b".into(),
+        sent: 10,
+        received: 10,
+        rtt_min_ms: 0.1,
+        rtt_median_ms: 0.2,
+        rtt_p90_ms: 0.3,
+        rtt_p99_ms: 0.4,
+        rtt_max_ms: 0.5,
+        jitter_ms: 0.05,
+    }
+}
+
+/// A window ending now.
+pub fn window(seq: u64, peers: Vec<pb::PeerWindow>) -> pb::Window {
+    let end = now_ms();
+    pb::Window {
+        seq,
+        start_unix_ms: end - 1_000,
+        end_unix_ms: end,
+        peers,
+        stats: None,
+    }
+}
+
+/// A hand-driven agent session.
+pub struct Session {
+    up: mpsc::Sender<pb::AgentMessage>,
+    down: tonic::Streaming<pb::CollectorMessage>,
+}
+
+impl Session {
+    pub async fn open(url: &str, first: pb::AgentMessage) -> Result<Self, tonic::Status> {
+        let (up, rx) = mpsc::channel(16);
+        up.send(first).await.unwrap();
+        let mut client = AgentSessionClient::connect(url.to_owned()).await.unwrap();
+        let down = client.session(ReceiverStream::new(rx)).await?.into_inner();
+        Ok(Self { up, down })
+    }
+
+    pub async fn hello(url: &str, node: &str) -> Self {
+        let first = pb::AgentMessage {
+            body: Some(agent_message::Body::Hello(hello(node))),
+        };
+        Self::open(url, first).await.expect("hello accepted")
+    }
+
+    /// Sends a window and returns its ack, skipping peer sets.
+    pub async fn send(&mut self, window: pb::Window) -> pb::Ack {
+        let seq = window.seq;
+        self.up
+            .send(pb::AgentMessage {
+                body: Some(agent_message::Body::Window(window)),
+            })
+            .await
+            .unwrap();
+        loop {
+            let message = self.down.message().await.unwrap().expect("stream open");
+            if let Some(collector_message::Body::Ack(ack)) = message.body {
+                assert_eq!(ack.seq, seq);
+                return ack;
+            }
+        }
+    }
+}
