@@ -59,8 +59,8 @@ pub fn matrix(matrix: &pb::Matrix) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<14} {:<10} {:<16} {:<9} {}",
-        "NODE", "ZONE", "ADDRESS", "KIND", "STATE"
+        "{:<14} {:<10} {:<16} {:<9} STATE",
+        "NODE", "ZONE", "ADDRESS", "KIND"
     );
     for n in &matrix.nodes {
         let state = if n.stale { "STALE" } else { "fresh" };
@@ -111,8 +111,8 @@ pub fn rank(rank: &pb::RankResponse, size: usize) -> String {
     let _ = writeln!(out, "zone {zone}: {}", rank.zone_reason);
     let _ = writeln!(
         out,
-        "{:<4} {:<14} {:<10} {:>6} {:>7} {:>6} {:>6} {:>6} {:>9}  {}",
-        "#", "NODE", "ZONE", "SCORE", "QUALITY", "DELAY", "LOSS", "TPUT", "PAIRS", "NOTE"
+        "{:<4} {:<14} {:<10} {:>6} {:>7} {:>6} {:>6} {:>6} {:>9}  NOTE",
+        "#", "NODE", "ZONE", "SCORE", "QUALITY", "DELAY", "LOSS", "TPUT", "PAIRS"
     );
     for (i, n) in rank.nodes.iter().enumerate() {
         let t = n.terms.clone().unwrap_or_default();

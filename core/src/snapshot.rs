@@ -357,10 +357,12 @@ impl ZonePairSums {
         if let Some(rtt) = pair.summary.rtt_median_ms {
             self.rtt.add(rtt);
         }
-        if pair.terms.throughput_source == Source::Measured {
-            if let Some(tp) = pair.summary.throughput {
-                self.throughput.add(tp.bps);
-            }
+        if let Some(tp) = pair
+            .summary
+            .throughput
+            .filter(|_| pair.terms.throughput_source == Source::Measured)
+        {
+            self.throughput.add(tp.bps);
         }
     }
 
