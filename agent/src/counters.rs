@@ -35,4 +35,19 @@ impl Counters {
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Relaxed)
     }
+
+    /// Every counter as `name=value` pairs, for logs.
+    pub fn summary(&self) -> String {
+        let get = Self::get;
+        format!(
+            "probes_sent={} probe_errors={} windows_sent={} windows_acked={} windows_rejected={} windows_dropped={} reconnects={}",
+            get(&self.probes_sent),
+            get(&self.probe_errors),
+            get(&self.windows_sent),
+            get(&self.windows_acked),
+            get(&self.windows_rejected),
+            get(&self.windows_dropped),
+            get(&self.reconnects)
+        )
+    }
 }

@@ -70,8 +70,10 @@ async fn main() -> anyhow::Result<()> {
     };
     let shutdown = CancellationToken::new();
     let agent = Agent::start(config, shutdown.clone()).context("starting the agent")?;
+    let counters = agent.counters();
     shutdown_on_signal(shutdown).await?;
     agent.wait().await;
+    tracing::info!(summary = %counters.summary(), "agent stopped");
     Ok(())
 }
 
