@@ -52,6 +52,7 @@ pub fn demo_agents() -> Vec<(String, &'static str, IpAddr)> {
 /// Runs the demo until the duration ends or `shutdown` is cancelled.
 pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::Result<()> {
     let deadline = options.duration.map(|d| Instant::now() + d);
+    netaware_agent::check_icmp_permission().context("the demo's agents probe with ICMP")?;
     println!(
         "netaware demo: on loopback (every link is the same; the lab issue adds emulated zones)"
     );

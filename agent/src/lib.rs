@@ -103,6 +103,12 @@ impl AgentConfig {
     }
 }
 
+/// Checks that this process may open the ICMP socket that probing needs,
+/// so that callers can say so before starting anything else.
+pub fn check_icmp_permission() -> Result<(), AgentError> {
+    icmp::Icmp::open(None, None).map(drop)
+}
+
 /// A running agent.
 pub struct Agent {
     counters: Arc<Counters>,
