@@ -8,7 +8,6 @@ use clap::{Parser, Subcommand};
 use netaware::client::ScoresConnection;
 use netaware::demo::{self, DemoOptions};
 use netaware::{json, render};
-use tokio_util::sync::CancellationToken;
 
 /// Network-aware placement for distributed training.
 #[derive(Debug, Parser)]
@@ -78,19 +77,23 @@ struct Target {
     json: bool,
 }
 
-fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+/// Prints `value` as JSON for programs, or `table` for people.
+fn print_answer(
+    json: bool,
+    value: impl serde::Serialize,
+    table: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print!("{}", table());
+    }
     Ok(())
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    netaware_runtime::init_logging("warn");
     match Cli::parse().command {
         Command::Demo {
             duration,
@@ -100,8 +103,7 @@ async fn main() -> anyhow::Result<()> {
             interval,
             job_size,
         } => {
-            let shutdown = CancellationToken::new();
-            tokio::spawn(cancel_on_signal(shutdown.clone()));
+            let shutdown = netaware_runtime::shutdown_on_signal()?;
             demo::run(
                 DemoOptions {
                     duration,
@@ -120,24 +122,18 @@ async fn main() -> anyhow::Result<()> {
                 .await?
                 .matrix()
                 .await?;
-            if target.json {
-                print_json(&json::MatrixJson::from(&matrix))
-            } else {
-                print!("{}", render::matrix(&matrix));
-                Ok(())
-            }
+            print_answer(target.json, json::MatrixJson::from(&matrix), || {
+                render::matrix(&matrix)
+            })
         }
         Command::Zones { target } => {
             let zones = ScoresConnection::connect(&target.collector)
                 .await?
                 .zones()
                 .await?;
-            if target.json {
-                print_json(&json::ZonesJson::from(&zones))
-            } else {
-                print!("{}", render::zones(&zones));
-                Ok(())
-            }
+            print_answer(target.json, json::ZonesJson::from(&zones), || {
+                render::zones(&zones)
+            })
         }
         Command::Rank {
             target,
@@ -149,28 +145,9 @@ async fn main() -> anyhow::Result<()> {
                 .await?
                 .rank(size, &peers)
                 .await?;
-            if target.json {
-                print_json(&json::RankJson::from(&ranking))
-            } else {
-                print!("{}", render::rank(&ranking, size));
-                Ok(())
-            }
+            print_answer(target.json, json::RankJson::from(&ranking), || {
+                render::rank(&ranking, size)
+            })
         }
     }
-}
-
-/// Cancels `shutdown` on SIGINT or SIGTERM.
-async fn cancel_on_signal(shutdown: CancellationToken) {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(term) => term,
-        Err(err) => {
-            tracing::error!(%err, "cannot listen for SIGTERM");
-            return;
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-    shutdown.cancel();
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use netaware::client::ScoresConnection;
 use netaware_core::{NodeInfo, NodeKind};
 use netaware_proto::v1 as pb;
-use support::{have_root, start_agent, start_collector, wait_for};
+use support::{have_root, start_agent, start_collector, wait_for_matrix};
 use tokio_util::sync::CancellationToken;
 
 const AGENTS: [(&str, &str, &str); 4] = [
@@ -43,25 +43,15 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
     let mut scores = ScoresConnection::connect(&url).await.unwrap();
 
     // Every agent measures every other node, the inventory node included.
-    let matrix = wait_for(
+    let matrix = wait_for_matrix(
+        &url,
         "every pair to have a fresh window with replies",
         Duration::from_secs(20),
-        || {
-            let url = url.clone();
-            async move {
-                let matrix = ScoresConnection::connect(&url)
-                    .await
-                    .ok()?
-                    .matrix()
-                    .await
-                    .ok()?;
-                let complete = matrix.pairs.len() == 4 * 4
-                    && matrix
-                        .pairs
-                        .iter()
-                        .all(|p| !p.stale && p.samples > 0 && p.rtt_median_ms.is_some());
-                complete.then_some(matrix)
-            }
+        |m| {
+            m.pairs.len() == 4 * 4
+                && m.pairs
+                    .iter()
+                    .all(|p| !p.stale && p.samples > 0 && p.rtt_median_ms.is_some())
         },
     )
     .await;
@@ -121,25 +111,11 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
     agent_stops[0].cancel();
     agents.remove(0).wait().await;
     let killed_at = tokio::time::Instant::now();
-    wait_for(
+    wait_for_matrix(
+        &url,
         "the killed agent to go stale",
         Duration::from_secs(8),
-        || {
-            let url = url.clone();
-            async move {
-                let matrix = ScoresConnection::connect(&url)
-                    .await
-                    .ok()?
-                    .matrix()
-                    .await
-                    .ok()?;
-                matrix
-                    .nodes
-                    .iter()
-                    .any(|n| n.name == "e2e-a1" && n.stale)
-                    .then_some(())
-            }
-        },
+        |m| m.nodes.iter().any(|n| n.name == "e2e-a1" && n.stale),
     )
     .await;
     assert!(

@@ -8,7 +8,6 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use netaware_agent::{Agent, AgentConfig};
-use tokio_util::sync::CancellationToken;
 
 /// Measures RTT and loss to the peers the collector names, and reports them.
 #[derive(Debug, Parser)]
@@ -54,11 +53,7 @@ struct Args {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    netaware_runtime::init_logging("info");
     let args = Args::parse();
     let config = AgentConfig {
         region: args.region,
@@ -68,22 +63,10 @@ async fn main() -> anyhow::Result<()> {
         max_buffered_windows: args.max_buffered_windows,
         ..AgentConfig::new(&args.node, args.addresses, &args.zone, &args.collector)
     };
-    let shutdown = CancellationToken::new();
-    let agent = Agent::start(config, shutdown.clone()).context("starting the agent")?;
+    let shutdown = netaware_runtime::shutdown_on_signal()?;
+    let agent = Agent::start(config, shutdown).context("starting the agent")?;
     let counters = agent.counters();
-    shutdown_on_signal(shutdown).await?;
     agent.wait().await;
     tracing::info!(summary = %counters.summary(), "agent stopped");
-    Ok(())
-}
-
-async fn shutdown_on_signal(shutdown: CancellationToken) -> anyhow::Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        result = tokio::signal::ctrl_c() => result?,
-        _ = term.recv() => {}
-    }
-    tracing::info!("shutting down");
-    shutdown.cancel();
     Ok(())
 }

@@ -6,7 +6,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
 
-use crate::service::Shared;
+use crate::shared::Shared;
 
 /// The HTTP routes.
 pub fn router(shared: Arc<Shared>) -> Router {

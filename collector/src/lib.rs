@@ -6,7 +6,8 @@
 //! session service, gRPC health and reflection, and over HTTP (/healthz).
 //!
 //! Layout: [`validate`] and [`state`] are pure (checks and changes, time
-//! passed in); [`service`] and [`http`] are the thin async shells;
+//! passed in); [`session`], [`scores`] and [`http`] are the thin async
+//! shells around the [`shared`] state;
 //! [`convert`] maps core types to wire types; [`inventory`] reads the file of
 //! agent-less nodes. [`Collector::start`] binds and serves; the binary, the
 //! demo and the tests all start it the same way.
@@ -14,7 +15,9 @@
 pub mod convert;
 pub mod http;
 pub mod inventory;
-pub mod service;
+pub mod scores;
+pub mod session;
+pub mod shared;
 pub mod state;
 pub mod validate;
 
@@ -28,7 +31,9 @@ use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tokio_util::sync::CancellationToken;
 
-use crate::service::{ScoresService, SessionService, Shared};
+use crate::scores::ScoresService;
+use crate::session::SessionService;
+use crate::shared::Shared;
 pub use crate::state::{CollectorState, ModelConfig};
 
 /// Largest gRPC message the collector decodes or encodes.

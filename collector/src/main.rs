@@ -9,7 +9,6 @@ use clap::Parser;
 use netaware_collector::{Collector, CollectorConfig, ModelConfig, inventory};
 use netaware_core::placement::PlacementConfig;
 use netaware_core::score::{ScoreConfig, Weights};
-use tokio_util::sync::CancellationToken;
 
 /// Collects agents' measurements, scores node pairs and serves the scores.
 #[derive(Debug, Parser)]
@@ -97,11 +96,7 @@ impl ModelArgs {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    netaware_runtime::init_logging("info");
     let args = Args::parse();
     let inventory = match &args.inventory {
         Some(path) => inventory::load(path)?,
@@ -113,15 +108,8 @@ async fn main() -> anyhow::Result<()> {
         inventory,
         model: args.model.model().context("invalid score settings")?,
     };
-    let shutdown = CancellationToken::new();
-    let collector = Collector::start(config, shutdown.clone()).await?;
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        result = tokio::signal::ctrl_c() => result?,
-        _ = term.recv() => {}
-    }
-    tracing::info!("shutting down");
-    shutdown.cancel();
+    let shutdown = netaware_runtime::shutdown_on_signal()?;
+    let collector = Collector::start(config, shutdown).await?;
     collector.wait().await;
     Ok(())
 }

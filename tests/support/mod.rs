@@ -93,6 +93,25 @@ where
     }
 }
 
+/// Polls the collector's matrix until `done` holds for it, and returns it.
+pub async fn wait_for_matrix(
+    url: &str,
+    what: &str,
+    limit: Duration,
+    done: impl Fn(&pb::Matrix) -> bool,
+) -> pb::Matrix {
+    wait_for(what, limit, || async {
+        let matrix = netaware::client::ScoresConnection::connect(url)
+            .await
+            .ok()?
+            .matrix()
+            .await
+            .ok()?;
+        done(&matrix).then_some(matrix)
+    })
+    .await
+}
+
 /// Unix time now, in milliseconds.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()

@@ -1,0 +1,111 @@
+//! The agent session service: one bidirectional stream per agent. Hello
+//! first, then windows, each acknowledged; peer sets go down whenever the
+//! set of nodes changes.
+
+use std::sync::Arc;
+
+use netaware_proto::v1 as pb;
+use netaware_proto::v1::{agent_message, collector_message};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::shared::{ResponseStream, Shared, now_ms};
+use crate::state::Ingested;
+
+/// The agent session service.
+pub struct SessionService(pub Arc<Shared>);
+
+#[tonic::async_trait]
+impl pb::agent_session_server::AgentSession for SessionService {
+    type SessionStream = ResponseStream<pb::CollectorMessage>;
+
+    async fn session(
+        &self,
+        request: Request<Streaming<pb::AgentMessage>>,
+    ) -> Result<Response<Self::SessionStream>, Status> {
+        let mut inbound = request.into_inner();
+        let hello = match inbound.message().await? {
+            Some(pb::AgentMessage {
+                body: Some(agent_message::Body::Hello(hello)),
+            }) => hello,
+            _ => {
+                return Err(Status::invalid_argument(
+                    "the first message of a session must be a hello",
+                ));
+            }
+        };
+        let shared = Arc::clone(&self.0);
+        let (node, changed) = {
+            let mut state = shared.state.lock().await;
+            let result = state
+                .hello(&hello, now_ms())
+                .map_err(|e| Status::invalid_argument(e.0))?;
+            shared.changes.send_replace(state.version());
+            result
+        };
+        if changed {
+            shared.membership.send_modify(|v| *v += 1);
+        }
+        tracing::info!(%node, zone = %hello.zone, "agent session opened");
+        let (down, down_rx) = mpsc::channel(256);
+        tokio::spawn(serve_session(shared, node, inbound, down));
+        Ok(Response::new(Box::pin(ReceiverStream::new(down_rx))))
+    }
+}
+
+async fn serve_session(
+    shared: Arc<Shared>,
+    node: String,
+    mut inbound: Streaming<pb::AgentMessage>,
+    down: mpsc::Sender<Result<pb::CollectorMessage, Status>>,
+) {
+    let mut membership = shared.membership.subscribe();
+    membership.mark_changed();
+    let message = |body| Ok(pb::CollectorMessage { body: Some(body) });
+    loop {
+        tokio::select! {
+            () = shared.shutdown.cancelled() => {
+                let _ = down.send(Err(Status::unavailable("collector shutting down"))).await;
+                break;
+            }
+            Ok(()) = membership.changed() => {
+                let peers = shared.state.lock().await.peer_set(&node);
+                if down.send(message(collector_message::Body::PeerSet(pb::PeerSet { peers }))).await.is_err() {
+                    break;
+                }
+            }
+            next = inbound.message() => {
+                let window = match next {
+                    Ok(Some(pb::AgentMessage { body: Some(agent_message::Body::Window(window)) })) => window,
+                    Ok(Some(_)) => {
+                        let _ = down.send(Err(Status::invalid_argument("only windows may follow the hello"))).await;
+                        break;
+                    }
+                    Ok(None) => break,
+                    Err(status) => {
+                        tracing::debug!(%node, %status, "session stream error");
+                        break;
+                    }
+                };
+                let ack = {
+                    let mut state = shared.state.lock().await;
+                    let ack = match state.ingest(&node, &window, now_ms()) {
+                        Ok(Ingested::Accepted) => pb::Ack { seq: window.seq, code: 0, message: String::new() },
+                        Ok(Ingested::Duplicate) => pb::Ack { seq: window.seq, code: 0, message: "duplicate".into() },
+                        Err(invalid) => {
+                            tracing::warn!(%node, seq = window.seq, reason = %invalid, "window refused");
+                            pb::Ack { seq: window.seq, code: tonic::Code::InvalidArgument.into(), message: invalid.0 }
+                        }
+                    };
+                    shared.changes.send_replace(state.version());
+                    ack
+                };
+                if down.send(message(collector_message::Body::Ack(ack))).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    tracing::info!(%node, "agent session closed");
+}

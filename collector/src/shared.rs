@@ -1,0 +1,64 @@
+//! What the gRPC services share: the collector state behind a lock, the
+//! change notifications, and the shutdown signal.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use netaware_core::UnixMillis;
+use netaware_proto::v1 as pb;
+use tokio::sync::{Mutex, watch};
+use tokio_stream::Stream;
+use tokio_util::sync::CancellationToken;
+use tonic::Status;
+
+use crate::convert;
+use crate::state::CollectorState;
+
+/// Unix time now, in milliseconds.
+pub fn now_ms() -> UnixMillis {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A server-streaming gRPC answer.
+pub type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+/// State shared by every service and session.
+pub struct Shared {
+    /// The collector's state; a tokio lock because sessions hold it across
+    /// no await, but it lives in async code.
+    pub state: Mutex<CollectorState>,
+    /// Bumped whenever the set of nodes changes, so sessions resend peer sets.
+    pub membership: watch::Sender<u64>,
+    /// The state's version after each change, for watch streams.
+    pub changes: watch::Sender<u64>,
+    /// Cancelled on shutdown: sessions and watches end.
+    pub shutdown: CancellationToken,
+}
+
+impl Shared {
+    /// Shared state around `state`.
+    pub fn new(state: CollectorState, shutdown: CancellationToken) -> Arc<Self> {
+        let version = state.version();
+        Arc::new(Self {
+            state: Mutex::new(state),
+            membership: watch::Sender::new(0),
+            changes: watch::Sender::new(version),
+            shutdown,
+        })
+    }
+
+    /// The wire matrix as of now.
+    pub async fn matrix(&self) -> pb::Matrix {
+        let now = now_ms();
+        let state = self.state.lock().await;
+        convert::matrix(
+            &state.snapshot(now),
+            &state.config().score,
+            state.version(),
+            now,
+        )
+    }
+}
