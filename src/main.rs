@@ -8,6 +8,8 @@ use clap::{Parser, Subcommand};
 use netaware::client::ScoresConnection;
 use netaware::demo::{self, DemoOptions};
 use netaware::{json, render};
+use netaware_agent::cli::AgentArgs;
+use netaware_collector::cli::CollectorArgs;
 
 /// Network-aware placement for distributed training.
 #[derive(Debug, Parser)]
@@ -19,6 +21,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a node agent (the same as the netaware-agent binary).
+    Agent(AgentArgs),
+    /// Run the collector (the same as the netaware-collector binary).
+    Collector(CollectorArgs),
     /// Run a collector and agents in three zones on this machine's loopback.
     Demo {
         /// Stop after this long (for example 30s); default: until Ctrl-C.
@@ -93,8 +99,15 @@ fn print_answer(
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    netaware_runtime::init_logging("warn");
-    match Cli::parse().command {
+    let command = Cli::parse().command;
+    // The services log what they do; the tools only warn.
+    netaware_runtime::init_logging(match command {
+        Command::Agent(_) | Command::Collector(_) => "info",
+        _ => "warn",
+    });
+    match command {
+        Command::Agent(args) => Ok(netaware_agent::run_until_signal(args.config()).await?),
+        Command::Collector(args) => Ok(netaware_collector::run_until_signal(args.config()?).await?),
         Command::Demo {
             duration,
             listen,

@@ -11,6 +11,7 @@
 //! [`session`], [`node_stats`] from sysinfo). [`Agent`] ties them together;
 //! the `netaware-agent` binary and the `netaware demo` command both use it.
 
+pub mod cli;
 pub mod counters;
 pub mod icmp;
 pub mod measure;
@@ -40,6 +41,9 @@ pub enum AgentError {
     /// The configuration is unusable.
     #[error("invalid agent configuration: {0}")]
     Config(String),
+    /// SIGINT and SIGTERM handlers could not be installed.
+    #[error("cannot listen for shutdown signals: {0}")]
+    Signals(std::io::Error),
 }
 
 /// Who the agent is and how it measures.
@@ -177,4 +181,15 @@ impl Agent {
     pub async fn wait(mut self) {
         while self.tasks.join_next().await.is_some() {}
     }
+}
+
+/// Runs an agent until SIGINT or SIGTERM, then logs what it did: the body
+/// of `netaware-agent` and `netaware agent`.
+pub async fn run_until_signal(config: AgentConfig) -> Result<(), AgentError> {
+    let shutdown = netaware_runtime::shutdown_on_signal().map_err(AgentError::Signals)?;
+    let agent = Agent::start(config, shutdown)?;
+    let counters = agent.counters();
+    agent.wait().await;
+    tracing::info!(summary = %counters.summary(), "agent stopped");
+    Ok(())
 }

@@ -12,6 +12,7 @@
 //! agent-less nodes. [`Collector::start`] binds and serves; the binary, the
 //! demo and the tests all start it the same way.
 
+pub mod cli;
 pub mod convert;
 pub mod http;
 pub mod inventory;
@@ -50,6 +51,12 @@ pub enum CollectorError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The configuration is unusable.
+    #[error("invalid collector configuration: {0}")]
+    Config(String),
+    /// SIGINT and SIGTERM handlers could not be installed.
+    #[error("cannot listen for shutdown signals: {0}")]
+    Signals(std::io::Error),
     /// The reflection service could not be built.
     #[error("gRPC reflection: {0}")]
     Reflection(String),
@@ -167,4 +174,12 @@ impl Collector {
     pub async fn wait(mut self) {
         while self.tasks.join_next().await.is_some() {}
     }
+}
+
+/// Runs a collector until SIGINT or SIGTERM: the body of
+/// `netaware-collector` and `netaware collector`.
+pub async fn run_until_signal(config: CollectorConfig) -> Result<(), CollectorError> {
+    let shutdown = netaware_runtime::shutdown_on_signal().map_err(CollectorError::Signals)?;
+    Collector::start(config, shutdown).await?.wait().await;
+    Ok(())
 }

@@ -1,0 +1,63 @@
+//! The agent's command-line flags, shared by the `netaware-agent` binary and
+//! `netaware agent`.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use crate::AgentConfig;
+
+/// The agent's command-line flags (each also read from the environment
+/// where noted, for the DaemonSet's downward API).
+#[derive(Debug, Clone, clap::Args)]
+pub struct AgentArgs {
+    /// Name of this node.
+    #[arg(long, env = "NETAWARE_NODE")]
+    pub node: String,
+    /// Address of this node that peers probe (repeat for more).
+    #[arg(
+        long = "address",
+        env = "NETAWARE_ADDRESS",
+        value_delimiter = ',',
+        required = true
+    )]
+    pub addresses: Vec<IpAddr>,
+    /// Zone of this node.
+    #[arg(long, env = "NETAWARE_ZONE")]
+    pub zone: String,
+    /// Region of this node.
+    #[arg(long, env = "NETAWARE_REGION", default_value = "")]
+    pub region: String,
+    /// Collector URL.
+    #[arg(
+        long,
+        env = "NETAWARE_COLLECTOR",
+        default_value = "http://127.0.0.1:7470"
+    )]
+    pub collector: String,
+    /// Time between two probes to one peer.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub interval: Duration,
+    /// Length of a measurement window.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub window: Duration,
+    /// How long a probe waits for its reply.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub probe_timeout: Duration,
+    /// Most unacknowledged windows kept while the collector is away.
+    #[arg(long, default_value_t = 60)]
+    pub max_buffered_windows: usize,
+}
+
+impl AgentArgs {
+    /// The configuration these flags describe.
+    pub fn config(self) -> AgentConfig {
+        AgentConfig {
+            region: self.region,
+            interval: self.interval,
+            window: self.window,
+            probe_timeout: self.probe_timeout,
+            max_buffered_windows: self.max_buffered_windows,
+            ..AgentConfig::new(&self.node, self.addresses, &self.zone, &self.collector)
+        }
+    }
+}

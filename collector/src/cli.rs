@@ -1,0 +1,118 @@
+//! The collector's command-line flags, shared by the `netaware-collector`
+//! binary and `netaware collector`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use netaware_core::placement::PlacementConfig;
+use netaware_core::score::{ScoreConfig, Weights};
+
+use crate::{CollectorConfig, CollectorError, ModelConfig, inventory};
+
+/// The collector's command-line flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CollectorArgs {
+    /// gRPC address (agent sessions, Scores, health, reflection).
+    #[arg(long, default_value = "0.0.0.0:7470")]
+    pub listen: SocketAddr,
+    /// HTTP address (/healthz).
+    #[arg(long, default_value = "0.0.0.0:9470")]
+    pub metrics_listen: SocketAddr,
+    /// YAML list of nodes that run no agent: [{name, address, zone, region}].
+    #[arg(long)]
+    pub inventory: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// Score model and placement settings (see the README's score model).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ModelArgs {
+    /// Weight of the delay term.
+    #[arg(long, default_value_t = 0.4)]
+    pub weight_delay: f64,
+    /// Weight of the loss term.
+    #[arg(long, default_value_t = 0.3)]
+    pub weight_loss: f64,
+    /// Weight of the throughput term.
+    #[arg(long, default_value_t = 0.3)]
+    pub weight_throughput: f64,
+    /// Median RTT plus jitter (ms) at which the delay term is 0.5.
+    #[arg(long, default_value_t = 1.0)]
+    pub delay_reference_ms: f64,
+    /// Loss ratio at which the loss term reaches 0.
+    #[arg(long, default_value_t = 0.05)]
+    pub loss_ceiling: f64,
+    /// Goodput (bit/s) at which the throughput term reaches 1.
+    #[arg(long, default_value_t = 10e9)]
+    pub throughput_reference_bps: f64,
+    /// Subtracted from zone averages that stand in for missing data.
+    #[arg(long, default_value_t = 0.25)]
+    pub fallback_penalty: f64,
+    /// Windows kept per pair.
+    #[arg(long, default_value_t = 6)]
+    pub windows_kept: usize,
+    /// Loss to a placed worker above which placement fails a node.
+    #[arg(long, default_value_t = 0.05)]
+    pub loss_threshold: f64,
+    /// Factor on the scores of nodes outside the chosen zone.
+    #[arg(long, default_value_t = 0.1)]
+    pub out_of_zone_factor: f64,
+}
+
+impl ModelArgs {
+    /// The model these flags describe, checked.
+    pub fn model(&self) -> Result<ModelConfig, CollectorError> {
+        let score = ScoreConfig {
+            weights: Weights {
+                delay: self.weight_delay,
+                loss: self.weight_loss,
+                throughput: self.weight_throughput,
+            },
+            delay_reference_ms: self.delay_reference_ms,
+            loss_ceiling: self.loss_ceiling,
+            throughput_reference_bps: self.throughput_reference_bps,
+            fallback_penalty: self.fallback_penalty,
+            ..ScoreConfig::default()
+        }
+        .validated()
+        .map_err(|err| CollectorError::Config(err.to_string()))?;
+        let unit = 0.0..=1.0;
+        if !(unit.contains(&self.loss_threshold) && unit.contains(&self.out_of_zone_factor)) {
+            return Err(CollectorError::Config(
+                "--loss-threshold and --out-of-zone-factor must be between 0 and 1".into(),
+            ));
+        }
+        if self.windows_kept == 0 {
+            return Err(CollectorError::Config(
+                "--windows-kept must be at least 1".into(),
+            ));
+        }
+        Ok(ModelConfig {
+            score,
+            placement: PlacementConfig {
+                loss_threshold: self.loss_threshold,
+                out_of_zone_factor: self.out_of_zone_factor,
+            },
+            windows_kept: self.windows_kept,
+        })
+    }
+}
+
+impl CollectorArgs {
+    /// The configuration these flags describe, with the inventory read.
+    pub fn config(&self) -> Result<CollectorConfig, CollectorError> {
+        let inventory = match &self.inventory {
+            Some(path) => {
+                inventory::load(path).map_err(|err| CollectorError::Config(err.to_string()))?
+            }
+            None => Vec::new(),
+        };
+        Ok(CollectorConfig {
+            listen: self.listen,
+            metrics_listen: self.metrics_listen,
+            inventory,
+            model: self.model.model()?,
+        })
+    }
+}
