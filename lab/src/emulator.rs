@@ -1,0 +1,310 @@
+//! The forwarding thread: reads every packet a host sends into its TUN
+//! device, and writes it into the receiving host's device when the pair's
+//! [`Link`] says it arrives, or drops it.
+//!
+//! One OS thread, not a tokio task: it waits with `ppoll` and a nanosecond
+//! timeout (with the thread's timer slack set to 1 ns), so packets leave
+//! within microseconds of their due time rather than at the next
+//! millisecond tick.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::fs::File;
+use std::io::{ErrorKind, Read, Write};
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::link::{Drop, Link, Verdict};
+use crate::topology::LinkProfile;
+
+/// Longest the thread sleeps before it looks at its control channel.
+const IDLE_WAIT: Duration = Duration::from_millis(5);
+/// Largest packet read from a TUN device.
+const MAX_PACKET: usize = 65_536;
+
+/// What the emulator has done, counted.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Packets delivered.
+    pub forwarded: AtomicU64,
+    /// Packets dropped by a link's loss.
+    pub dropped_loss: AtomicU64,
+    /// Packets dropped by a full queue in front of a rate limit.
+    pub dropped_queue: AtomicU64,
+    /// Packets addressed outside the lab, or not IPv4.
+    pub dropped_outside: AtomicU64,
+    /// Packets that could not be written to their receiver.
+    pub write_errors: AtomicU64,
+}
+
+/// One host's end of the emulator.
+pub struct Port {
+    /// The host's TUN device.
+    pub device: File,
+    /// The host's address.
+    pub address: Ipv4Addr,
+}
+
+enum Control {
+    Links(Vec<LinkProfile>),
+    Stop,
+}
+
+/// A running emulator thread.
+pub struct Emulator {
+    control: Sender<Control>,
+    thread: Option<JoinHandle<()>>,
+    stats: Arc<Stats>,
+}
+
+impl Emulator {
+    /// Starts forwarding between `ports`; `links[src * n + dst]` is the
+    /// profile from port src to port dst.
+    pub fn start(ports: Vec<Port>, links: Vec<LinkProfile>) -> std::io::Result<Self> {
+        let (control, commands) = mpsc::channel();
+        let stats = Arc::new(Stats::default());
+        let thread_stats = Arc::clone(&stats);
+        let thread = std::thread::Builder::new()
+            .name("lab-emulator".into())
+            .spawn(move || Forwarder::new(ports, &links, thread_stats).run(commands))?;
+        Ok(Self {
+            control,
+            thread: Some(thread),
+            stats,
+        })
+    }
+
+    /// Replaces every link profile (packets on their way keep theirs).
+    pub fn set_links(&self, links: Vec<LinkProfile>) {
+        let _ = self.control.send(Control::Links(links));
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+}
+
+impl std::ops::Drop for Emulator {
+    fn drop(&mut self) {
+        let _ = self.control.send(Control::Stop);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+struct InFlight {
+    due: u64,
+    order: u64,
+    port: usize,
+    packet: Vec<u8>,
+}
+
+impl PartialEq for InFlight {
+    fn eq(&self, other: &Self) -> bool {
+        (self.due, self.order) == (other.due, other.order)
+    }
+}
+impl Eq for InFlight {}
+impl PartialOrd for InFlight {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for InFlight {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.due, self.order).cmp(&(other.due, other.order))
+    }
+}
+
+struct Forwarder {
+    ports: Vec<Port>,
+    by_address: HashMap<Ipv4Addr, usize>,
+    links: Vec<Link>,
+    queue: BinaryHeap<Reverse<InFlight>>,
+    order: u64,
+    epoch: Instant,
+    stats: Arc<Stats>,
+}
+
+impl Forwarder {
+    fn new(ports: Vec<Port>, profiles: &[LinkProfile], stats: Arc<Stats>) -> Self {
+        let by_address = ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.address, i))
+            .collect();
+        Self {
+            links: profiles.iter().map(Link::new).collect(),
+            ports,
+            by_address,
+            queue: BinaryHeap::new(),
+            order: 0,
+            epoch: Instant::now(),
+            stats,
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    fn run(mut self, commands: Receiver<Control>) {
+        // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's timer slack.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64, 0u64, 0u64, 0u64) };
+        let mut buffer = vec![0u8; MAX_PACKET];
+        let mut polls: Vec<libc::pollfd> = self
+            .ports
+            .iter()
+            .map(|p| libc::pollfd {
+                fd: p.device.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        loop {
+            loop {
+                match commands.try_recv() {
+                    Ok(Control::Links(profiles)) => {
+                        for (link, profile) in self.links.iter_mut().zip(&profiles) {
+                            link.set_profile(profile);
+                        }
+                    }
+                    Ok(Control::Stop) | Err(TryRecvError::Disconnected) => return,
+                    Err(TryRecvError::Empty) => break,
+                }
+            }
+            self.deliver_due();
+            let wait = self.queue.peek().map_or(IDLE_WAIT, |Reverse(next)| {
+                Duration::from_nanos(next.due.saturating_sub(self.now())).min(IDLE_WAIT)
+            });
+            let timeout = libc::timespec {
+                tv_sec: wait.as_secs() as libc::time_t,
+                tv_nsec: wait.subsec_nanos() as libc::c_long,
+            };
+            // SAFETY: `polls` is a valid array of pollfd for its length.
+            let ready = unsafe {
+                libc::ppoll(
+                    polls.as_mut_ptr(),
+                    polls.len() as libc::nfds_t,
+                    &timeout,
+                    std::ptr::null(),
+                )
+            };
+            if ready <= 0 {
+                continue;
+            }
+            let readable: Vec<usize> = polls
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.revents & libc::POLLIN != 0)
+                .map(|(i, _)| i)
+                .collect();
+            for src in readable {
+                self.read_all(src, &mut buffer);
+            }
+        }
+    }
+
+    fn read_all(&mut self, src: usize, buffer: &mut [u8]) {
+        loop {
+            match self.ports[src].device.read(buffer) {
+                Ok(0) => return,
+                Ok(len) => self.route(src, &buffer[..len]),
+                Err(err) if err.kind() == ErrorKind::WouldBlock => return,
+                Err(err) if err.kind() == ErrorKind::Interrupted => continue,
+                Err(err) => {
+                    tracing::warn!(%err, "reading a lab TUN device");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn route(&mut self, src: usize, packet: &[u8]) {
+        let Some(dst) = ipv4_destination(packet).and_then(|a| self.by_address.get(&a).copied())
+        else {
+            self.stats.dropped_outside.fetch_add(1, Relaxed);
+            return;
+        };
+        let n = self.ports.len();
+        let now = self.now();
+        let verdict =
+            self.links[src * n + dst].admit(now, packet.len(), rand::random(), rand::random());
+        match verdict {
+            Verdict::Dropped(Drop::Loss) => {
+                self.stats.dropped_loss.fetch_add(1, Relaxed);
+            }
+            Verdict::Dropped(Drop::QueueFull) => {
+                self.stats.dropped_queue.fetch_add(1, Relaxed);
+            }
+            Verdict::Deliver(due) if due <= now => self.write(dst, packet),
+            Verdict::Deliver(due) => {
+                self.order += 1;
+                self.queue.push(Reverse(InFlight {
+                    due,
+                    order: self.order,
+                    port: dst,
+                    packet: packet.to_vec(),
+                }));
+            }
+        }
+    }
+
+    fn deliver_due(&mut self) {
+        let now = self.now();
+        while self
+            .queue
+            .peek()
+            .is_some_and(|Reverse(next)| next.due <= now)
+        {
+            let Some(Reverse(next)) = self.queue.pop() else {
+                break;
+            };
+            self.write(next.port, &next.packet);
+        }
+    }
+
+    fn write(&mut self, dst: usize, packet: &[u8]) {
+        // A TUN device takes a whole packet per write, or nothing.
+        match self.ports[dst].device.write_all(packet) {
+            Ok(()) => self.stats.forwarded.fetch_add(1, Relaxed),
+            Err(_) => self.stats.write_errors.fetch_add(1, Relaxed),
+        };
+    }
+}
+
+/// The destination of an IPv4 packet; `None` for anything else.
+fn ipv4_destination(packet: &[u8]) -> Option<Ipv4Addr> {
+    if packet.len() < 20 || packet[0] >> 4 != 4 {
+        return None;
+    }
+    Some(Ipv4Addr::new(
+        packet[16], packet[17], packet[18], packet[19],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_ipv4_destinations_only() {
+        let mut packet = [0u8; 20];
+        packet[0] = 0x45;
+        packet[16..20].copy_from_slice(&[198, 18, 1, 2]);
+        assert_eq!(
+            ipv4_destination(&packet),
+            Some(Ipv4Addr::new(198, 18, 1, 2))
+        );
+        packet[0] = 0x60;
+        assert_eq!(ipv4_destination(&packet), None);
+        assert_eq!(ipv4_destination(&packet[..10]), None);
+    }
+}

@@ -1,0 +1,238 @@
+//! [`Lab`]: builds the hosts and the emulator of a topology, runs programs
+//! in the hosts, switches faults, and removes everything again.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::emulator::{Emulator, Port, Stats};
+use crate::netns;
+use crate::topology::{CONTROL_HOST, Faults, HostSpec, LinkProfile, Topology};
+use crate::tun;
+
+/// Prefix length of the lab's addresses: 198.18.0.0/15.
+const PREFIX_LEN: u8 = 15;
+
+/// Why a lab could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    /// Namespaces and TUN devices need root.
+    #[error("the lab needs root (network namespaces and TUN devices)")]
+    NeedsRoot,
+    /// A step of the set-up failed.
+    #[error("lab set-up failed: {0}")]
+    Setup(#[from] std::io::Error),
+    /// A host name that the lab does not have.
+    #[error("the lab has no host {0:?}")]
+    UnknownHost(String),
+}
+
+/// A host of a running lab.
+#[derive(Debug, Clone)]
+pub struct LabHost {
+    /// Name, zone, region and address.
+    pub spec: HostSpec,
+    /// Its network namespace.
+    pub namespace: String,
+}
+
+/// A running lab. Dropping it stops the programs started in it, the
+/// emulator, and removes the namespaces.
+pub struct Lab {
+    topology: Topology,
+    hosts: Vec<LabHost>,
+    faults: Mutex<Faults>,
+    emulator: Option<Emulator>,
+    children: Mutex<Vec<Child>>,
+}
+
+/// Whether this process runs as root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+impl Lab {
+    /// Builds every host of `topology` and starts the emulator.
+    pub fn start(topology: Topology) -> Result<Self, LabError> {
+        static LABS: AtomicU32 = AtomicU32::new(0);
+        if !is_root() {
+            return Err(LabError::NeedsRoot);
+        }
+        for orphan in netns::remove_orphans()? {
+            tracing::info!(namespace = %orphan, "removed a namespace left by an earlier lab");
+        }
+        let number = LABS.fetch_add(1, Ordering::Relaxed);
+        let mut lab = Self {
+            hosts: Vec::new(),
+            faults: Mutex::new(Faults::default()),
+            emulator: None,
+            children: Mutex::new(Vec::new()),
+            topology,
+        };
+        let mut ports = Vec::new();
+        for spec in lab.topology.hosts() {
+            let namespace = netns::name(std::process::id(), &format!("{number}-{}", spec.name));
+            netns::create(&namespace)?;
+            lab.hosts.push(LabHost {
+                spec: spec.clone(),
+                namespace: namespace.clone(),
+            });
+            let device = tun::open("nalab%d")?;
+            netns::attach(
+                &namespace,
+                &device.name,
+                &format!("{}/{PREFIX_LEN}", spec.address),
+            )?;
+            ports.push(Port {
+                device: device.file,
+                address: spec.address,
+            });
+        }
+        lab.emulator = Some(Emulator::start(ports, lab.links(&Faults::default()))?);
+        Ok(lab)
+    }
+
+    /// Every host, zone by zone, then the control host.
+    pub fn hosts(&self) -> &[LabHost] {
+        &self.hosts
+    }
+
+    /// The hosts that are not the control host.
+    pub fn workers(&self) -> impl Iterator<Item = &LabHost> {
+        self.hosts.iter().filter(|h| h.spec.name != CONTROL_HOST)
+    }
+
+    /// A host by name.
+    pub fn host(&self, name: &str) -> Result<&LabHost, LabError> {
+        self.hosts
+            .iter()
+            .find(|h| h.spec.name == name)
+            .ok_or_else(|| LabError::UnknownHost(name.to_owned()))
+    }
+
+    /// The host kept for the collector.
+    pub fn control(&self) -> &LabHost {
+        self.hosts
+            .iter()
+            .find(|h| h.spec.name == CONTROL_HOST)
+            .expect("every lab has a control host")
+    }
+
+    /// The topology the lab was built from.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// A command that runs `program` inside `host`.
+    pub fn command(&self, host: &str, program: &str) -> Result<Command, LabError> {
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", &self.host(host)?.namespace, program]);
+        Ok(command)
+    }
+
+    /// Starts `command` (from [`Lab::command`]) and keeps it, so that it is
+    /// stopped with the lab. Returns its pid.
+    pub fn spawn(&self, mut command: Command) -> Result<u32, LabError> {
+        let child = command.stdin(Stdio::null()).spawn()?;
+        let pid = child.id();
+        self.children
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(child);
+        Ok(pid)
+    }
+
+    /// Stops a program started with [`Lab::spawn`]: SIGTERM, then SIGKILL
+    /// after `grace`.
+    pub fn stop(&self, pid: u32, grace: Duration) {
+        let mut children = self.children.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = children.iter().position(|c| c.id() == pid) {
+            let child = children.remove(at);
+            drop(children);
+            stop_child(child, grace);
+        }
+    }
+
+    /// Switches faults on or off (replacing the previous set).
+    pub fn set_faults(&self, faults: Faults) {
+        let links = self.links(&faults);
+        *self.faults.lock().unwrap_or_else(|e| e.into_inner()) = faults;
+        if let Some(emulator) = &self.emulator {
+            emulator.set_links(links);
+        }
+    }
+
+    /// The configured RTT (ms) and delivery ratio of a probe from `src` to
+    /// `dst`, under the current faults.
+    pub fn round_trip(&self, src: &str, dst: &str) -> Result<(f64, f64), LabError> {
+        let faults = self
+            .faults
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        Ok(self
+            .topology
+            .round_trip(&self.host(src)?.spec, &self.host(dst)?.spec, &faults))
+    }
+
+    /// The emulator's counters.
+    pub fn stats(&self) -> Option<&Stats> {
+        self.emulator.as_ref().map(Emulator::stats)
+    }
+
+    fn links(&self, faults: &Faults) -> Vec<LinkProfile> {
+        let specs: Vec<&HostSpec> = self.hosts.iter().map(|h| &h.spec).collect();
+        specs
+            .iter()
+            .flat_map(|src| specs.iter().map(move |dst| (*src, *dst)))
+            .map(|(src, dst)| self.topology.path(src, dst, faults))
+            .collect()
+    }
+}
+
+fn stop_child(mut child: Child, grace: Duration) {
+    // SAFETY: kill has no memory effects; the child is ours and not reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let children =
+            std::mem::take(&mut *self.children.lock().unwrap_or_else(|e| e.into_inner()));
+        for child in children {
+            stop_child(child, Duration::from_secs(2));
+        }
+        self.emulator = None;
+        for host in &self.hosts {
+            if let Err(err) = netns::remove(&host.namespace) {
+                tracing::warn!(namespace = %host.namespace, %err, "could not remove a lab namespace");
+            }
+        }
+    }
+}
+
+/// For tests that need root: whether to go on. Without root the test
+/// skips (returns false), unless NETAWARE_REQUIRE_ROOT=1 (as in CI), where
+/// it fails instead.
+pub fn root_or_skip(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var("NETAWARE_REQUIRE_ROOT").as_deref() != Ok("1"),
+        "{test} needs root and NETAWARE_REQUIRE_ROOT=1 is set"
+    );
+    eprintln!("skipping {test}: needs root (NETAWARE_REQUIRE_ROOT=1 makes this a failure)");
+    false
+}

@@ -1,0 +1,424 @@
+//! What a lab looks like: zones of hosts, the link profile between every
+//! two hosts, and the faults switched on at run time.
+//!
+//! A topology is read from a small YAML file (see `lab/topologies/`). Link
+//! profiles are per direction and combine: the zone-pair profile, then the
+//! overrides of the source host and of the destination host, then any
+//! directed pair override. Delays and jitters add, loss ratios compound,
+//! rates take the minimum.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde::Deserialize;
+
+/// Name of the host that every lab adds for the collector.
+pub const CONTROL_HOST: &str = "control";
+/// Zone of the control host.
+pub const CONTROL_ZONE: &str = "lab-control";
+/// Most hosts a lab may have (addresses are 198.18.Z.H with H below 250).
+pub const MAX_HOSTS_PER_ZONE: usize = 200;
+/// Most zones a lab may have.
+pub const MAX_ZONES: usize = 200;
+
+/// One direction of a link.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkProfile {
+    /// One-way delay, ms.
+    #[serde(default)]
+    pub delay_ms: f64,
+    /// Uniform jitter around the delay, plus or minus, ms.
+    #[serde(default)]
+    pub jitter_ms: f64,
+    /// Share of packets dropped, 0 to 1.
+    #[serde(default)]
+    pub loss: f64,
+    /// Rate limit in Mbit/s; none means unlimited.
+    #[serde(default)]
+    pub rate_mbit: Option<f64>,
+}
+
+impl LinkProfile {
+    /// This profile followed by `other` on the same path.
+    pub fn then(&self, other: &LinkProfile) -> LinkProfile {
+        LinkProfile {
+            delay_ms: self.delay_ms + other.delay_ms,
+            jitter_ms: self.jitter_ms + other.jitter_ms,
+            loss: 1.0 - (1.0 - self.loss) * (1.0 - other.loss),
+            rate_mbit: match (self.rate_mbit, other.rate_mbit) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
+
+    fn check(&self, what: &str) -> Result<(), TopologyError> {
+        let bad = |reason: &str| Err(TopologyError::Invalid(format!("{what}: {reason}")));
+        if !(self.delay_ms.is_finite() && (0.0..=10_000.0).contains(&self.delay_ms)) {
+            return bad("delay_ms must be between 0 and 10000");
+        }
+        if !(self.jitter_ms.is_finite()
+            && (0.0..=self.delay_ms.max(0.0) + 1e-9).contains(&self.jitter_ms))
+        {
+            return bad("jitter_ms must be between 0 and delay_ms");
+        }
+        if !(self.loss.is_finite() && (0.0..=1.0).contains(&self.loss)) {
+            return bad("loss must be between 0 and 1");
+        }
+        if self
+            .rate_mbit
+            .is_some_and(|rate| !(rate.is_finite() && rate > 0.0))
+        {
+            return bad("rate_mbit must be above 0");
+        }
+        Ok(())
+    }
+}
+
+/// A zone and its hosts.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZoneSpec {
+    /// Zone name.
+    pub name: String,
+    /// Region name.
+    #[serde(default)]
+    pub region: String,
+    /// Host names.
+    pub hosts: Vec<String>,
+}
+
+/// The link profile between two zones, the same both ways.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ZonePairSpec {
+    /// The two zones.
+    pub zones: [String; 2],
+    /// The profile of each direction.
+    #[serde(flatten)]
+    pub profile: LinkProfile,
+}
+
+/// A directed override between two hosts.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct PairSpec {
+    /// Sending host.
+    pub from: String,
+    /// Receiving host.
+    pub to: String,
+    /// Added to the path from `from` to `to`.
+    #[serde(flatten)]
+    pub profile: LinkProfile,
+}
+
+/// A lab topology as written in its file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Topology {
+    /// The zones.
+    pub zones: Vec<ZoneSpec>,
+    /// Profile between two hosts of the same zone.
+    #[serde(default)]
+    pub intra_zone: LinkProfile,
+    /// Profiles between zones.
+    #[serde(default)]
+    pub inter_zone: Vec<ZonePairSpec>,
+    /// Profile between zones that `inter_zone` does not name.
+    #[serde(default)]
+    pub default_inter_zone: LinkProfile,
+    /// Profile between any host and the control host.
+    #[serde(default)]
+    pub control_link: LinkProfile,
+    /// Per-host overrides, applied to every path in and out of the host.
+    #[serde(default)]
+    pub hosts: BTreeMap<String, LinkProfile>,
+    /// Directed overrides.
+    #[serde(default)]
+    pub pairs: Vec<PairSpec>,
+}
+
+/// Why a topology cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TopologyError {
+    /// Not YAML of the expected shape.
+    #[error("topology is not valid YAML of the expected shape: {0}")]
+    Parse(String),
+    /// A value out of range or a name that does not fit.
+    #[error("invalid topology: {0}")]
+    Invalid(String),
+    /// No shipped topology has that name.
+    #[error("no topology named {0:?} (shipped: {1})")]
+    Unknown(String, String),
+}
+
+/// The topologies that ship with the lab, by name.
+pub const SHIPPED: [(&str, &str); 2] = [
+    ("default", include_str!("../topologies/default.yaml")),
+    ("small", include_str!("../topologies/small.yaml")),
+];
+
+/// A host of the lab, with its place and address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostSpec {
+    /// Host name.
+    pub name: String,
+    /// Zone name.
+    pub zone: String,
+    /// Region name.
+    pub region: String,
+    /// Address in 198.18.0.0/15 (the benchmarking range of RFC 2544).
+    pub address: std::net::Ipv4Addr,
+}
+
+/// Faults switched on while the lab runs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Faults {
+    /// Zones cut off from everything outside them (100% loss both ways).
+    pub cut_zones: HashSet<String>,
+    /// Extra directed profiles, by (from, to) host.
+    pub pairs: BTreeMap<(String, String), LinkProfile>,
+}
+
+impl Topology {
+    /// A shipped topology by name.
+    pub fn named(name: &str) -> Result<Self, TopologyError> {
+        let text = SHIPPED
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, text)| *text)
+            .ok_or_else(|| {
+                let names: Vec<&str> = SHIPPED.iter().map(|(n, _)| *n).collect();
+                TopologyError::Unknown(name.to_owned(), names.join(", "))
+            })?;
+        Self::parse(text)
+    }
+
+    /// Parses and checks a topology.
+    pub fn parse(text: &str) -> Result<Self, TopologyError> {
+        let topology: Topology =
+            serde_yaml::from_str(text).map_err(|err| TopologyError::Parse(err.to_string()))?;
+        topology.check()?;
+        Ok(topology)
+    }
+
+    fn check(&self) -> Result<(), TopologyError> {
+        let invalid = |message: String| Err(TopologyError::Invalid(message));
+        if self.zones.is_empty() || self.zones.len() > MAX_ZONES {
+            return invalid(format!("a lab needs 1 to {MAX_ZONES} zones"));
+        }
+        let mut names = HashSet::from([CONTROL_HOST.to_owned()]);
+        let mut zones = HashSet::from([CONTROL_ZONE.to_owned()]);
+        for zone in &self.zones {
+            if !zones.insert(zone.name.clone()) {
+                return invalid(format!("zone {:?} appears twice or is reserved", zone.name));
+            }
+            if zone.hosts.is_empty() || zone.hosts.len() > MAX_HOSTS_PER_ZONE {
+                return invalid(format!(
+                    "zone {:?} needs 1 to {MAX_HOSTS_PER_ZONE} hosts",
+                    zone.name
+                ));
+            }
+            for host in &zone.hosts {
+                let valid = !host.is_empty()
+                    && host.len() <= 24
+                    && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+                if !valid {
+                    return invalid(format!(
+                        "host name {host:?} must be 1 to 24 letters, digits or '-'"
+                    ));
+                }
+                if !names.insert(host.clone()) {
+                    return invalid(format!("host {host:?} appears twice or is reserved"));
+                }
+            }
+        }
+        self.intra_zone.check("intra_zone")?;
+        self.default_inter_zone.check("default_inter_zone")?;
+        self.control_link.check("control_link")?;
+        for pair in &self.inter_zone {
+            for zone in &pair.zones {
+                if !zones.contains(zone) {
+                    return invalid(format!("inter_zone names unknown zone {zone:?}"));
+                }
+            }
+            pair.profile
+                .check(&format!("inter_zone {:?}", pair.zones))?;
+        }
+        for (host, profile) in &self.hosts {
+            if !names.contains(host) {
+                return invalid(format!("hosts names unknown host {host:?}"));
+            }
+            profile.check(&format!("host {host}"))?;
+        }
+        for pair in &self.pairs {
+            for host in [&pair.from, &pair.to] {
+                if !names.contains(host) {
+                    return invalid(format!("pairs names unknown host {host:?}"));
+                }
+            }
+            pair.profile
+                .check(&format!("pair {} -> {}", pair.from, pair.to))?;
+        }
+        Ok(())
+    }
+
+    /// Every host with its address, zone by zone, then the control host.
+    /// Zone i (from 1) gets 198.18.i.0/24, host j (from 1) its .j address;
+    /// the control host is 198.18.0.2.
+    pub fn hosts(&self) -> Vec<HostSpec> {
+        let mut hosts = Vec::new();
+        for (z, zone) in self.zones.iter().enumerate() {
+            for (h, host) in zone.hosts.iter().enumerate() {
+                hosts.push(HostSpec {
+                    name: host.clone(),
+                    zone: zone.name.clone(),
+                    region: zone.region.clone(),
+                    address: std::net::Ipv4Addr::new(198, 18, (z + 1) as u8, (h + 1) as u8),
+                });
+            }
+        }
+        hosts.push(HostSpec {
+            name: CONTROL_HOST.to_owned(),
+            zone: CONTROL_ZONE.to_owned(),
+            region: String::new(),
+            address: std::net::Ipv4Addr::new(198, 18, 0, 2),
+        });
+        hosts
+    }
+
+    /// The profile of the path from `src` to `dst` (hosts as listed by
+    /// [`Topology::hosts`]), with `faults` applied.
+    pub fn path(&self, src: &HostSpec, dst: &HostSpec, faults: &Faults) -> LinkProfile {
+        let base = if src.name == CONTROL_HOST || dst.name == CONTROL_HOST {
+            self.control_link
+        } else if src.zone == dst.zone {
+            self.intra_zone
+        } else {
+            self.inter_zone
+                .iter()
+                .find(|p| {
+                    (p.zones[0] == src.zone && p.zones[1] == dst.zone)
+                        || (p.zones[1] == src.zone && p.zones[0] == dst.zone)
+                })
+                .map_or(self.default_inter_zone, |p| p.profile)
+        };
+        let none = LinkProfile::default();
+        let mut path = base
+            .then(self.hosts.get(&src.name).unwrap_or(&none))
+            .then(self.hosts.get(&dst.name).unwrap_or(&none));
+        for pair in self
+            .pairs
+            .iter()
+            .filter(|p| p.from == src.name && p.to == dst.name)
+        {
+            path = path.then(&pair.profile);
+        }
+        if let Some(extra) = faults.pairs.get(&(src.name.clone(), dst.name.clone())) {
+            path = path.then(extra);
+        }
+        let cut = |zone: &str| faults.cut_zones.contains(zone);
+        if src.zone != dst.zone && (cut(&src.zone) || cut(&dst.zone)) {
+            path.loss = 1.0;
+        }
+        path
+    }
+
+    /// The round trip a probe from `src` to `dst` makes: the configured
+    /// RTT (ms) and the share of probes that come back.
+    pub fn round_trip(&self, src: &HostSpec, dst: &HostSpec, faults: &Faults) -> (f64, f64) {
+        let there = self.path(src, dst, faults);
+        let back = self.path(dst, src, faults);
+        (
+            there.delay_ms + back.delay_ms,
+            (1.0 - there.loss) * (1.0 - back.loss),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_topologies_parse() {
+        for (name, _) in SHIPPED {
+            let topology = Topology::named(name).unwrap();
+            assert!(!topology.hosts().is_empty());
+        }
+        assert!(matches!(
+            Topology::named("nope"),
+            Err(TopologyError::Unknown(..))
+        ));
+    }
+
+    #[test]
+    fn default_paths_combine_zone_and_host_profiles() {
+        let topology = Topology::named("default").unwrap();
+        let hosts = topology.hosts();
+        let host = |name: &str| hosts.iter().find(|h| h.name == name).unwrap();
+        let none = Faults::default();
+        assert_eq!(host("a1").address.to_string(), "198.18.1.1");
+        assert_eq!(host("c3").address.to_string(), "198.18.3.3");
+        assert_eq!(host("control").address.to_string(), "198.18.0.2");
+        assert_eq!(topology.path(host("a1"), host("a2"), &none).delay_ms, 0.1);
+        assert_eq!(topology.path(host("c1"), host("a2"), &none).delay_ms, 15.0);
+        assert!((topology.path(host("a1"), host("a3"), &none).loss - 0.05).abs() < 1e-12);
+        assert_eq!(
+            topology.path(host("b2"), host("c1"), &none).rate_mbit,
+            Some(50.0)
+        );
+        let (rtt, delivered) = topology.round_trip(host("a1"), host("b1"), &none);
+        assert_eq!((rtt, delivered), (5.0, 1.0));
+        let (_, delivered) = topology.round_trip(host("a3"), host("a1"), &none);
+        assert!((delivered - 0.95 * 0.95).abs() < 1e-12);
+    }
+
+    #[test]
+    fn faults_cut_zones_and_add_directed_loss() {
+        let topology = Topology::named("default").unwrap();
+        let hosts = topology.hosts();
+        let host = |name: &str| hosts.iter().find(|h| h.name == name).unwrap();
+        let mut faults = Faults::default();
+        faults.cut_zones.insert("zone-c".into());
+        faults.pairs.insert(
+            ("a1".into(), "a2".into()),
+            LinkProfile {
+                loss: 0.3,
+                ..LinkProfile::default()
+            },
+        );
+        assert_eq!(topology.path(host("a1"), host("c1"), &faults).loss, 1.0);
+        assert_eq!(
+            topology.path(host("c1"), host("control"), &faults).loss,
+            1.0
+        );
+        assert_eq!(topology.path(host("c1"), host("c2"), &faults).loss, 0.0);
+        assert!((topology.path(host("a1"), host("a2"), &faults).loss - 0.3).abs() < 1e-12);
+        assert_eq!(topology.path(host("a2"), host("a1"), &faults).loss, 0.0);
+    }
+
+    #[test]
+    fn bad_topologies_are_refused() {
+        for (text, needle) in [
+            ("zones: []", "1 to"),
+            ("zones: [{name: a, hosts: [x, x]}]", "twice"),
+            ("zones: [{name: a, hosts: [control]}]", "reserved"),
+            (
+                "zones: [{name: a, hosts: [x]}]\nintra_zone: {loss: 2}",
+                "loss",
+            ),
+            (
+                "zones: [{name: a, hosts: [x]}]\nintra_zone: {delay_ms: 1, jitter_ms: 2}",
+                "jitter",
+            ),
+            (
+                "zones: [{name: a, hosts: [x]}]\nhosts: {y: {loss: 0.1}}",
+                "unknown host",
+            ),
+            ("zones: [{name: a, hosts: ['x y']}]", "letters"),
+            ("zones: [{name: a, hosts: [x]}]\ncolour: red", "colour"),
+        ] {
+            let err = Topology::parse(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! The emulator against iputils ping: delay, loss and isolation on a real
+//! lab (needs root).
+
+use std::process::Command;
+use std::sync::atomic::Ordering;
+
+use netaware_lab::{Faults, Lab, LinkProfile, Topology, root_or_skip};
+
+/// Runs ping in `host` towards `address`; returns (sent, received, RTTs in ms).
+fn ping(lab: &Lab, host: &str, address: &str, count: u32) -> (u32, u32, Vec<f64>) {
+    let output: std::process::Output = lab
+        .command(host, "ping")
+        .unwrap()
+        .args([
+            "-n",
+            "-c",
+            &count.to_string(),
+            "-i",
+            "0.01",
+            "-W",
+            "1",
+            address,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    let rtts: Vec<f64> = text
+        .lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+        .collect();
+    (count, rtts.len() as u32, rtts)
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn install_ping() {
+    if Command::new("ping").arg("-V").output().is_err() {
+        panic!("iputils ping is missing: scripts/test installs it (apt-get install iputils-ping)");
+    }
+}
+
+#[test]
+fn delay_loss_and_isolation_match_the_topology() {
+    if !root_or_skip("emulator") {
+        return;
+    }
+    install_ping();
+    let lab = Lab::start(Topology::named("small").unwrap()).unwrap();
+    let b1 = lab.host("b1").unwrap().spec.address.to_string();
+    let a2 = lab.host("a2").unwrap().spec.address.to_string();
+
+    // 5 ms each way between the zones: a 10 ms RTT, plus little overhead.
+    let (_, received, mut rtts) = ping(&lab, "a1", &b1, 50);
+    assert_eq!(received, 50);
+    let rtt = median(&mut rtts);
+    assert!(
+        (10.0..10.5).contains(&rtt),
+        "a1 -> b1 median RTT {rtt} ms, configured 10 ms"
+    );
+    let (_, _, mut rtts) = ping(&lab, "a1", &a2, 50);
+    let rtt = median(&mut rtts);
+    assert!(
+        (0.4..0.9).contains(&rtt),
+        "a1 -> a2 median RTT {rtt} ms, configured 0.4 ms"
+    );
+
+    // 40% loss one way: about 60% of the pings come back.
+    let mut faults = Faults::default();
+    faults.pairs.insert(
+        ("a1".into(), "b1".into()),
+        LinkProfile {
+            loss: 0.4,
+            ..LinkProfile::default()
+        },
+    );
+    lab.set_faults(faults);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let (sent, received, _) = ping(&lab, "a1", &b1, 400);
+    let ratio = f64::from(received) / f64::from(sent);
+    assert!(
+        (0.52..0.68).contains(&ratio),
+        "delivered {ratio}, expected 0.6"
+    );
+
+    // Nothing leaves the lab: packets to an address outside it (TEST-NET-1,
+    // reserved for documentation) reach the emulator and die there.
+    let outside_before = lab.stats().unwrap().dropped_outside.load(Ordering::Relaxed);
+    let (_, received, _) = ping(&lab, "a1", "192.0.2.1", 3);
+    assert_eq!(received, 0);
+    let outside = lab.stats().unwrap().dropped_outside.load(Ordering::Relaxed) - outside_before;
+    assert!(
+        outside >= 3,
+        "the emulator dropped {outside} packets addressed outside the lab"
+    );
+}
+
+#[test]
+fn a_new_lab_removes_namespaces_left_by_a_dead_process() {
+    if !root_or_skip("orphan cleanup") {
+        return;
+    }
+    // pid_max is at most 4194304, so this owner cannot be alive.
+    let orphan = "nalab-4194999-0-ghost";
+    netaware_lab::netns::create(orphan).unwrap();
+    let lab = Lab::start(Topology::named("small").unwrap()).unwrap();
+    let left = netaware_lab::netns::list().unwrap();
+    assert!(!left.iter().any(|n| n == orphan), "{left:?}");
+    let ours: Vec<String> = lab.hosts().iter().map(|h| h.namespace.clone()).collect();
+    assert!(ours.iter().all(|n| left.contains(n)));
+    drop(lab);
+    let after = netaware_lab::netns::list().unwrap();
+    assert!(
+        ours.iter().all(|n| !after.contains(n)),
+        "dropping the lab removes its namespaces"
+    );
+}
