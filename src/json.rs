@@ -3,10 +3,10 @@
 //! figures that do not exist yet are `null`, never a made-up number.
 
 use netaware_proto::v1 as pb;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// `matrix --json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MatrixJson {
     /// Every node.
     pub nodes: Vec<NodeJson>,
@@ -15,7 +15,7 @@ pub struct MatrixJson {
 }
 
 /// One node.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NodeJson {
     /// Node name.
     pub name: String,
@@ -30,7 +30,7 @@ pub struct NodeJson {
 }
 
 /// One directed pair.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PairJson {
     /// Probing node.
     pub src: String,
@@ -89,7 +89,7 @@ impl From<&pb::Matrix> for MatrixJson {
 }
 
 /// `zones --json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ZonesJson {
     /// Every zone.
     pub zones: Vec<ZoneJson>,
@@ -98,7 +98,7 @@ pub struct ZonesJson {
 }
 
 /// One zone.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ZoneJson {
     /// Zone name.
     pub name: String,
@@ -111,7 +111,7 @@ pub struct ZoneJson {
 }
 
 /// One zone pair.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ZonePairJson {
     /// Zone of the probing nodes.
     pub src_zone: String,
@@ -163,7 +163,7 @@ impl From<&pb::ZoneSummary> for ZonesJson {
 }
 
 /// `rank --json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RankJson {
     /// The chosen zone, null if none.
     pub zone: Option<String>,
@@ -174,7 +174,7 @@ pub struct RankJson {
 }
 
 /// One ranked node.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RankedJson {
     /// Node name.
     pub name: String,
@@ -191,7 +191,7 @@ pub struct RankedJson {
 }
 
 /// The terms behind a node's score.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TermsJson {
     /// Mean pair quality.
     pub quality: f64,

@@ -7,4 +7,5 @@
 pub mod client;
 pub mod demo;
 pub mod json;
+pub mod lab_system;
 pub mod render;

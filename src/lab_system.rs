@@ -1,0 +1,169 @@
+//! The whole system on the lab: the collector in the lab's control host and
+//! an agent in every other host, each a real `netaware` process in its own
+//! network namespace, talking over the emulated links.
+//!
+//! The process that owns the lab stays in the root namespace, which has no
+//! route into the lab; it asks the collector by running `netaware` commands
+//! inside the control host. The demo and the lab tests both start the
+//! system here.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use netaware_lab::{Lab, Topology};
+
+use crate::json::{MatrixJson, RankJson, ZonesJson};
+
+/// The collector's gRPC port in the control host.
+pub const COLLECTOR_PORT: u16 = 7470;
+
+/// How the agents measure.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentTiming {
+    /// Time between two probes to one peer.
+    pub interval: Duration,
+    /// Window length.
+    pub window: Duration,
+    /// Probe timeout.
+    pub probe_timeout: Duration,
+}
+
+/// A running system on a lab.
+pub struct LabSystem {
+    lab: Lab,
+    exe: PathBuf,
+    url: String,
+    agents: BTreeMap<String, u32>,
+}
+
+fn duration_arg(duration: Duration) -> String {
+    format!("{}ms", duration.as_millis())
+}
+
+impl LabSystem {
+    /// Builds the lab and starts the collector and the agents, using the
+    /// `netaware` binary at `exe`.
+    pub fn start(topology: Topology, exe: &Path, timing: AgentTiming) -> anyhow::Result<Self> {
+        let lab = Lab::start(topology).context("building the lab")?;
+        let control = lab.control().spec.address;
+        let url = format!("http://{control}:{COLLECTOR_PORT}");
+        let exe_str = exe
+            .to_str()
+            .context("the netaware binary's path is not UTF-8")?;
+        let mut collector = lab.command(&lab.control().spec.name, exe_str)?;
+        collector
+            .args([
+                "collector",
+                "--listen",
+                &format!("{control}:{COLLECTOR_PORT}"),
+            ])
+            .args(["--metrics-listen", &format!("{control}:9470")])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null());
+        lab.spawn(collector)?;
+        let mut system = Self {
+            lab,
+            exe: exe.to_owned(),
+            url,
+            agents: BTreeMap::new(),
+        };
+        let workers: Vec<_> = system.lab.workers().map(|h| h.spec.clone()).collect();
+        for host in workers {
+            let mut agent = system.lab.command(&host.name, exe_str)?;
+            agent
+                .args([
+                    "agent",
+                    "--node",
+                    &host.name,
+                    "--address",
+                    &host.address.to_string(),
+                ])
+                .args([
+                    "--zone",
+                    &host.zone,
+                    "--region",
+                    &host.region,
+                    "--collector",
+                    &system.url,
+                ])
+                .args([
+                    "--interval",
+                    &duration_arg(timing.interval),
+                    "--window",
+                    &duration_arg(timing.window),
+                ])
+                .args(["--probe-timeout", &duration_arg(timing.probe_timeout)])
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null());
+            let pid = system.lab.spawn(agent)?;
+            system.agents.insert(host.name.clone(), pid);
+        }
+        Ok(system)
+    }
+
+    /// The lab underneath.
+    pub fn lab(&self) -> &Lab {
+        &self.lab
+    }
+
+    /// The collector's URL, valid inside the lab's hosts.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Stops the agent of `host` (SIGTERM, as Kubernetes would).
+    pub fn stop_agent(&mut self, host: &str) -> anyhow::Result<()> {
+        let pid = self
+            .agents
+            .remove(host)
+            .with_context(|| format!("no agent runs in {host}"))?;
+        self.lab.stop(pid, Duration::from_secs(2));
+        Ok(())
+    }
+
+    /// Runs `netaware ARGS --collector URL` in the control host and returns
+    /// what it printed.
+    pub fn ask(&self, args: &[&str]) -> anyhow::Result<String> {
+        let exe = self
+            .exe
+            .to_str()
+            .context("the netaware binary's path is not UTF-8")?;
+        let output = self
+            .lab
+            .command(&self.lab.control().spec.name, exe)?
+            .args(args)
+            .args(["--collector", &self.url])
+            .output()?;
+        if !output.status.success() {
+            bail!(
+                "netaware {}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8(output.stdout)?)
+    }
+
+    /// The matrix.
+    pub fn matrix(&self) -> anyhow::Result<MatrixJson> {
+        Ok(serde_json::from_str(&self.ask(&["matrix", "--json"])?)?)
+    }
+
+    /// The zone summary.
+    pub fn zones(&self) -> anyhow::Result<ZonesJson> {
+        Ok(serde_json::from_str(&self.ask(&["zones", "--json"])?)?)
+    }
+
+    /// A ranking for `size` workers with workers already on `placed`.
+    pub fn rank(&self, size: usize, placed: &[&str]) -> anyhow::Result<RankJson> {
+        let size = size.to_string();
+        let mut args = vec!["rank", "--json", "--size", &size];
+        for peer in placed {
+            args.extend(["--peer", peer]);
+        }
+        Ok(serde_json::from_str(&self.ask(&args)?)?)
+    }
+}

@@ -1,0 +1,333 @@
+//! The whole system on the lab's default topology (3 zones of 3 hosts,
+//! a lossy host, a slow host), checked against the configured truth and
+//! against iputils ping over the same pairs. Needs root; the lab tests of
+//! this file run one at a time, so that they do not share the CPU.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use netaware::json::{MatrixJson, PairJson};
+use netaware::lab_system::{AgentTiming, LabSystem};
+use netaware_lab::{Faults, Topology, root_or_skip};
+
+static ONE_LAB_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const TIMING: AgentTiming = AgentTiming {
+    interval: Duration::from_millis(100),
+    window: Duration::from_secs(2),
+    probe_timeout: Duration::from_millis(500),
+};
+
+fn start() -> LabSystem {
+    let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
+    LabSystem::start(Topology::named("default").unwrap(), exe, TIMING).unwrap()
+}
+
+/// Polls the matrix until `done` holds, for at most `limit`.
+fn wait_for(
+    system: &LabSystem,
+    what: &str,
+    limit: Duration,
+    done: impl Fn(&MatrixJson) -> bool,
+) -> MatrixJson {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(matrix) = system.matrix() {
+            if done(&matrix) {
+                return matrix;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn pair<'m>(matrix: &'m MatrixJson, src: &str, dst: &str) -> &'m PairJson {
+    matrix
+        .pairs
+        .iter()
+        .find(|p| p.src == src && p.dst == dst)
+        .unwrap_or_else(|| panic!("no pair {src} -> {dst}"))
+}
+
+/// Median RTT (ms) of `count` pings from `src` to `dst`, run in the lab.
+fn ping_median(system: &LabSystem, src: &str, dst: &str, count: u32) -> f64 {
+    let address = system.lab().host(dst).unwrap().spec.address.to_string();
+    let output = system
+        .lab()
+        .command(src, "ping")
+        .unwrap()
+        .args([
+            "-n",
+            "-c",
+            &count.to_string(),
+            "-i",
+            "0.02",
+            "-W",
+            "1",
+            &address,
+        ])
+        .output()
+        .unwrap();
+    let mut rtts: Vec<f64> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert!(!rtts.is_empty(), "ping {src} -> {dst} got no reply");
+    rtts.sort_by(f64::total_cmp);
+    rtts[rtts.len() / 2]
+}
+
+/// Whether `observed` lies in the 99% binomial interval around `p` for `n`
+/// samples (normal approximation, plus one sample of slack for rounding).
+fn in_binomial_interval(observed: f64, p: f64, n: u64) -> bool {
+    let n = n as f64;
+    let half_width = 2.576 * (p * (1.0 - p) / n).sqrt() + 1.0 / n;
+    (observed - p).abs() <= half_width
+}
+
+#[test]
+fn matrix_matches_the_topology_and_ping_and_placement_follows_it() {
+    if !root_or_skip("lab accuracy") {
+        return;
+    }
+    let _serial = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let system = start();
+    let workers: Vec<String> = system
+        .lab()
+        .workers()
+        .map(|h| h.spec.name.clone())
+        .collect();
+    let pairs = workers.len() * (workers.len() - 1);
+
+    // Every pair measured over six full windows.
+    let matrix = wait_for(
+        &system,
+        "six windows of every pair",
+        Duration::from_secs(60),
+        |m| {
+            m.pairs.len() == pairs
+                && m.pairs
+                    .iter()
+                    .all(|p| p.samples >= 100 && !m.nodes.iter().any(|n| n.stale))
+        },
+    );
+
+    // The emulator's own overhead: ping over the zero-delay control link.
+    let overhead = ping_median(&system, "a1", "control", 50);
+    assert!(overhead < 0.5, "emulator overhead {overhead} ms");
+
+    let mut report = Vec::new();
+    let mut failures = Vec::new();
+    let mut lossy = Vec::new();
+    for src in &workers {
+        for dst in workers.iter().filter(|d| *d != src) {
+            let p = pair(&matrix, src, dst);
+            let (truth, delivered) = system.lab().round_trip(src, dst).unwrap();
+            let agent = p
+                .rtt_median_ms
+                .unwrap_or_else(|| panic!("{src} -> {dst}: no RTT"));
+            let expected = truth + overhead;
+            let tolerance = (expected * 0.03).max(0.2);
+            report.push(format!(
+                "{src}->{dst}: truth {truth:.3} + {overhead:.3}, agent {agent:.3}"
+            ));
+            if (agent - expected).abs() > tolerance {
+                failures.push(format!(
+                    "{src} -> {dst}: agent median {agent:.3} ms, truth {truth} + overhead {overhead:.3} ms"
+                ));
+            }
+            let loss = p.loss_ratio.unwrap();
+            let configured = 1.0 - delivered;
+            if configured > 0.0 {
+                lossy.push((format!("{src} -> {dst}"), loss, configured, p.samples));
+            } else {
+                assert!(loss <= 0.01, "{src} -> {dst}: loss {loss} on a clean link");
+            }
+        }
+    }
+    // Loss: each lossy pair against its 99% binomial interval. With m pairs
+    // tested, about m/100 fall outside by chance; more than 2 of 16 would
+    // happen by chance less than once in a thousand runs. The pooled loss
+    // over all of them must sit in its own 99% interval.
+    let outside: Vec<String> = lossy
+        .iter()
+        .filter(|(_, loss, configured, n)| !in_binomial_interval(*loss, *configured, *n))
+        .map(|(pair, loss, configured, n)| {
+            format!("{pair}: loss {loss:.4} over {n} probes, configured {configured:.4}")
+        })
+        .collect();
+    assert!(!lossy.is_empty());
+    assert!(
+        outside.len() <= 2,
+        "{} of {} lossy pairs outside their interval:\n{}",
+        outside.len(),
+        lossy.len(),
+        outside.join("\n")
+    );
+    let probes: u64 = lossy.iter().map(|l| l.3).sum();
+    let lost: f64 = lossy.iter().map(|l| l.1 * l.3 as f64).sum();
+    let expected: f64 = lossy.iter().map(|l| l.2 * l.3 as f64).sum::<f64>() / probes as f64;
+    assert!(
+        in_binomial_interval(lost / probes as f64, expected, probes),
+        "pooled loss {:.4} over {probes} probes, configured {expected:.4}",
+        lost / probes as f64
+    );
+
+    // Against ping over the same pairs, in the same test.
+    let mut by_source: HashMap<&str, Vec<&str>> = HashMap::new();
+    for src in &workers {
+        by_source.insert(
+            src,
+            workers
+                .iter()
+                .filter(|d| *d != src)
+                .map(String::as_str)
+                .collect(),
+        );
+    }
+    for (src, dsts) in &by_source {
+        let pinged: Vec<(String, f64)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = dsts
+                .iter()
+                .map(|dst| scope.spawn(|| (dst.to_string(), ping_median(&system, src, dst, 20))))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (dst, ping) in pinged {
+            let agent = pair(&matrix, src, &dst).rtt_median_ms.unwrap();
+            let tolerance = (ping * 0.03).max(0.2);
+            if (agent - ping).abs() > tolerance {
+                failures.push(format!(
+                    "{src} -> {dst}: agent median {agent:.3} ms, ping median {ping:.3} ms"
+                ));
+            }
+        }
+    }
+    let stats = system.lab().stats().unwrap();
+    eprintln!(
+        "{}\nemulator: delayed packets left {:.1} us late on average, {} us at most",
+        report.join("\n"),
+        stats.mean_lateness_us(),
+        stats.late_ns_max.load(std::sync::atomic::Ordering::Relaxed) / 1_000
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {pairs} pairs off:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+
+    // A 3-worker job: a zone with 3 healthy hosts, never the lossy a3.
+    let ranking = system.rank(3, &[]).unwrap();
+    let zone = ranking.zone.clone().unwrap();
+    let top: Vec<&str> = ranking
+        .nodes
+        .iter()
+        .take(3)
+        .map(|n| n.name.as_str())
+        .collect();
+    assert!(
+        ranking
+            .nodes
+            .iter()
+            .take(3)
+            .all(|n| n.feasible && n.zone == zone),
+        "{ranking:?}"
+    );
+    assert!(!top.contains(&"a3"), "the lossy host was picked: {top:?}");
+    // One worker on a1: its clean zone-mate first, the lossy one fails.
+    let ranking = system.rank(3, &["a1"]).unwrap();
+    assert_eq!(ranking.zone.as_deref(), Some("zone-a"));
+    assert_eq!(ranking.nodes[0].name, "a2");
+    let a3 = ranking.nodes.iter().find(|n| n.name == "a3").unwrap();
+    assert!(
+        !a3.feasible && a3.reason.as_deref().unwrap_or("").contains("loss"),
+        "{a3:?}"
+    );
+    // Then the other zones, by link quality: zone-b (5 ms) before zone-c (30 ms).
+    let b = ranking
+        .nodes
+        .iter()
+        .position(|n| n.zone == "zone-b")
+        .unwrap();
+    let c = ranking
+        .nodes
+        .iter()
+        .position(|n| n.zone == "zone-c")
+        .unwrap();
+    assert!(b < c, "{ranking:?}");
+}
+
+#[test]
+fn a_cut_zone_shows_full_loss_and_a_killed_agent_goes_stale() {
+    if !root_or_skip("lab faults") {
+        return;
+    }
+    let _serial = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut system = start();
+    wait_for(
+        &system,
+        "every pair measured",
+        Duration::from_secs(30),
+        |m| m.pairs.len() == 72 && m.pairs.iter().all(|p| p.samples > 0),
+    );
+
+    // Kill the agent of b3: stale within three windows (plus one in flight).
+    system.stop_agent("b3").unwrap();
+    let stopped = Instant::now();
+    wait_for(&system, "b3 stale", Duration::from_secs(15), |m| {
+        m.nodes.iter().any(|n| n.name == "b3" && n.stale)
+    });
+    assert!(
+        stopped.elapsed() <= 4 * TIMING.window,
+        "stale after {:?}",
+        stopped.elapsed()
+    );
+
+    // Cut zone-c off: its pairs show 100% loss (measured, not missing), its
+    // agents go stale, and placement drops its hosts.
+    let mut faults = Faults::default();
+    faults.cut_zones.insert("zone-c".into());
+    system.lab().set_faults(faults);
+    let matrix = wait_for(&system, "zone-c cut off", Duration::from_secs(30), |m| {
+        m.pairs
+            .iter()
+            .filter(|p| p.src.starts_with('a') && p.dst.starts_with('c'))
+            .all(|p| p.loss_ratio == Some(1.0))
+            && m.nodes
+                .iter()
+                .filter(|n| n.zone == "zone-c")
+                .all(|n| n.stale)
+    });
+    let cut = pair(&matrix, "a1", "c1");
+    assert!(
+        cut.samples > 0 && cut.age_s.is_some(),
+        "measured, not missing: {cut:?}"
+    );
+    assert_eq!(cut.quality, 0.0);
+    let ranking = system.rank(2, &[]).unwrap();
+    for node in ranking
+        .nodes
+        .iter()
+        .filter(|n| n.zone == "zone-c" || n.name == "b3")
+    {
+        assert!(!node.feasible, "{node:?}");
+    }
+    assert_ne!(ranking.zone.as_deref(), Some("zone-c"));
+
+    // Heal it: zone-c comes back.
+    system.lab().set_faults(Faults::default());
+    wait_for(&system, "zone-c back", Duration::from_secs(30), |m| {
+        m.nodes
+            .iter()
+            .filter(|n| n.zone == "zone-c")
+            .all(|n| !n.stale)
+    });
+}
