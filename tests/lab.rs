@@ -34,10 +34,8 @@ fn wait_for(
 ) -> MatrixJson {
     let deadline = Instant::now() + limit;
     loop {
-        if let Ok(matrix) = system.matrix() {
-            if done(&matrix) {
-                return matrix;
-            }
+        if let Some(matrix) = system.matrix().ok().filter(|m| done(m)) {
+            return matrix;
         }
         assert!(
             Instant::now() < deadline,
