@@ -61,7 +61,7 @@ impl LabSystem {
                 &format!("{control}:{COLLECTOR_PORT}"),
             ])
             .args(["--metrics-listen", &format!("{control}:9470")])
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", "error")
             .stdout(Stdio::null());
         lab.spawn(collector)?;
         let mut system = Self {
@@ -96,7 +96,7 @@ impl LabSystem {
                     &duration_arg(timing.window),
                 ])
                 .args(["--probe-timeout", &duration_arg(timing.probe_timeout)])
-                .env("RUST_LOG", "warn")
+                .env("RUST_LOG", "error")
                 .stdout(Stdio::null());
             let pid = system.lab.spawn(agent)?;
             system.agents.insert(host.name.clone(), pid);

@@ -1,9 +1,6 @@
 //! `netaware`: the command line of netaware. See the README for the JSON
 //! contracts of `--json`.
 
-use std::net::SocketAddr;
-use std::time::Duration;
-
 use clap::{Parser, Subcommand};
 use netaware::client::ScoresConnection;
 use netaware::demo::{self, DemoOptions};
@@ -25,27 +22,8 @@ enum Command {
     Agent(AgentArgs),
     /// Run the collector (the same as the netaware-collector binary).
     Collector(CollectorArgs),
-    /// Run a collector and agents in three zones on this machine's loopback.
-    Demo {
-        /// Stop after this long (for example 30s); default: until Ctrl-C.
-        #[arg(long, value_parser = humantime::parse_duration)]
-        duration: Option<Duration>,
-        /// Collector gRPC address.
-        #[arg(long, default_value = "127.0.0.1:7470")]
-        listen: SocketAddr,
-        /// Collector HTTP address.
-        #[arg(long, default_value = "127.0.0.1:9470")]
-        metrics_listen: SocketAddr,
-        /// Length of the agents' windows.
-        #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
-        window: Duration,
-        /// Time between two probes to one peer.
-        #[arg(long, default_value = "250ms", value_parser = humantime::parse_duration)]
-        interval: Duration,
-        /// Workers of the sample job.
-        #[arg(long, default_value_t = 4)]
-        job_size: usize,
-    },
+    /// Run the whole system on this machine: on the lab as root, else on loopback.
+    Demo(DemoOptions),
     /// Print the node pair matrix.
     Matrix {
         #[command(flatten)]
@@ -108,28 +86,7 @@ async fn main() -> anyhow::Result<()> {
     match command {
         Command::Agent(args) => Ok(netaware_agent::run_until_signal(args.config()).await?),
         Command::Collector(args) => Ok(netaware_collector::run_until_signal(args.config()?).await?),
-        Command::Demo {
-            duration,
-            listen,
-            metrics_listen,
-            window,
-            interval,
-            job_size,
-        } => {
-            let shutdown = netaware_runtime::shutdown_on_signal()?;
-            demo::run(
-                DemoOptions {
-                    duration,
-                    listen,
-                    metrics_listen,
-                    window,
-                    interval,
-                    job_size,
-                },
-                shutdown,
-            )
-            .await
-        }
+        Command::Demo(options) => demo::run(options, netaware_runtime::shutdown_on_signal()?).await,
         Command::Matrix { target } => {
             let matrix = ScoresConnection::connect(&target.collector)
                 .await?

@@ -290,16 +290,8 @@ impl Topology {
     pub fn path(&self, src: &HostSpec, dst: &HostSpec, faults: &Faults) -> LinkProfile {
         let base = if src.name == CONTROL_HOST || dst.name == CONTROL_HOST {
             self.control_link
-        } else if src.zone == dst.zone {
-            self.intra_zone
         } else {
-            self.inter_zone
-                .iter()
-                .find(|p| {
-                    (p.zones[0] == src.zone && p.zones[1] == dst.zone)
-                        || (p.zones[1] == src.zone && p.zones[0] == dst.zone)
-                })
-                .map_or(self.default_inter_zone, |p| p.profile)
+            self.zone_profile(&src.zone, &dst.zone)
         };
         let none = LinkProfile::default();
         let mut path = base
@@ -320,6 +312,70 @@ impl Topology {
             path.loss = 1.0;
         }
         path
+    }
+
+    /// The profile between two zones (or within one), before host overrides.
+    pub fn zone_profile(&self, a: &str, b: &str) -> LinkProfile {
+        if a == b {
+            return self.intra_zone;
+        }
+        self.inter_zone
+            .iter()
+            .find(|p| (p.zones[0] == a && p.zones[1] == b) || (p.zones[1] == a && p.zones[0] == b))
+            .map_or(self.default_inter_zone, |p| p.profile)
+    }
+
+    /// The topology in words: hosts by zone, then the configured RTT and
+    /// loss between every two zones and of every host override.
+    pub fn describe(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let hosts = self.hosts();
+        for zone in &self.zones {
+            let members: Vec<String> = hosts
+                .iter()
+                .filter(|h| h.zone == zone.name)
+                .map(|h| format!("{} {}", h.name, h.address))
+                .collect();
+            let region = if zone.region.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", zone.region)
+            };
+            let _ = writeln!(out, "{}{region}: {}", zone.name, members.join(", "));
+        }
+        for (i, a) in self.zones.iter().enumerate() {
+            for b in &self.zones[i..] {
+                let link = self.zone_profile(&a.name, &b.name);
+                let loss = if link.loss > 0.0 {
+                    format!(", {:.1}% loss each way", link.loss * 100.0)
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(
+                    out,
+                    "{} <-> {}: RTT {:.1} ms, jitter +-{:.2} ms each way{loss}",
+                    a.name,
+                    b.name,
+                    2.0 * link.delay_ms,
+                    link.jitter_ms
+                );
+            }
+        }
+        for (host, profile) in &self.hosts {
+            let mut notes = Vec::new();
+            if profile.loss > 0.0 {
+                notes.push(format!("{:.1}% loss each way", profile.loss * 100.0));
+            }
+            if let Some(rate) = profile.rate_mbit {
+                notes.push(format!("{rate} Mbit/s"));
+            }
+            if profile.delay_ms > 0.0 {
+                notes.push(format!("+{} ms each way", profile.delay_ms));
+            }
+            let _ = writeln!(out, "{host}: {}", notes.join(", "));
+        }
+        out
     }
 
     /// The round trip a probe from `src` to `dst` makes: the configured

@@ -17,25 +17,10 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 
-/// Whether this test may use raw ICMP sockets. Without root it skips,
-/// unless NETAWARE_REQUIRE_ROOT=1 (as in CI), where it fails instead.
+/// Whether this test may use root (raw ICMP sockets, the lab). Without
+/// root it skips, unless NETAWARE_REQUIRE_ROOT=1 (as in CI) makes it fail.
 pub fn have_root(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { geteuid() } == 0;
-    if !root {
-        assert!(
-            std::env::var("NETAWARE_REQUIRE_ROOT").as_deref() != Ok("1"),
-            "{test} needs root (raw ICMP sockets) and NETAWARE_REQUIRE_ROOT=1 is set"
-        );
-        eprintln!(
-            "skipping {test}: needs root (set NETAWARE_REQUIRE_ROOT=1 to make this a failure)"
-        );
-    }
-    root
-}
-
-unsafe extern "C" {
-    fn geteuid() -> u32;
+    netaware_lab::root_or_skip(test)
 }
 
 /// A collector on an ephemeral loopback port.

@@ -1,0 +1,104 @@
+//! The demo on the lab: the topology's hosts in network namespaces, the
+//! collector in the control host, an agent in every other host, each a real
+//! `netaware` process, all talking over the emulated links.
+
+use std::path::Path;
+
+use anyhow::Context;
+use netaware_lab::Topology;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{DemoOptions, DemoSystem, watch_and_report};
+use crate::lab_system::{AgentTiming, LabSystem};
+
+/// A topology by shipped name, or from a file.
+pub fn load_topology(name_or_path: &str) -> anyhow::Result<Topology> {
+    if Path::new(name_or_path).is_file() {
+        let text = std::fs::read_to_string(name_or_path)
+            .with_context(|| format!("reading {name_or_path}"))?;
+        return Ok(Topology::parse(&text)?);
+    }
+    Ok(Topology::named(name_or_path)?)
+}
+
+/// Runs the demo on the lab until the duration ends or `shutdown`.
+pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let deadline = options.duration.map(|d| Instant::now() + d);
+    let topology = load_topology(&options.topology)?;
+    println!(
+        "\n== Topology {:?}\n{}",
+        options.topology,
+        topology.describe()
+    );
+    let exe = std::env::current_exe().context("finding the netaware binary")?;
+    let timing = AgentTiming {
+        interval: options.interval,
+        window: options.window,
+        probe_timeout: options.interval.min(std::time::Duration::from_secs(1)),
+    };
+    let largest_zone = topology
+        .zones
+        .iter()
+        .map(|z| z.hosts.len())
+        .max()
+        .unwrap_or(1);
+    let system = tokio::task::block_in_place(|| LabSystem::start(topology, &exe, timing))?;
+    let control = system.lab().control().clone();
+    println!(
+        "collector: {} in host {} (namespace {}); {} agents, probing every {:?}, windows of {:?}",
+        system.url(),
+        control.spec.name,
+        control.namespace,
+        system.lab().workers().count(),
+        options.interval,
+        options.window
+    );
+    let hint = format!(
+        "sudo ip netns exec {} {} matrix --collector {}",
+        control.namespace,
+        exe.display(),
+        system.url()
+    );
+    let mut demo = OnLab { system };
+    let job_size = options.job_size.unwrap_or(largest_zone);
+    watch_and_report(&mut demo, job_size, deadline, &hint, &shutdown).await?;
+    // Dropping the lab stops the processes and removes the namespaces.
+    tokio::task::block_in_place(|| drop(demo));
+    println!("demo stopped; lab removed");
+    Ok(())
+}
+
+struct OnLab {
+    system: LabSystem,
+}
+
+impl DemoSystem for OnLab {
+    async fn progress(&mut self) -> anyhow::Result<(usize, usize, usize, usize)> {
+        let agents = self.system.lab().workers().count();
+        let expected = agents * (agents - 1);
+        // The collector may not be listening yet in the first second.
+        let Ok(matrix) = tokio::task::block_in_place(|| self.system.matrix()) else {
+            return Ok((0, expected, 0, agents));
+        };
+        let measured = matrix
+            .pairs
+            .iter()
+            .filter(|p| p.samples > 0 && p.age_s.is_some())
+            .count();
+        let fresh = matrix.nodes.iter().filter(|n| !n.stale).count();
+        Ok((measured, expected, fresh, agents))
+    }
+
+    async fn report(&mut self, job_size: usize) -> anyhow::Result<String> {
+        tokio::task::block_in_place(|| {
+            let zones = self.system.ask(&["zones"])?;
+            let matrix = self.system.ask(&["matrix"])?;
+            let size = job_size.to_string();
+            let ranking = self.system.ask(&["rank", "--size", &size])?;
+            Ok(format!(
+                "\n== Zones\n{zones}\n== Matrix\n{matrix}\n== Placement of a {job_size}-worker job\n{ranking}"
+            ))
+        })
+    }
+}

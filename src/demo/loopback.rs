@@ -1,0 +1,123 @@
+//! The demo on loopback: a collector and agents on 127.0.0.x addresses in
+//! three zones, all in this process, talking over real gRPC and probing with
+//! real ICMP. Every link is the same, so the zones differ only by name; the
+//! point is to watch the pipeline work end to end.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use anyhow::Context;
+use netaware_agent::{Agent, AgentConfig};
+use netaware_collector::{Collector, CollectorConfig, ModelConfig};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{DemoOptions, DemoSystem, watch_and_report};
+use crate::client::ScoresConnection;
+use crate::render;
+
+/// The demo's zones and how many agents each holds.
+pub const ZONES: [(&str, usize); 3] = [("zone-a", 4), ("zone-b", 3), ("zone-c", 2)];
+
+/// The demo's agents: name, zone and loopback address, in zone order.
+pub fn demo_agents() -> Vec<(String, &'static str, IpAddr)> {
+    let mut agents = Vec::new();
+    for (z, (zone, count)) in ZONES.iter().enumerate() {
+        for i in 0..*count {
+            let address = IpAddr::V4(Ipv4Addr::new(127, 0, 0, (10 * (z + 1) + i + 1) as u8));
+            agents.push((format!("{zone}-{}", i + 1), *zone, address));
+        }
+    }
+    agents
+}
+
+/// Runs the demo until the duration ends or `shutdown` is cancelled.
+pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let deadline = options.duration.map(|d| Instant::now() + d);
+    netaware_agent::check_icmp_permission().context("the demo's agents probe with ICMP")?;
+    let collector = Collector::start(
+        CollectorConfig {
+            listen: options.listen,
+            metrics_listen: options.metrics_listen,
+            inventory: Vec::new(),
+            model: ModelConfig::default(),
+        },
+        shutdown.clone(),
+    )
+    .await
+    .context("starting the collector")?;
+    let url = format!("http://{}", collector.grpc_addr);
+    println!(
+        "collector: gRPC {url}, HTTP http://{}/healthz",
+        collector.http_addr
+    );
+
+    let agents = demo_agents();
+    let mut running = Vec::new();
+    for (name, zone, address) in &agents {
+        let config = AgentConfig {
+            interval: options.interval,
+            window: options.window,
+            probe_timeout: options.interval.min(Duration::from_secs(1)),
+            ..AgentConfig::new(name, vec![*address], zone, &url)
+        };
+        running.push(
+            Agent::start(config, shutdown.clone())
+                .with_context(|| format!("starting agent {name}"))?,
+        );
+    }
+    println!(
+        "agents: {} in {} zones, probing every {:?}, windows of {:?}",
+        agents.len(),
+        ZONES.len(),
+        options.interval,
+        options.window
+    );
+
+    let mut system = Loopback {
+        scores: ScoresConnection::connect(&url).await?,
+        agents: agents.len(),
+    };
+    let job_size = options.job_size.unwrap_or(ZONES[0].1);
+    let hint = format!("netaware matrix --collector {url}");
+    watch_and_report(&mut system, job_size, deadline, &hint, &shutdown).await?;
+    shutdown.cancel();
+    for agent in running {
+        agent.wait().await;
+    }
+    collector.wait().await;
+    println!("demo stopped");
+    Ok(())
+}
+
+struct Loopback {
+    scores: ScoresConnection,
+    agents: usize,
+}
+
+impl DemoSystem for Loopback {
+    async fn progress(&mut self) -> anyhow::Result<(usize, usize, usize, usize)> {
+        let matrix = self.scores.matrix().await?;
+        let measured = matrix
+            .pairs
+            .iter()
+            .filter(|p| p.samples > 0 && !p.stale)
+            .count();
+        let fresh = matrix.nodes.iter().filter(|n| !n.stale).count();
+        Ok((
+            measured,
+            self.agents * (self.agents - 1),
+            fresh,
+            self.agents,
+        ))
+    }
+
+    async fn report(&mut self, job_size: usize) -> anyhow::Result<String> {
+        let zones = render::zones(&self.scores.zones().await?);
+        let matrix = render::matrix(&self.scores.matrix().await?);
+        let ranking = render::rank(&self.scores.rank(job_size, &[]).await?, job_size);
+        Ok(format!(
+            "\n== Zones\n{zones}\n== Matrix\n{matrix}\n== Placement of a {job_size}-worker job\n{ranking}"
+        ))
+    }
+}
