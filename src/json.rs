@@ -44,6 +44,8 @@ pub struct PairJson {
     pub jitter_ms: Option<f64>,
     /// Lost over sent, null when nothing was sent.
     pub loss_ratio: Option<f64>,
+    /// Loss from src to dst alone (seen by dst), null until dst reported it.
+    pub one_way_loss_ratio: Option<f64>,
     /// Last goodput (bit/s), null until measured.
     pub throughput_bps: Option<f64>,
     /// Probes over the recent windows.
@@ -78,6 +80,7 @@ impl From<&pb::Matrix> for MatrixJson {
                     rtt_p99_ms: p.rtt_p99_ms,
                     jitter_ms: p.jitter_ms,
                     loss_ratio: p.loss_ratio,
+                    one_way_loss_ratio: p.one_way_loss_ratio,
                     throughput_bps: p.throughput_bps,
                     samples: p.samples,
                     age_s: (p.age_s >= 0.0).then_some(p.age_s),

@@ -82,6 +82,7 @@ async fn json_contracts_and_tables() {
             "dst",
             "jitter_ms",
             "loss_ratio",
+            "one_way_loss_ratio",
             "quality",
             "rtt_median_ms",
             "rtt_p99_ms",

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use netaware::json::{MatrixJson, PairJson};
 use netaware::lab_system::{AgentTiming, LabSystem};
-use netaware_lab::{Faults, Topology, root_or_skip};
+use netaware_lab::{Faults, LinkProfile, Topology, root_or_skip};
 
 static ONE_LAB_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -319,6 +319,51 @@ fn a_cut_zone_shows_full_loss_and_a_killed_agent_goes_stale() {
         assert!(!node.feasible, "{node:?}");
     }
     assert_ne!(ranking.zone.as_deref(), Some("zone-c"));
+
+    // Asymmetric loss: 30% from a1 to a2 only. Round-trip probes lose
+    // either way, so both directions show it there; the one-way figure,
+    // from the requests each side sees arrive, puts it on the right one.
+    let mut faults = Faults::default();
+    faults.cut_zones.insert("zone-c".into());
+    faults.pairs.insert(
+        ("a1".into(), "a2".into()),
+        LinkProfile {
+            loss: 0.3,
+            ..LinkProfile::default()
+        },
+    );
+    system.lab().set_faults(faults);
+    let matrix = wait_for(
+        &system,
+        "one-way loss a1 -> a2",
+        Duration::from_secs(30),
+        |m| {
+            let forward = pair(m, "a1", "a2").one_way_loss_ratio.unwrap_or(0.0);
+            forward > 0.2
+        },
+    );
+    std::thread::sleep(6 * TIMING.window);
+    let matrix = system.matrix().unwrap_or(matrix);
+    let forward = pair(&matrix, "a1", "a2");
+    let backward = pair(&matrix, "a2", "a1");
+    let (f, b) = (
+        forward.one_way_loss_ratio.unwrap(),
+        backward.one_way_loss_ratio.unwrap(),
+    );
+    assert!(
+        (0.2..0.4).contains(&f),
+        "one-way loss a1 -> a2 {f}, configured 0.3"
+    );
+    assert!(b < 0.03, "one-way loss a2 -> a1 {b}, configured 0");
+    for p in [forward, backward] {
+        let rt = p.loss_ratio.unwrap();
+        assert!(
+            (0.2..0.4).contains(&rt),
+            "{} -> {}: round-trip loss {rt}",
+            p.src,
+            p.dst
+        );
+    }
 
     // Heal it: zone-c comes back.
     system.lab().set_faults(Faults::default());

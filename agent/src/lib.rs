@@ -14,6 +14,7 @@
 pub mod cli;
 pub mod counters;
 pub mod icmp;
+pub mod inbound;
 pub mod measure;
 pub mod node_stats;
 pub mod schedule;
@@ -152,10 +153,23 @@ impl Agent {
             probe_timeout: config.probe_timeout,
         };
         let mut tasks = tokio::task::JoinSet::new();
+        let (requests_tx, requests_rx) = mpsc::channel(1024);
+        match v4.map(inbound::open).transpose() {
+            Ok(Some((socket, local))) => {
+                tasks.spawn(inbound::watch(socket, local, requests_tx));
+            }
+            Ok(None) => {
+                tracing::info!("no IPv4 address: one-way loss towards this node is not measured")
+            }
+            Err(err) => {
+                tracing::warn!(%err, "cannot watch inbound echo requests: one-way loss is not measured")
+            }
+        }
         tasks.spawn(measure::run(
             icmp,
             timing,
             peers_rx,
+            requests_rx,
             windows_tx,
             Arc::clone(&counters),
             shutdown.clone(),

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::counters::Counters;
 use crate::icmp::{Icmp, ProbeError};
+use crate::inbound::{InboundTracker, Request};
 use crate::node_stats::NodeStatsSampler;
 use crate::schedule::probe_offsets;
 use crate::window::{ProbeOutcome, WindowStats};
@@ -47,6 +48,7 @@ pub async fn run(
     icmp: Arc<Icmp>,
     timing: MeasureTiming,
     mut peers: watch::Receiver<Vec<Peer>>,
+    mut inbound: mpsc::Receiver<Request>,
     windows: mpsc::Sender<Window>,
     counters: Arc<Counters>,
     shutdown: CancellationToken,
@@ -61,6 +63,8 @@ pub async fn run(
     let mut sequences: BTreeMap<String, u16> = BTreeMap::new();
     let mut order = 0u64;
     let mut stats = NodeStatsSampler::new();
+    let mut tracker = InboundTracker::default();
+    let mut peer_names = names_by_address(&peers.borrow());
 
     loop {
         let close_at = started
@@ -102,7 +106,16 @@ pub async fn run(
                     return;
                 }
             }
+            Some(request) = inbound.recv() => {
+                let Some(peer) = peer_names.get(&request.source) else { continue };
+                let counted = tracker.observe(request);
+                let window = started.elapsed().as_millis() as u64 / window_ms;
+                if window >= next_to_close {
+                    open.entry(window).or_default().record_inbound(peer, counted.expected, counted.received);
+                }
+            }
             Ok(()) = peers.changed() => {
+                peer_names = names_by_address(&peers.borrow());
                 // A new peer set starts with the next cycle, so that no peer
                 // is probed twice within one interval.
                 let end = plan.end;
@@ -168,7 +181,17 @@ fn to_proto(figures: WindowStats) -> Vec<PeerWindow> {
             rtt_p99_ms: f.p99_ms,
             rtt_max_ms: f.max_ms,
             jitter_ms: f.jitter_ms,
+            inbound_expected: f.inbound_expected,
+            inbound_received: f.inbound_received,
         })
+        .collect()
+}
+
+/// Peer names by address, to name the sources of inbound requests.
+fn names_by_address(peers: &[Peer]) -> std::collections::HashMap<IpAddr, String> {
+    peers
+        .iter()
+        .filter_map(|p| Some((p.address.parse().ok()?, p.name.clone())))
         .collect()
 }
 

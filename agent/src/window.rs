@@ -38,12 +38,23 @@ pub struct PeerFigures {
     pub max_ms: f64,
     /// Mean absolute difference of consecutive RTTs (ms).
     pub jitter_ms: f64,
+    /// Echo requests from the peer that its sequence numbers say it sent.
+    pub inbound_expected: u32,
+    /// Of those, the ones that arrived.
+    pub inbound_received: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+struct PeerRecord {
+    outcomes: Vec<ProbeOutcome>,
+    inbound_expected: u32,
+    inbound_received: u32,
 }
 
 /// Outcomes of one window, per peer.
 #[derive(Debug, Clone, Default)]
 pub struct WindowStats {
-    peers: BTreeMap<String, Vec<ProbeOutcome>>,
+    peers: BTreeMap<String, PeerRecord>,
 }
 
 impl WindowStats {
@@ -52,14 +63,24 @@ impl WindowStats {
         Self::default()
     }
 
+    fn peer(&mut self, peer: &str) -> &mut PeerRecord {
+        if !self.peers.contains_key(peer) {
+            self.peers.insert(peer.to_owned(), PeerRecord::default());
+        }
+        self.peers.get_mut(peer).expect("just inserted")
+    }
+
     /// Records the outcome of one probe to `peer`.
     pub fn record(&mut self, peer: &str, outcome: ProbeOutcome) {
-        match self.peers.get_mut(peer) {
-            Some(outcomes) => outcomes.push(outcome),
-            None => {
-                self.peers.insert(peer.to_owned(), vec![outcome]);
-            }
-        }
+        self.peer(peer).outcomes.push(outcome);
+    }
+
+    /// Records echo requests from `peer`: `expected` sent by its count,
+    /// `received` arrived.
+    pub fn record_inbound(&mut self, peer: &str, expected: u32, received: u32) {
+        let record = self.peer(peer);
+        record.inbound_expected = record.inbound_expected.saturating_add(expected);
+        record.inbound_received = record.inbound_received.saturating_add(received);
     }
 
     /// Whether no probe was recorded.
@@ -71,9 +92,14 @@ impl WindowStats {
     pub fn finish(self) -> Vec<PeerFigures> {
         self.peers
             .into_iter()
-            .map(|(peer, mut outcomes)| {
-                outcomes.sort_by_key(|o| o.order);
-                figures(peer, &outcomes)
+            .map(|(peer, mut record)| {
+                record.outcomes.sort_by_key(|o| o.order);
+                PeerFigures {
+                    // Late arrivals can outnumber the gaps seen in a window.
+                    inbound_expected: record.inbound_expected,
+                    inbound_received: record.inbound_received.min(record.inbound_expected),
+                    ..figures(peer, &record.outcomes)
+                }
             })
             .collect()
     }
@@ -108,6 +134,7 @@ fn figures(peer: String, outcomes: &[ProbeOutcome]) -> PeerFigures {
         p99_ms: nearest_rank(&sorted, 0.99),
         max_ms: sorted[sorted.len() - 1],
         jitter_ms,
+        ..PeerFigures::default()
     }
 }
 
@@ -156,6 +183,24 @@ mod tests {
         window.record("c", outcome(2, None));
         let c = &window.finish()[0];
         assert_eq!((c.sent, c.received, c.median_ms), (2, 0, 0.0));
+    }
+
+    #[test]
+    fn inbound_counts_add_up_and_never_exceed_expected() {
+        let mut window = WindowStats::new();
+        window.record_inbound("d", 3, 1);
+        window.record_inbound("d", 0, 1);
+        window.record_inbound("e", 1, 2);
+        let figures = window.finish();
+        assert_eq!(
+            (figures[0].inbound_expected, figures[0].inbound_received),
+            (3, 2)
+        );
+        assert_eq!(
+            (figures[1].inbound_expected, figures[1].inbound_received),
+            (1, 1)
+        );
+        assert_eq!(figures[1].sent, 0);
     }
 
     #[test]

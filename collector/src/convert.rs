@@ -62,6 +62,7 @@ pub fn matrix(
                     throughput_source: source(pair.terms.throughput_source),
                 }),
                 stale: pair.stale,
+                one_way_loss_ratio: s.one_way_loss_ratio,
             }
         })
         .collect();

@@ -143,8 +143,12 @@ impl CollectorState {
         if window.seq <= mark.last_seq {
             return Ok(Ingested::Duplicate);
         }
-        for (peer, pair_window) in pairs {
+        for (peer, pair_window, one_way) in pairs {
             self.matrix.record(node, &peer, pair_window);
+            if let Some(one_way) = one_way {
+                // The node saw the peer's requests: loss from peer to node.
+                self.matrix.record_one_way(&peer, node, one_way);
+            }
         }
         if let Some(stats) = &window.stats {
             self.node_stats.insert(node.to_owned(), stats.clone());
@@ -210,6 +214,7 @@ mod tests {
                 rtt_p99_ms: 1.0,
                 rtt_max_ms: 1.0,
                 jitter_ms: 0.0,
+                ..PeerWindow::default()
             }],
             stats: None,
         }

@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::net::IpAddr;
 
-use netaware_core::matrix::{PairWindow, RttStats};
+use netaware_core::matrix::{OneWayWindow, PairWindow, RttStats};
 use netaware_core::registry::Registry;
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};
 use netaware_proto::v1::{Hello, NodeStats, Window};
@@ -85,13 +85,17 @@ pub fn hello(hello: &Hello) -> Result<(NodeInfo, u64), Invalid> {
     Ok((info, window_ms))
 }
 
+/// One entry of a window, checked: the peer, the probes towards it, and
+/// the one-way counts of its requests towards the reporting node (if any).
+pub type CheckedPeer = (String, PairWindow, Option<OneWayWindow>);
+
 /// A window from `node`, checked against the registry and the clock.
 pub fn window(
     node: &str,
     window: &Window,
     registry: &Registry,
     now: UnixMillis,
-) -> Result<Vec<(String, PairWindow)>, Invalid> {
+) -> Result<Vec<CheckedPeer>, Invalid> {
     if window.seq == 0 {
         return invalid("seq must start at 1");
     }
@@ -135,9 +139,28 @@ pub fn window(
             max: peer.rtt_max_ms,
             jitter: peer.jitter_ms,
         };
+        let invalid_peer = |err: netaware_core::matrix::WindowError| {
+            Invalid(format!("peer {:?}: {err}", peer.peer))
+        };
         let checked = PairWindow::new(window.end_unix_ms, peer.sent, peer.received, rtt)
-            .map_err(|err| Invalid(format!("peer {:?}: {err}", peer.peer)))?;
-        pairs.push((peer.peer.clone(), checked));
+            .map_err(invalid_peer)?;
+        let one_way = (peer.inbound_expected > 0)
+            .then(|| {
+                OneWayWindow::new(
+                    window.end_unix_ms,
+                    peer.inbound_expected,
+                    peer.inbound_received,
+                )
+            })
+            .transpose()
+            .map_err(invalid_peer)?;
+        if peer.inbound_expected == 0 && peer.inbound_received > 0 {
+            return invalid(format!(
+                "peer {:?}: inbound_received without inbound_expected",
+                peer.peer
+            ));
+        }
+        pairs.push((peer.peer.clone(), checked, one_way));
     }
     Ok(pairs)
 }
@@ -237,6 +260,7 @@ mod tests {
             rtt_p99_ms: 0.4,
             rtt_max_ms: 0.5,
             jitter_ms: 0.05,
+            ..PeerWindow::default()
         };
         let w = |peers: Vec<PeerWindow>| Window {
             seq: 1,

@@ -143,6 +143,39 @@ impl PairWindow {
     }
 }
 
+/// Echo requests from src that dst saw arrive in one of dst's windows, and
+/// how many src's sequence numbers say it sent: the loss from src to dst,
+/// one way.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OneWayWindow {
+    /// End of dst's window.
+    pub end: UnixMillis,
+    /// Requests src sent, by its sequence numbers.
+    pub expected: u32,
+    /// Requests that arrived.
+    pub received: u32,
+}
+
+impl OneWayWindow {
+    /// Checks the counts.
+    pub fn new(end: UnixMillis, expected: u32, received: u32) -> Result<Self, WindowError> {
+        if expected > MAX_PROBES_PER_WINDOW {
+            return Err(WindowError::TooManyProbes(expected));
+        }
+        if received > expected {
+            return Err(WindowError::ReceivedAboveSent {
+                sent: expected,
+                received,
+            });
+        }
+        Ok(Self {
+            end,
+            expected,
+            received,
+        })
+    }
+}
+
 /// A goodput measurement.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Throughput {
@@ -169,12 +202,29 @@ pub struct PairSummary {
     pub last_end: Option<UnixMillis>,
     /// Last goodput, if any test ran.
     pub throughput: Option<Throughput>,
+    /// Loss from src to dst alone, over the one-way windows dst reported.
+    pub one_way_loss_ratio: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default)]
 struct PairHistory {
     windows: VecDeque<PairWindow>,
+    one_way: VecDeque<OneWayWindow>,
     throughput: Option<Throughput>,
+}
+
+/// Keeps `deque` ordered by `end` with at most `kept` entries, oldest out.
+fn insert_ordered<T>(
+    deque: &mut VecDeque<T>,
+    item: T,
+    end: impl Fn(&T) -> UnixMillis,
+    kept: usize,
+) {
+    let at = deque.partition_point(|w| end(w) <= end(&item));
+    deque.insert(at, item);
+    while deque.len() > kept {
+        deque.pop_front();
+    }
 }
 
 /// Directed pairs and their recent windows, keyed by node names.
@@ -201,11 +251,16 @@ impl PairMatrix {
             .pairs
             .entry((src.to_owned(), dst.to_owned()))
             .or_default();
-        let at = history.windows.partition_point(|w| w.end <= window.end);
-        history.windows.insert(at, window);
-        while history.windows.len() > self.windows_kept {
-            history.windows.pop_front();
-        }
+        insert_ordered(&mut history.windows, window, |w| w.end, self.windows_kept);
+    }
+
+    /// Adds a one-way window (reported by dst) to the pair src -> dst.
+    pub fn record_one_way(&mut self, src: &str, dst: &str, window: OneWayWindow) {
+        let history = self
+            .pairs
+            .entry((src.to_owned(), dst.to_owned()))
+            .or_default();
+        insert_ordered(&mut history.one_way, window, |w| w.end, self.windows_kept);
     }
 
     /// Records a goodput measurement for src -> dst, keeping the newest.
@@ -254,6 +309,8 @@ fn summarize(history: &PairHistory) -> PairSummary {
     let rtt_p99_ms = answered.iter().map(|(_, rtt)| rtt.p99).reduce(f64::max);
     let jitter_ms = (total_weight > 0.0)
         .then(|| answered.iter().map(|(w, rtt)| w * rtt.jitter).sum::<f64>() / total_weight);
+    let expected: u64 = history.one_way.iter().map(|w| u64::from(w.expected)).sum();
+    let arrived: u64 = history.one_way.iter().map(|w| u64::from(w.received)).sum();
     PairSummary {
         rtt_median_ms,
         rtt_p99_ms,
@@ -262,6 +319,7 @@ fn summarize(history: &PairHistory) -> PairSummary {
         samples,
         last_end: windows.back().map(|w| w.end),
         throughput: history.throughput,
+        one_way_loss_ratio: (expected > 0).then(|| (expected - arrived) as f64 / expected as f64),
     }
 }
 
@@ -353,6 +411,19 @@ mod tests {
         let summary = matrix.summary("a", "b");
         assert_eq!(summary.last_end, Some(30));
         assert_eq!(summary.rtt_median_ms, Some(2.0));
+    }
+
+    #[test]
+    fn one_way_loss_is_kept_apart_from_round_trip_loss() {
+        let mut matrix = PairMatrix::new(2);
+        assert!(OneWayWindow::new(1, 5, 6).is_err());
+        matrix.record_one_way("a", "b", OneWayWindow::new(10, 10, 7).unwrap());
+        matrix.record_one_way("a", "b", OneWayWindow::new(20, 10, 9).unwrap());
+        matrix.record_one_way("a", "b", OneWayWindow::new(30, 10, 10).unwrap());
+        let summary = matrix.summary("a", "b");
+        assert_eq!(summary.one_way_loss_ratio, Some(1.0 / 20.0));
+        assert_eq!(summary.loss_ratio, None);
+        assert_eq!(matrix.summary("b", "a").one_way_loss_ratio, None);
     }
 
     #[test]

@@ -131,6 +131,7 @@ pub fn good_peer() -> pb::PeerWindow {
         rtt_p99_ms: 0.4,
         rtt_max_ms: 0.5,
         jitter_ms: 0.05,
+        ..pb::PeerWindow::default()
     }
 }
 

@@ -1,0 +1,257 @@
+//! The other direction: echo requests that peers send to this node.
+//!
+//! Every agent numbers its probes to a peer 1, 2, 3, ... under one ICMP
+//! identifier. So the node being probed can count, per peer, how many
+//! requests arrived and how many the sequence numbers say were sent: the
+//! loss from that peer to this node, one way, which a round-trip probe
+//! cannot tell apart from loss on the way back.
+//!
+//! [`InboundTracker`] is the pure counting; [`watch`] is the raw socket that
+//! feeds it (a kernel filter passes only echo requests).
+
+use std::collections::HashMap;
+use std::io::ErrorKind;
+use std::mem::MaybeUninit;
+use std::net::{IpAddr, Ipv4Addr};
+
+use socket2::{Domain, Protocol, SockFilter, Socket, Type};
+use tokio::io::unix::AsyncFd;
+use tokio::sync::mpsc;
+
+/// One echo request seen arriving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    /// Who sent it.
+    pub source: IpAddr,
+    /// Its ICMP identifier.
+    pub ident: u16,
+    /// Its sequence number.
+    pub seq: u16,
+}
+
+/// What one request adds to the counts of its source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counted {
+    /// Requests the source sent since the last one seen (gaps included).
+    pub expected: u32,
+    /// Requests received: 1, or 0 for a duplicate.
+    pub received: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Source {
+    ident: u16,
+    last_seq: u16,
+}
+
+/// Per source, the last identifier and sequence number seen.
+#[derive(Debug, Default)]
+pub struct InboundTracker {
+    sources: HashMap<IpAddr, Source>,
+}
+
+impl InboundTracker {
+    /// Counts one request.
+    pub fn observe(&mut self, request: Request) -> Counted {
+        let fresh = Source {
+            ident: request.ident,
+            last_seq: request.seq,
+        };
+        match self.sources.get_mut(&request.source) {
+            // First from this source, or the source's agent restarted.
+            None => {
+                self.sources.insert(request.source, fresh);
+                Counted {
+                    expected: 1,
+                    received: 1,
+                }
+            }
+            Some(source) if source.ident != request.ident => {
+                *source = fresh;
+                Counted {
+                    expected: 1,
+                    received: 1,
+                }
+            }
+            Some(source) => {
+                let ahead = request.seq.wrapping_sub(source.last_seq);
+                match ahead {
+                    0 => Counted::default(),
+                    // Forward: everything in the gap was sent too.
+                    1..0x8000 => {
+                        source.last_seq = request.seq;
+                        Counted {
+                            expected: u32::from(ahead),
+                            received: 1,
+                        }
+                    }
+                    // Behind: a late arrival, already counted as expected.
+                    _ => Counted {
+                        expected: 0,
+                        received: 1,
+                    },
+                }
+            }
+        }
+    }
+}
+
+// Classic BPF: pass ICMP echo requests (type 8) only; IPv4 raw sockets see
+// the IP header first (X = its length).
+fn echo_request_filter() -> [SockFilter; 5] {
+    [
+        SockFilter::new(0xb1, 0, 0, 0), // ldxb 4*([0]&0xf)
+        SockFilter::new(0x50, 0, 0, 0), // ldb [x+0]: ICMP type
+        SockFilter::new(0x15, 0, 1, 8), // jeq #8
+        SockFilter::new(0x06, 0, 0, 0xffff),
+        SockFilter::new(0x06, 0, 0, 0),
+    ]
+}
+
+/// Parses an IPv4 packet carrying an ICMP echo request addressed to `local`.
+fn parse(packet: &[u8], local: Ipv4Addr) -> Option<Request> {
+    let header = usize::from(packet.first()? & 0x0f) * 4;
+    let icmp = packet.get(header..header + 8)?;
+    if packet[0] >> 4 != 4 || icmp[0] != 8 || packet.get(16..20)? != local.octets() {
+        return None;
+    }
+    Some(Request {
+        source: IpAddr::V4(Ipv4Addr::new(
+            packet[12], packet[13], packet[14], packet[15],
+        )),
+        ident: u16::from_be_bytes([icmp[4], icmp[5]]),
+        seq: u16::from_be_bytes([icmp[6], icmp[7]]),
+    })
+}
+
+/// Opens the raw socket that sees echo requests to `local` (IPv4), or says
+/// why it cannot (it needs CAP_NET_RAW like the probes).
+pub fn open(local: Ipv4Addr) -> std::io::Result<(AsyncFd<Socket>, Ipv4Addr)> {
+    let socket = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::ICMPV4))?;
+    socket.attach_filter(&echo_request_filter())?;
+    socket.set_nonblocking(true)?;
+    // SAFETY: the socket owns its descriptor, which stays open and the same
+    // for as long as the AsyncFd that owns the socket.
+    let registered =
+        unsafe { AsyncFd::register_with_interest(socket, tokio::io::Interest::READABLE) };
+    Ok((registered.map_err(std::io::Error::from)?, local))
+}
+
+/// Reads echo requests until `requests` closes.
+pub async fn watch(socket: AsyncFd<Socket>, local: Ipv4Addr, requests: mpsc::Sender<Request>) {
+    let mut buffer = [MaybeUninit::<u8>::uninit(); 2048];
+    loop {
+        let Ok(mut ready) = socket.readable().await else {
+            return;
+        };
+        loop {
+            match ready.get_inner().recv(&mut buffer) {
+                Ok(len) => {
+                    // SAFETY: recv initialised the first `len` bytes.
+                    let packet: &[u8] =
+                        unsafe { std::slice::from_raw_parts(buffer.as_ptr().cast(), len) };
+                    let Some(request) = parse(packet, local) else {
+                        continue;
+                    };
+                    if requests.send(request).await.is_err() {
+                        return;
+                    }
+                }
+                Err(err) if err.kind() == ErrorKind::WouldBlock => {
+                    ready.clear_ready();
+                    break;
+                }
+                Err(err) => {
+                    tracing::warn!(%err, "reading inbound echo requests");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(seq: u16, ident: u16) -> Request {
+        Request {
+            source: "198.18.1.1".parse().unwrap(),
+            ident,
+            seq,
+        }
+    }
+
+    #[test]
+    fn counts_gaps_duplicates_late_arrivals_and_restarts() {
+        let mut tracker = InboundTracker::default();
+        assert_eq!(
+            tracker.observe(request(10, 7)),
+            Counted {
+                expected: 1,
+                received: 1
+            }
+        );
+        assert_eq!(
+            tracker.observe(request(11, 7)),
+            Counted {
+                expected: 1,
+                received: 1
+            }
+        );
+        // 12 and 13 lost.
+        assert_eq!(
+            tracker.observe(request(14, 7)),
+            Counted {
+                expected: 3,
+                received: 1
+            }
+        );
+        assert_eq!(tracker.observe(request(14, 7)), Counted::default());
+        // 13 arrives late after all.
+        assert_eq!(
+            tracker.observe(request(13, 7)),
+            Counted {
+                expected: 0,
+                received: 1
+            }
+        );
+        // Wrap-around.
+        let mut wrap = InboundTracker::default();
+        wrap.observe(request(u16::MAX, 7));
+        assert_eq!(
+            wrap.observe(request(0, 7)),
+            Counted {
+                expected: 1,
+                received: 1
+            }
+        );
+        // A restarted agent has a new identifier.
+        assert_eq!(
+            tracker.observe(request(1, 9)),
+            Counted {
+                expected: 1,
+                received: 1
+            }
+        );
+    }
+
+    #[test]
+    fn parses_requests_to_this_node_only() {
+        let local = Ipv4Addr::new(198, 18, 1, 2);
+        let mut packet = vec![0u8; 28];
+        packet[0] = 0x45;
+        packet[12..16].copy_from_slice(&[198, 18, 2, 1]);
+        packet[16..20].copy_from_slice(&local.octets());
+        packet[20] = 8;
+        packet[24..26].copy_from_slice(&0x1234u16.to_be_bytes());
+        packet[26..28].copy_from_slice(&5u16.to_be_bytes());
+        let request = parse(&packet, local).unwrap();
+        assert_eq!((request.ident, request.seq), (0x1234, 5));
+        assert_eq!(request.source, IpAddr::V4(Ipv4Addr::new(198, 18, 2, 1)));
+        assert_eq!(parse(&packet, Ipv4Addr::new(198, 18, 1, 3)), None);
+        packet[20] = 0;
+        assert_eq!(parse(&packet, local), None);
+        assert_eq!(parse(&packet[..22], local), None);
+    }
+}
