@@ -7,5 +7,6 @@
 pub mod client;
 pub mod demo;
 pub mod json;
+pub mod lab_command;
 pub mod lab_system;
 pub mod render;

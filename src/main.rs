@@ -24,6 +24,15 @@ enum Command {
     Collector(CollectorArgs),
     /// Run the whole system on this machine: on the lab as root, else on loopback.
     Demo(DemoOptions),
+    /// Build a lab (hosts in network namespaces, emulated links) and keep it up.
+    Lab {
+        /// A shipped topology (default, small, bench) or a YAML file.
+        #[arg(long, default_value = "default")]
+        topology: String,
+        /// Remove the lab after this long; default: at Ctrl-C.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        duration: Option<std::time::Duration>,
+    },
     /// Print the node pair matrix.
     Matrix {
         #[command(flatten)]
@@ -86,6 +95,10 @@ async fn main() -> anyhow::Result<()> {
     match command {
         Command::Agent(args) => Ok(netaware_agent::run_until_signal(args.config()).await?),
         Command::Collector(args) => Ok(netaware_collector::run_until_signal(args.config()?).await?),
+        Command::Lab { topology, duration } => {
+            netaware::lab_command::run(&topology, duration, netaware_runtime::shutdown_on_signal()?)
+                .await
+        }
         Command::Demo(options) => demo::run(options, netaware_runtime::shutdown_on_signal()?).await,
         Command::Matrix { target } => {
             let matrix = ScoresConnection::connect(&target.collector)

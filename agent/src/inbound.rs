@@ -137,13 +137,16 @@ pub fn open(local: Ipv4Addr) -> std::io::Result<(AsyncFd<Socket>, Ipv4Addr)> {
     Ok((registered.map_err(std::io::Error::from)?, local))
 }
 
-/// Reads echo requests until `requests` closes.
+/// Reads echo requests until the receiver of `requests` is dropped.
 pub async fn watch(socket: AsyncFd<Socket>, local: Ipv4Addr, requests: mpsc::Sender<Request>) {
     let mut buffer = [MaybeUninit::<u8>::uninit(); 2048];
     loop {
-        let Ok(mut ready) = socket.readable().await else {
-            return;
+        // Stop with the measuring loop, even when no request comes.
+        let readable = tokio::select! {
+            () = requests.closed() => return,
+            readable = socket.readable() => readable,
         };
+        let Ok(mut ready) = readable else { return };
         loop {
             match ready.get_inner().recv(&mut buffer) {
                 Ok(len) => {

@@ -151,9 +151,10 @@ pub enum TopologyError {
 }
 
 /// The topologies that ship with the lab, by name.
-pub const SHIPPED: [(&str, &str); 2] = [
+pub const SHIPPED: [(&str, &str); 3] = [
     ("default", include_str!("../topologies/default.yaml")),
     ("small", include_str!("../topologies/small.yaml")),
+    ("bench", include_str!("../topologies/bench.yaml")),
 ];
 
 /// A host of the lab, with its place and address.
