@@ -122,7 +122,10 @@ fn matrix_matches_the_topology_and_ping_and_placement_follows_it() {
     // sleeps waits for it to wake up, some tens of microseconds.)
     let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
     let overhead = ping_median(&system, "a1", "control", 50) - control_rtt;
-    assert!((0.0..0.3).contains(&overhead), "emulator overhead {overhead} ms");
+    assert!(
+        (0.0..0.3).contains(&overhead),
+        "emulator overhead {overhead} ms"
+    );
 
     let mut report = Vec::new();
     let mut failures = Vec::new();

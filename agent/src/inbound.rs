@@ -96,13 +96,17 @@ impl InboundTracker {
     }
 }
 
-// Classic BPF: pass ICMP echo requests (type 8) only; IPv4 raw sockets see
-// the IP header first (X = its length).
-fn echo_request_filter() -> [SockFilter; 5] {
+// Classic BPF: pass ICMP echo requests (type 8) addressed to `local` only,
+// so that the agent does not wake up for requests to other addresses of the
+// host (on loopback, every other agent's). IPv4 raw sockets see the IP
+// header first (X = its length).
+fn echo_request_filter(local: Ipv4Addr) -> [SockFilter; 7] {
     [
-        SockFilter::new(0xb1, 0, 0, 0), // ldxb 4*([0]&0xf)
-        SockFilter::new(0x50, 0, 0, 0), // ldb [x+0]: ICMP type
-        SockFilter::new(0x15, 0, 1, 8), // jeq #8
+        SockFilter::new(0x20, 0, 0, 16), // ld [16]: destination address
+        SockFilter::new(0x15, 0, 4, u32::from(local)), // jeq #local, else drop
+        SockFilter::new(0xb1, 0, 0, 0),  // ldxb 4*([0]&0xf)
+        SockFilter::new(0x50, 0, 0, 0),  // ldb [x+0]: ICMP type
+        SockFilter::new(0x15, 0, 1, 8),  // jeq #8, else drop
         SockFilter::new(0x06, 0, 0, 0xffff),
         SockFilter::new(0x06, 0, 0, 0),
     ]
@@ -128,7 +132,7 @@ fn parse(packet: &[u8], local: Ipv4Addr) -> Option<Request> {
 /// why it cannot (it needs CAP_NET_RAW like the probes).
 pub fn open(local: Ipv4Addr) -> std::io::Result<(AsyncFd<Socket>, Ipv4Addr)> {
     let socket = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::ICMPV4))?;
-    socket.attach_filter(&echo_request_filter())?;
+    socket.attach_filter(&echo_request_filter(local))?;
     socket.set_nonblocking(true)?;
     // SAFETY: the socket owns its descriptor, which stays open and the same
     // for as long as the AsyncFd that owns the socket.
