@@ -1,7 +1,24 @@
-//! The netaware kube-scheduler extender: not built yet (its own issue).
+//! The netaware kube-scheduler extender.
 //!
-//! It will answer kube-scheduler's filter and prioritize calls with
-//! [`netaware_core::placement::rank`], the same policy that the collector's
-//! Rank RPC and `netaware rank` use, so the three can never disagree.
+//! kube-scheduler calls it over HTTP (the extender protocol of
+//! k8s.io/kube-scheduler/extender/v1) to filter and score the candidate
+//! nodes of each pod. It answers from a local copy of the collector's
+//! scores ([`cache`], fed by the Scores watch stream) with the placement
+//! policy of `netaware-core`, the same code behind `netaware rank`
+//! ([`policy`]). Pods are tied to their training job by the labels of the
+//! job controllers ([`job`]). The wire types live in [`wire`], the routes in
+//! [`server`].
+//!
+//! Not built yet (issue 5): where a job's workers already run (a kube-rs
+//! watch of pods, and the bind verb), zones from the request's node labels,
+//! the deployment manifests and the latency benchmark. Until then every pod
+//! is scored against its zone-mates, as if it were the job's first worker.
+
+pub mod cache;
+pub mod convert;
+pub mod job;
+pub mod policy;
+pub mod server;
+pub mod wire;
 
 pub use netaware_core::placement;

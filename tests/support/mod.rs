@@ -163,8 +163,16 @@ impl Session {
     }
 
     pub async fn hello(url: &str, node: &str) -> Self {
+        Self::hello_in(url, node, "zone-a").await
+    }
+
+    /// A session for `node` in `zone`.
+    pub async fn hello_in(url: &str, node: &str, zone: &str) -> Self {
         let first = pb::AgentMessage {
-            body: Some(agent_message::Body::Hello(hello(node))),
+            body: Some(agent_message::Body::Hello(pb::Hello {
+                zone: zone.into(),
+                ..hello(node)
+            })),
         };
         Self::open(url, first).await.expect("hello accepted")
     }

@@ -1,0 +1,114 @@
+//! The extender's local copy of the scores, fed by the collector's watch
+//! stream, so that each kube-scheduler call is answered from memory in
+//! microseconds and never waits on the network.
+//!
+//! The copy counts as fresh for [`ScoreCache::max_age`]; after that (the
+//! collector is gone, or its stream stalled) the extender answers neutrally
+//! until the stream is back. The feeding task reconnects by itself, with a
+//! capped backoff.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use netaware_core::snapshot::ScoredMatrix;
+use netaware_proto::v1 as pb;
+use netaware_proto::v1::scores_client::ScoresClient;
+use tokio::sync::RwLock;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::convert::scored_matrix;
+
+/// Largest matrix the extender accepts from the collector.
+pub const MAX_MATRIX_BYTES: usize = 256 * 1024 * 1024;
+
+struct Cached {
+    matrix: Arc<ScoredMatrix>,
+    received: Instant,
+}
+
+/// The latest scores and when they came.
+#[derive(Clone)]
+pub struct ScoreCache {
+    latest: Arc<RwLock<Option<Cached>>>,
+    max_age: Duration,
+    /// Matrices received since start.
+    pub updates: Arc<AtomicU64>,
+}
+
+impl ScoreCache {
+    /// An empty cache whose content stays fresh for `max_age`.
+    pub fn new(max_age: Duration) -> Self {
+        Self {
+            latest: Arc::new(RwLock::new(None)),
+            max_age,
+            updates: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// How long a matrix stays fresh.
+    pub fn max_age(&self) -> Duration {
+        self.max_age
+    }
+
+    /// The latest matrix, if fresh.
+    pub async fn fresh(&self) -> Option<Arc<ScoredMatrix>> {
+        let latest = self.latest.read().await;
+        latest
+            .as_ref()
+            .filter(|c| c.received.elapsed() <= self.max_age)
+            .map(|c| Arc::clone(&c.matrix))
+    }
+
+    /// Stores a matrix received now.
+    pub async fn store(&self, matrix: &pb::Matrix) {
+        let scored = Arc::new(scored_matrix(matrix));
+        *self.latest.write().await = Some(Cached {
+            matrix: scored,
+            received: Instant::now(),
+        });
+        self.updates.fetch_add(1, Relaxed);
+    }
+
+    /// Follows the collector's watch stream until `shutdown`, reconnecting
+    /// after every fault.
+    pub async fn follow(self, collector: String, shutdown: CancellationToken) {
+        let mut backoff = Duration::from_millis(200);
+        loop {
+            let followed = tokio::select! {
+                () = shutdown.cancelled() => return,
+                result = self.follow_once(&collector) => result,
+            };
+            match followed {
+                Ok(()) => backoff = Duration::from_millis(200),
+                Err(err) => {
+                    tracing::warn!(%collector, %err, "score stream lost; answering neutrally until it is back")
+                }
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(10));
+        }
+    }
+
+    async fn follow_once(&self, collector: &str) -> Result<(), tonic::Status> {
+        let mut client = ScoresClient::connect(collector.to_owned())
+            .await
+            .map_err(|err| tonic::Status::unavailable(err.to_string()))?
+            .max_decoding_message_size(MAX_MATRIX_BYTES);
+        let mut stream = client
+            .watch_matrix(pb::WatchRequest {
+                min_interval_ms: 1_000,
+            })
+            .await?
+            .into_inner();
+        tracing::info!(%collector, "following the collector's scores");
+        while let Some(matrix) = stream.message().await? {
+            self.store(&matrix).await;
+        }
+        Ok(())
+    }
+}

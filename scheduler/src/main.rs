@@ -1,0 +1,58 @@
+//! `netaware-scheduler`: the kube-scheduler extender, beside kube-scheduler
+//! (by default on 127.0.0.1:8888, the sidecar case). Stops cleanly on
+//! SIGINT or SIGTERM.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use netaware_scheduler::cache::ScoreCache;
+use netaware_scheduler::policy::PolicyConfig;
+use netaware_scheduler::server::{Extender, router};
+
+/// Filters and scores nodes for kube-scheduler from netaware's measurements.
+#[derive(Debug, Parser)]
+#[command(name = "netaware-scheduler", version)]
+struct Cli {
+    /// Collector URL.
+    #[arg(
+        long,
+        env = "NETAWARE_COLLECTOR",
+        default_value = "http://127.0.0.1:7470"
+    )]
+    collector: String,
+    /// HTTP address for kube-scheduler.
+    #[arg(long, default_value = "127.0.0.1:8888")]
+    listen: SocketAddr,
+    /// Scores older than this count as missing (answers turn neutral).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    max_score_age: Duration,
+    /// Fail nodes outside the job's zone instead of scoring them low.
+    #[arg(long)]
+    strict_zone: bool,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    netaware_runtime::init_logging("info");
+    let cli = Cli::parse();
+    let shutdown = netaware_runtime::shutdown_on_signal()?;
+    let cache = ScoreCache::new(cli.max_score_age);
+    tokio::spawn(
+        cache
+            .clone()
+            .follow(cli.collector.clone(), shutdown.clone()),
+    );
+    let config = PolicyConfig {
+        strict_zone: cli.strict_zone,
+        ..PolicyConfig::default()
+    };
+    let app = router(Arc::new(Extender { cache, config }));
+    let listener = tokio::net::TcpListener::bind(cli.listen).await?;
+    tracing::info!(listen = %cli.listen, collector = %cli.collector, "extender listening");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await?;
+    Ok(())
+}

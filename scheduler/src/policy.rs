@@ -1,0 +1,241 @@
+//! The extender's decisions, pure: which candidate nodes pass the filter
+//! and what each scores, from the shared placement policy
+//! ([`netaware_core::placement::rank`], the same code as `netaware rank`).
+//!
+//! The extender never blocks scheduling on missing data: without fresh
+//! scores, or for a pod that belongs to no known job, every node passes with
+//! the same score. Only what the measurements show fails a node: loss above
+//! the threshold to a worker of the same job already placed (and, in strict
+//! mode, a node outside the job's zone).
+
+use std::collections::BTreeMap;
+
+use netaware_core::placement::{JobRequest, PlacementConfig, rank};
+use netaware_core::snapshot::ScoredMatrix;
+
+use crate::wire::MAX_EXTENDER_PRIORITY;
+
+/// How the extender decides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PolicyConfig {
+    /// The placement policy's settings.
+    pub placement: PlacementConfig,
+    /// Fail nodes outside the job's zone instead of scoring them low.
+    pub strict_zone: bool,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        Self {
+            placement: PlacementConfig::default(),
+            strict_zone: false,
+        }
+    }
+}
+
+/// Why the answer is neutral, if it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Neutral {
+    /// No fresh scores from the collector.
+    NoScores,
+    /// The pod belongs to no job the extender recognises.
+    NoJob,
+}
+
+/// The verdict on a set of candidates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Candidates that pass, in the order given.
+    pub passing: Vec<String>,
+    /// Candidates that fail, with the reason.
+    pub failed: BTreeMap<String, String>,
+    /// Every candidate's score, 0 to MaxExtenderPriority, in the order given.
+    pub scores: Vec<(String, i64)>,
+    /// Set when the answer carries no opinion, and why.
+    pub neutral: Option<Neutral>,
+}
+
+/// The job a pod belongs to: its size and where its workers already run.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JobContext {
+    /// Workers in the job.
+    pub size: usize,
+    /// Nodes where workers already run.
+    pub placed: Vec<String>,
+}
+
+/// Decides for `candidates`. `matrix` is `None` without fresh scores, `job`
+/// is `None` for a pod of no recognised job.
+pub fn decide(
+    matrix: Option<&ScoredMatrix>,
+    job: Option<&JobContext>,
+    candidates: &[String],
+    config: &PolicyConfig,
+) -> Decision {
+    let (matrix, job) = match (matrix, job) {
+        (None, _) => return neutral(candidates, Neutral::NoScores),
+        (_, None) => return neutral(candidates, Neutral::NoJob),
+        (Some(matrix), Some(job)) => (matrix, job),
+    };
+    let request = JobRequest {
+        size: job.size.max(1),
+        placed: job.placed.clone(),
+        candidates: Some(candidates.to_vec()),
+        strict_zone: config.strict_zone,
+    };
+    let ranking = rank(matrix, &request, &config.placement);
+    let mut failed = BTreeMap::new();
+    let mut score_of = BTreeMap::new();
+    for node in &ranking.nodes {
+        let score = (node.score * MAX_EXTENDER_PRIORITY as f64).round() as i64;
+        score_of.insert(node.name.as_str(), score.clamp(0, MAX_EXTENDER_PRIORITY));
+        // Only what was measured fails a node; a node without data (unknown
+        // or stale) stays schedulable, with the lowest score.
+        if let Some(reason) = &node.failure {
+            let measured =
+                reason.starts_with("loss ") || reason.starts_with("outside the chosen zone");
+            if measured {
+                failed.insert(node.name.clone(), reason.clone());
+            }
+        }
+    }
+    let passing = candidates
+        .iter()
+        .filter(|c| !failed.contains_key(*c))
+        .cloned()
+        .collect();
+    let scores = candidates
+        .iter()
+        .map(|c| (c.clone(), score_of.get(c.as_str()).copied().unwrap_or(0)))
+        .collect();
+    Decision {
+        passing,
+        failed,
+        scores,
+        neutral: None,
+    }
+}
+
+fn neutral(candidates: &[String], why: Neutral) -> Decision {
+    Decision {
+        passing: candidates.to_vec(),
+        failed: BTreeMap::new(),
+        scores: candidates.iter().map(|c| (c.clone(), 0)).collect(),
+        neutral: Some(why),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netaware_core::matrix::{PairMatrix, PairWindow, RttStats};
+    use netaware_core::registry::Registry;
+    use netaware_core::score::ScoreConfig;
+    use netaware_core::{NodeInfo, NodeKind};
+
+    /// a1, a2 in zone-a with a clean link; a1 <-> a3 losing 20%; b1 alone.
+    fn matrix() -> ScoredMatrix {
+        let mut registry = Registry::new();
+        for (name, zone) in [
+            ("a1", "zone-a"),
+            ("a2", "zone-a"),
+            ("a3", "zone-a"),
+            ("b1", "zone-b"),
+        ] {
+            let info = NodeInfo {
+                name: name.into(),
+                address: "10.0.0.1".into(),
+                zone: zone.into(),
+                region: String::new(),
+                kind: NodeKind::Agent,
+            };
+            registry.agent_hello(info, 1_000, 1_000).unwrap();
+        }
+        let rtt = RttStats {
+            min: 0.2,
+            median: 0.2,
+            p90: 0.2,
+            p99: 0.2,
+            max: 0.2,
+            jitter: 0.0,
+        };
+        let mut pairs = PairMatrix::new(6);
+        for (src, dst, received) in [
+            ("a1", "a2", 100),
+            ("a2", "a1", 100),
+            ("a1", "a3", 80),
+            ("a3", "a1", 80),
+        ] {
+            pairs.record(
+                src,
+                dst,
+                PairWindow::new(1_000, 100, received, rtt).unwrap(),
+            );
+        }
+        ScoredMatrix::build(&registry, &pairs, &ScoreConfig::default(), 1_000)
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn neutral_without_scores_or_job() {
+        let candidates = names(&["a1", "b1"]);
+        let job = JobContext {
+            size: 2,
+            placed: Vec::new(),
+        };
+        let decision = decide(None, Some(&job), &candidates, &PolicyConfig::default());
+        assert_eq!(decision.neutral, Some(Neutral::NoScores));
+        assert_eq!(decision.passing, candidates);
+        assert!(decision.scores.iter().all(|(_, s)| *s == 0));
+        let decision = decide(Some(&matrix()), None, &candidates, &PolicyConfig::default());
+        assert_eq!(decision.neutral, Some(Neutral::NoJob));
+    }
+
+    #[test]
+    fn loss_to_a_placed_worker_fails_and_scores_follow_links() {
+        let job = JobContext {
+            size: 3,
+            placed: names(&["a1"]),
+        };
+        let candidates = names(&["a2", "a3", "b1", "ghost"]);
+        let decision = decide(
+            Some(&matrix()),
+            Some(&job),
+            &candidates,
+            &PolicyConfig::default(),
+        );
+        assert_eq!(decision.passing, names(&["a2", "b1", "ghost"]));
+        assert!(
+            decision.failed["a3"].starts_with("loss 20.0%"),
+            "{:?}",
+            decision.failed
+        );
+        let score = |n: &str| decision.scores.iter().find(|(h, _)| h == n).unwrap().1;
+        assert!(score("a2") > score("b1"));
+        assert_eq!(score("ghost"), 0);
+        assert!(
+            decision
+                .scores
+                .iter()
+                .all(|(_, s)| (0..=MAX_EXTENDER_PRIORITY).contains(s))
+        );
+    }
+
+    #[test]
+    fn strict_mode_fails_other_zones() {
+        let job = JobContext {
+            size: 2,
+            placed: names(&["a1"]),
+        };
+        let config = PolicyConfig {
+            strict_zone: true,
+            ..PolicyConfig::default()
+        };
+        let decision = decide(Some(&matrix()), Some(&job), &names(&["a2", "b1"]), &config);
+        assert_eq!(decision.passing, names(&["a2"]));
+        assert!(decision.failed["b1"].contains("outside the chosen zone"));
+    }
+}

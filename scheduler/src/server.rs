@@ -1,0 +1,131 @@
+//! The HTTP shell: kube-scheduler's filter and prioritize verbs, answered
+//! from the score cache with the pure [`crate::policy`].
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::Value;
+
+use crate::cache::ScoreCache;
+use crate::job::job_of;
+use crate::policy::{Decision, JobContext, Neutral, PolicyConfig, decide};
+use crate::wire::{
+    ExtenderArgs, ExtenderFilterResult, HostPriority, NodeListOut, object_labels, object_name,
+    object_namespace,
+};
+
+/// Largest request body the extender reads (a 5,000-node NodeList is about
+/// 30 MB of JSON in full; node names are far less).
+pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// What the handlers share.
+pub struct Extender {
+    /// The scores.
+    pub cache: ScoreCache,
+    /// How to decide.
+    pub config: PolicyConfig,
+}
+
+/// The extender's routes: POST /filter, POST /prioritize, GET /healthz.
+pub fn router(extender: Arc<Extender>) -> Router {
+    Router::new()
+        .route("/filter", post(filter))
+        .route("/prioritize", post(prioritize))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(extender)
+}
+
+/// A request, decoded and checked.
+struct Call {
+    args: ExtenderArgs,
+    decision: Decision,
+}
+
+fn bad_request(message: String) -> Response {
+    let body = ExtenderFilterResult {
+        error: message,
+        ..ExtenderFilterResult::default()
+    };
+    (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+}
+
+async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
+    let args: ExtenderArgs = serde_json::from_slice(body)
+        .map_err(|err| bad_request(format!("malformed ExtenderArgs: {err}")))?;
+    let pod = args
+        .pod
+        .as_ref()
+        .filter(|p| !p.is_null())
+        .ok_or_else(|| bad_request("ExtenderArgs has no Pod".into()))?;
+    let candidates: Vec<String> = match (&args.node_names, &args.nodes) {
+        (Some(names), _) => names.clone(),
+        (None, Some(list)) => list
+            .items
+            .iter()
+            .map(|node| object_name(node).map(str::to_owned))
+            .collect::<Option<_>>()
+            .ok_or_else(|| bad_request("a node in Nodes has no metadata.name".into()))?,
+        (None, None) => Vec::new(),
+    };
+    let job = job_of(object_namespace(pod), &object_labels(pod)).map(|(_, size)| JobContext {
+        size: size.unwrap_or(1),
+        placed: Vec::new(),
+    });
+    let matrix = extender.cache.fresh().await;
+    let decision = decide(
+        matrix.as_deref(),
+        job.as_ref(),
+        &candidates,
+        &extender.config,
+    );
+    if decision.neutral == Some(Neutral::NoScores) {
+        tracing::warn!("no fresh scores: answering neutrally");
+    }
+    Ok(Call { args, decision })
+}
+
+async fn filter(State(extender): State<Arc<Extender>>, body: Bytes) -> Response {
+    let call = match decode(&extender, &body).await {
+        Ok(call) => call,
+        Err(response) => return response,
+    };
+    let passing: std::collections::HashSet<&str> =
+        call.decision.passing.iter().map(String::as_str).collect();
+    let mut result = ExtenderFilterResult {
+        failed_nodes: call.decision.failed.clone(),
+        ..ExtenderFilterResult::default()
+    };
+    match (call.args.node_names, call.args.nodes) {
+        (Some(_), _) => result.node_names = Some(call.decision.passing.clone()),
+        (None, Some(list)) => {
+            let items: Vec<Value> = list
+                .items
+                .into_iter()
+                .filter(|node| object_name(node).is_some_and(|n| passing.contains(n)))
+                .collect();
+            result.nodes = Some(NodeListOut { items });
+        }
+        (None, None) => result.node_names = Some(Vec::new()),
+    }
+    axum::Json(result).into_response()
+}
+
+async fn prioritize(State(extender): State<Arc<Extender>>, body: Bytes) -> Response {
+    let call = match decode(&extender, &body).await {
+        Ok(call) => call,
+        Err(response) => return response,
+    };
+    let priorities: Vec<HostPriority> = call
+        .decision
+        .scores
+        .into_iter()
+        .map(|(host, score)| HostPriority { host, score })
+        .collect();
+    axum::Json(priorities).into_response()
+}

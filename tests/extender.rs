@@ -1,0 +1,235 @@
+//! The scheduler extender over real HTTP, with the JSON kube-scheduler
+//! sends (full v1.Pod and v1.NodeList, or node names), fed by a real
+//! collector over a real watch stream. No root needed: the collector's
+//! windows come from hand-driven sessions.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use netaware_scheduler::cache::ScoreCache;
+use netaware_scheduler::policy::PolicyConfig;
+use netaware_scheduler::server::{Extender, router};
+use serde_json::{Value, json};
+use support::{Session, good_peer, start_collector, window};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+/// POSTs `body` to the extender and returns (status, body).
+async fn post(addr: std::net::SocketAddr, path: &str, body: &[u8]) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: extender\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    // A server may refuse a large body before reading all of it.
+    let _ = stream.write_all(body).await;
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response).await;
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn pod() -> Value {
+    json!({
+        "kind": "Pod", "apiVersion": "v1",
+        "metadata": {
+            "name": "resnet-worker-1", "namespace": "ml", "uid": "9f0c",
+            "labels": {"training.kubeflow.org/job-name": "resnet", "training.kubeflow.org/replica-type": "worker"}
+        },
+        "spec": {"containers": [{"name": "pytorch", "image": "pytorch:2", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+                 "schedulerName": "netaware-scheduler"},
+        "status": {"phase": "Pending"}
+    })
+}
+
+fn node(name: &str, zone: &str) -> Value {
+    json!({
+        "kind": "Node", "apiVersion": "v1",
+        "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone, "topology.kubernetes.io/region": "r1"}},
+        "status": {"allocatable": {"cpu": "32", "nvidia.com/gpu": "8"}}
+    })
+}
+
+fn peer(name: &str, received: u32) -> netaware_proto::v1::PeerWindow {
+    netaware_proto::v1::PeerWindow {
+        peer: name.into(),
+        received,
+        ..good_peer()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
+    let shutdown = CancellationToken::new();
+    let collector = start_collector(Vec::new(), &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    // a1, a2 and a3 in zone-a, b1 in zone-b; a3 loses 40% of its probes.
+    let mut sessions = Vec::new();
+    for (name, zone) in [
+        ("a1", "zone-a"),
+        ("a2", "zone-a"),
+        ("a3", "zone-a"),
+        ("b1", "zone-b"),
+    ] {
+        sessions.push((name, Session::hello_in(&url, name, zone).await));
+    }
+    for (name, session) in &mut sessions {
+        let peers: Vec<_> = ["a1", "a2", "a3", "b1"]
+            .into_iter()
+            .filter(|p| p != name)
+            .map(|p| peer(p, if *name == "a3" || p == "a3" { 6 } else { 10 }))
+            .collect();
+        assert_eq!(session.send(window(1, peers)).await.code, 0);
+    }
+
+    let cache = ScoreCache::new(Duration::from_secs(30));
+    tokio::spawn(cache.clone().follow(url.clone(), shutdown.clone()));
+    let extender = Arc::new(Extender {
+        cache: cache.clone(),
+        config: PolicyConfig::default(),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        axum::serve(listener, router(extender))
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            .into_future(),
+    );
+    support::wait_for(
+        "the extender's first matrix",
+        Duration::from_secs(5),
+        || async {
+            cache
+                .fresh()
+                .await
+                .filter(|m| m.pairs().iter().any(|p| p.summary.samples > 0))
+                .map(|_| ())
+        },
+    )
+    .await;
+
+    // nodeCacheCapable: false, full objects, Go's field names.
+    let args = json!({"Pod": pod(), "Nodes": {"kind": "NodeList", "apiVersion": "v1", "metadata": {},
+        "items": [node("a1", "zone-a"), node("a2", "zone-a"), node("a3", "zone-a"), node("b1", "zone-b")]}});
+    let (status, body) = post(addr, "/filter", args.to_string().as_bytes()).await;
+    assert_eq!(status, 200, "{body}");
+    let result: Value = serde_json::from_str(&body).unwrap();
+    let names: Vec<&str> = result["Nodes"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a1", "a2", "a3", "b1"]);
+    assert_eq!(
+        result["Nodes"]["items"][0]["status"]["allocatable"]["nvidia.com/gpu"], "8",
+        "nodes come back whole"
+    );
+    assert_eq!(result["Error"], "");
+
+    let (status, body) = post(addr, "/prioritize", args.to_string().as_bytes()).await;
+    assert_eq!(status, 200, "{body}");
+    let scores: Vec<(String, i64)> = serde_json::from_str::<Vec<Value>>(&body)
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["Host"].as_str().unwrap().to_owned(),
+                h["Score"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    let score = |n: &str| scores.iter().find(|(h, _)| h == n).unwrap().1;
+    assert!(
+        scores.iter().all(|(_, s)| (0..=10).contains(s)),
+        "{scores:?}"
+    );
+    assert!(
+        score("a1") > score("a3") && score("a2") > score("a3"),
+        "the lossy node scores lower: {scores:?}"
+    );
+    assert!(
+        score("a1") > score("b1"),
+        "the zone with the best-connected nodes wins: {scores:?}"
+    );
+
+    // nodeCacheCapable: true, names only, lower-case keys as Go accepts.
+    let args = json!({"pod": pod(), "nodenames": ["a1", "b1", "unknown-node"]});
+    let (status, body) = post(addr, "/filter", args.to_string().as_bytes()).await;
+    assert_eq!(status, 200, "{body}");
+    let result: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        result["NodeNames"],
+        json!(["a1", "b1", "unknown-node"]),
+        "no data is no reason to fail a node"
+    );
+
+    // Bad input: a clear error, nothing else.
+    let (status, body) = post(addr, "/filter", b"{not json").await;
+    assert_eq!(status, 400);
+    assert!(body.contains("malformed ExtenderArgs"), "{body}");
+    let (status, body) = post(
+        addr,
+        "/prioritize",
+        json!({"NodeNames": ["a1"]}).to_string().as_bytes(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(body.contains("no Pod"), "{body}");
+    let (status, body) = post(
+        addr,
+        "/filter",
+        json!({"Pod": pod(), "NodeNames": []})
+            .to_string()
+            .as_bytes(),
+    )
+    .await;
+    assert_eq!(
+        (
+            status,
+            serde_json::from_str::<Value>(&body).unwrap()["NodeNames"].clone()
+        ),
+        (200, json!([]))
+    );
+    let huge = vec![b' '; 10 * 1024 * 1024];
+    let (status, _) = post(addr, "/filter", &huge).await;
+    assert_eq!(status, 413, "a 10 MB body is refused");
+
+    // Without the collector the answers turn neutral once the scores age.
+    let stale = Arc::new(Extender {
+        cache: ScoreCache::new(Duration::from_secs(30)),
+        config: PolicyConfig::default(),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let neutral_addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        axum::serve(listener, router(stale))
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            .into_future(),
+    );
+    let args = json!({"Pod": pod(), "NodeNames": ["a1", "a3", "b1"]});
+    let started = std::time::Instant::now();
+    let (status, body) = post(neutral_addr, "/prioritize", args.to_string().as_bytes()).await;
+    assert_eq!(status, 200);
+    let scores: Vec<Value> = serde_json::from_str(&body).unwrap();
+    assert!(
+        scores.iter().all(|h| h["Score"] == 0),
+        "equal scores without data: {body}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+
+    shutdown.cancel();
+    collector.wait().await;
+}
