@@ -165,6 +165,17 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
         "the zone with the best-connected nodes wins: {scores:?}"
     );
 
+    // Node labels win over the zones the agents gave: with b1 labelled as
+    // zone-a, it joins a1's zone and scores like a zone-mate.
+    let relabelled =
+        json!({"Pod": pod(), "Nodes": {"items": [node("a1", "zone-a"), node("b1", "zone-a")]}});
+    let (_, body) = post(addr, "/prioritize", relabelled.to_string().as_bytes()).await;
+    let moved: Vec<Value> = serde_json::from_str(&body).unwrap();
+    assert!(
+        moved.iter().all(|h| h["Score"].as_i64().unwrap() > 0),
+        "b1 scored as a zone-mate of a1: {body}"
+    );
+
     // nodeCacheCapable: true, names only, lower-case keys as Go accepts.
     let args = json!({"pod": pod(), "nodenames": ["a1", "b1", "unknown-node"]});
     let (status, body) = post(addr, "/filter", args.to_string().as_bytes()).await;

@@ -207,6 +207,28 @@ impl ScoredMatrix {
         }
     }
 
+    /// The same matrix with the zones (and regions) that `place` gives,
+    /// for nodes it knows: kube-scheduler's node labels can be newer than
+    /// what the agents said at hello.
+    pub fn with_places(&self, place: impl Fn(&str) -> Option<(String, String)>) -> ScoredMatrix {
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|node| match place(&node.info.name) {
+                Some((zone, region)) => NodeView {
+                    info: NodeInfo {
+                        zone,
+                        region,
+                        ..node.info.clone()
+                    },
+                    ..node.clone()
+                },
+                None => node.clone(),
+            })
+            .collect();
+        Self::from_parts(nodes, self.pairs.clone())
+    }
+
     /// All nodes, by name.
     pub fn nodes(&self) -> &[NodeView] {
         &self.nodes

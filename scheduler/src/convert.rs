@@ -16,7 +16,7 @@ fn source(value: i32) -> Source {
 }
 
 fn seconds_to_ms(seconds: f64) -> Option<u64> {
-    (seconds.is_finite() && seconds >= 0.0).then(|| (seconds * 1e3) as u64)
+    (seconds.is_finite() && seconds >= 0.0).then_some((seconds * 1e3) as u64)
 }
 
 /// The scored matrix a wire matrix describes. Pairs naming unknown nodes

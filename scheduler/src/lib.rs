@@ -9,10 +9,13 @@
 //! job controllers ([`job`]). The wire types live in [`wire`], the routes in
 //! [`server`].
 //!
+//! When kube-scheduler sends full node objects, their
+//! `topology.kubernetes.io/zone` labels override the zones the agents gave.
+//!
 //! Not built yet (issue 5): where a job's workers already run (a kube-rs
-//! watch of pods, and the bind verb), zones from the request's node labels,
-//! the deployment manifests and the latency benchmark. Until then every pod
-//! is scored against its zone-mates, as if it were the job's first worker.
+//! watch of pods, and the bind verb), the deployment manifests and the
+//! latency benchmark. Until then every pod is scored against its zone-mates,
+//! as if it were the job's first worker.
 
 pub mod cache;
 pub mod convert;

@@ -16,21 +16,12 @@ use netaware_core::snapshot::ScoredMatrix;
 use crate::wire::MAX_EXTENDER_PRIORITY;
 
 /// How the extender decides.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct PolicyConfig {
     /// The placement policy's settings.
     pub placement: PlacementConfig,
     /// Fail nodes outside the job's zone instead of scoring them low.
     pub strict_zone: bool,
-}
-
-impl Default for PolicyConfig {
-    fn default() -> Self {
-        Self {
-            placement: PlacementConfig::default(),
-            strict_zone: false,
-        }
-    }
 }
 
 /// Why the answer is neutral, if it is.

@@ -1,6 +1,7 @@
 //! The HTTP shell: kube-scheduler's filter and prioritize verbs, answered
 //! from the score cache with the pure [`crate::policy`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
@@ -18,6 +19,11 @@ use crate::wire::{
     ExtenderArgs, ExtenderFilterResult, HostPriority, NodeListOut, object_labels, object_name,
     object_namespace,
 };
+
+/// The well-known label of a node's zone.
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+/// The well-known label of a node's region.
+pub const REGION_LABEL: &str = "topology.kubernetes.io/region";
 
 /// Largest request body the extender reads (a 5,000-node NodeList is about
 /// 30 MB of JSON in full; node names are far less).
@@ -77,7 +83,25 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
         size: size.unwrap_or(1),
         placed: Vec::new(),
     });
-    let matrix = extender.cache.fresh().await;
+    let mut matrix = extender.cache.fresh().await;
+    // Full node objects carry kube's own view of zones: it wins.
+    if let (Some(list), Some(scores)) = (&args.nodes, &matrix) {
+        let places: HashMap<&str, (String, String)> = list
+            .items
+            .iter()
+            .filter_map(|node| {
+                let labels = object_labels(node);
+                let zone = labels.get(ZONE_LABEL)?.clone();
+                let region = labels.get(REGION_LABEL).cloned().unwrap_or_default();
+                Some((object_name(node)?, (zone, region)))
+            })
+            .collect();
+        if !places.is_empty() {
+            matrix = Some(Arc::new(
+                scores.with_places(|name| places.get(name).cloned()),
+            ));
+        }
+    }
     let decision = decide(
         matrix.as_deref(),
         job.as_ref(),
