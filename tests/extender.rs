@@ -9,11 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use netaware_scheduler::cache::ScoreCache;
+use netaware_scheduler::placements::{Placements, PodFacts};
 use netaware_scheduler::policy::PolicyConfig;
 use netaware_scheduler::server::{Extender, router};
 use serde_json::{Value, json};
 use support::{Session, good_peer, start_collector, window};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
 
 /// POSTs `body` to the extender and returns (status, body).
@@ -96,8 +98,10 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
 
     let cache = ScoreCache::new(Duration::from_secs(30));
     tokio::spawn(cache.clone().follow(url.clone(), shutdown.clone()));
+    let placements = Arc::new(RwLock::new(Placements::new()));
     let extender = Arc::new(Extender {
         cache: cache.clone(),
+        placements: Arc::clone(&placements),
         config: PolicyConfig::default(),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -187,6 +191,37 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
         "no data is no reason to fail a node"
     );
 
+    // With a worker of the job on a1 (as the pod watch reports it), a3 loses
+    // too much to it and fails, with the reason; a2 comes first.
+    placements.write().await.apply(&PodFacts {
+        uid: "w0".into(),
+        namespace: "ml".into(),
+        labels: [(
+            "training.kubeflow.org/job-name".to_string(),
+            "resnet".to_string(),
+        )]
+        .into(),
+        node: Some("a1".into()),
+        finished: false,
+    });
+    let args = json!({"Pod": pod(), "NodeNames": ["a2", "a3", "b1"]});
+    let (_, body) = post(addr, "/filter", args.to_string().as_bytes()).await;
+    let result: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(result["NodeNames"], json!(["a2", "b1"]), "{body}");
+    assert!(
+        result["FailedNodes"]["a3"]
+            .as_str()
+            .unwrap()
+            .contains("loss"),
+        "{body}"
+    );
+    let (_, body) = post(addr, "/prioritize", args.to_string().as_bytes()).await;
+    let scores: Vec<Value> = serde_json::from_str(&body).unwrap();
+    assert!(
+        scores[0]["Score"].as_i64() > scores[2]["Score"].as_i64(),
+        "a2 (zone-mate of a1) above b1: {body}"
+    );
+
     // Bad input: a clear error, nothing else.
     let (status, body) = post(addr, "/filter", b"{not json").await;
     assert_eq!(status, 400);
@@ -221,6 +256,7 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
     // Without the collector the answers turn neutral once the scores age.
     let stale = Arc::new(Extender {
         cache: ScoreCache::new(Duration::from_secs(30)),
+        placements: Arc::new(RwLock::new(Placements::new())),
         config: PolicyConfig::default(),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -12,14 +12,18 @@
 //! When kube-scheduler sends full node objects, their
 //! `topology.kubernetes.io/zone` labels override the zones the agents gave.
 //!
-//! Not built yet (issue 5): where a job's workers already run (a kube-rs
-//! watch of pods, and the bind verb), the deployment manifests and the
-//! latency benchmark. Until then every pod is scored against its zone-mates,
-//! as if it were the job's first worker.
+//! Where a job's workers already run comes from a kube-rs watch of the pods
+//! bound to nodes ([`pods`] into [`placements`]).
+//!
+//! Not built yet (issue 5): the bind verb (so that workers scheduled back
+//! to back see each other before the watch reports them), the deployment
+//! manifests and the latency benchmark.
 
 pub mod cache;
 pub mod convert;
 pub mod job;
+pub mod placements;
+pub mod pods;
 pub mod policy;
 pub mod server;
 pub mod wire;

@@ -8,8 +8,11 @@ use std::time::Duration;
 
 use clap::Parser;
 use netaware_scheduler::cache::ScoreCache;
+use netaware_scheduler::placements::Placements;
+use netaware_scheduler::pods;
 use netaware_scheduler::policy::PolicyConfig;
 use netaware_scheduler::server::{Extender, router};
+use tokio::sync::RwLock;
 
 /// Filters and scores nodes for kube-scheduler from netaware's measurements.
 #[derive(Debug, Parser)]
@@ -44,11 +47,28 @@ async fn main() -> anyhow::Result<()> {
             .clone()
             .follow(cli.collector.clone(), shutdown.clone()),
     );
+    let placements = Arc::new(RwLock::new(Placements::new()));
+    match kube::Client::try_default().await {
+        Ok(client) => {
+            tokio::spawn(pods::follow(
+                client,
+                Arc::clone(&placements),
+                shutdown.clone(),
+            ));
+        }
+        Err(err) => {
+            tracing::warn!(%err, "no Kubernetes API: every pod is scored as its job's first worker")
+        }
+    }
     let config = PolicyConfig {
         strict_zone: cli.strict_zone,
         ..PolicyConfig::default()
     };
-    let app = router(Arc::new(Extender { cache, config }));
+    let app = router(Arc::new(Extender {
+        cache,
+        placements,
+        config,
+    }));
     let listener = tokio::net::TcpListener::bind(cli.listen).await?;
     tracing::info!(listen = %cli.listen, collector = %cli.collector, "extender listening");
     axum::serve(listener, app)

@@ -12,8 +12,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::Value;
 
+use tokio::sync::RwLock;
+
 use crate::cache::ScoreCache;
 use crate::job::job_of;
+use crate::placements::Placements;
 use crate::policy::{Decision, JobContext, Neutral, PolicyConfig, decide};
 use crate::wire::{
     ExtenderArgs, ExtenderFilterResult, HostPriority, NodeListOut, object_labels, object_name,
@@ -33,6 +36,8 @@ pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 pub struct Extender {
     /// The scores.
     pub cache: ScoreCache,
+    /// Where each job's workers run.
+    pub placements: Arc<RwLock<Placements>>,
     /// How to decide.
     pub config: PolicyConfig,
 }
@@ -79,10 +84,17 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
             .ok_or_else(|| bad_request("a node in Nodes has no metadata.name".into()))?,
         (None, None) => Vec::new(),
     };
-    let job = job_of(object_namespace(pod), &object_labels(pod)).map(|(_, size)| JobContext {
-        size: size.unwrap_or(1),
-        placed: Vec::new(),
-    });
+    let job = match job_of(object_namespace(pod), &object_labels(pod)) {
+        Some((key, size)) => {
+            let placed = extender.placements.read().await.placed(&key);
+            // Without a size label the job is at least as large as what runs.
+            Some(JobContext {
+                size: size.unwrap_or(placed.len() + 1),
+                placed,
+            })
+        }
+        None => None,
+    };
     let mut matrix = extender.cache.fresh().await;
     // Full node objects carry kube's own view of zones: it wins.
     if let (Some(list), Some(scores)) = (&args.nodes, &matrix) {
