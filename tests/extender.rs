@@ -99,11 +99,12 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
     let cache = ScoreCache::new(Duration::from_secs(30));
     tokio::spawn(cache.clone().follow(url.clone(), shutdown.clone()));
     let placements = Arc::new(RwLock::new(Placements::new()));
-    let extender = Arc::new(Extender {
-        cache: cache.clone(),
-        placements: Arc::clone(&placements),
-        config: PolicyConfig::default(),
-    });
+    let extender = Arc::new(Extender::new(
+        cache.clone(),
+        Arc::clone(&placements),
+        PolicyConfig::default(),
+        None,
+    ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(
@@ -254,11 +255,12 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
     assert_eq!(status, 413, "a 10 MB body is refused");
 
     // Without the collector the answers turn neutral once the scores age.
-    let stale = Arc::new(Extender {
-        cache: ScoreCache::new(Duration::from_secs(30)),
-        placements: Arc::new(RwLock::new(Placements::new())),
-        config: PolicyConfig::default(),
-    });
+    let stale = Arc::new(Extender::new(
+        ScoreCache::new(Duration::from_secs(30)),
+        Arc::new(RwLock::new(Placements::new())),
+        PolicyConfig::default(),
+        None,
+    ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let neutral_addr = listener.local_addr().unwrap();
     tokio::spawn(
@@ -279,4 +281,109 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
 
     shutdown.cancel();
     collector.wait().await;
+}
+
+#[tokio::test]
+async fn bind_creates_the_binding_and_the_next_worker_sees_it() {
+    use http::{Method, Request, Response};
+    let (service, mut api) =
+        tower_test::mock::pair::<Request<kube::client::Body>, Response<kube::client::Body>>();
+    let client = kube::Client::new(service, "default");
+    let placements = Arc::new(RwLock::new(Placements::new()));
+    let extender = Arc::new(Extender::new(
+        ScoreCache::new(Duration::from_secs(30)),
+        Arc::clone(&placements),
+        PolicyConfig::default(),
+        Some(client),
+    ));
+    let shutdown = CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(
+        axum::serve(listener, router(extender))
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            .into_future(),
+    );
+
+    // kube-scheduler filters first (the extender learns the pod's job)...
+    let args = json!({"Pod": pod(), "NodeNames": ["a1", "a2"]});
+    assert_eq!(
+        post(addr, "/filter", args.to_string().as_bytes()).await.0,
+        200
+    );
+    // ...then hands over the binding.
+    let binding =
+        json!({"PodName": "resnet-worker-1", "PodNamespace": "ml", "PodUID": "9f0c", "Node": "a2"});
+    let call =
+        tokio::spawn(async move { post(addr, "/bind", binding.to_string().as_bytes()).await });
+    let (request, respond) = api.next_request().await.expect("a binding request");
+    assert_eq!(request.method(), Method::POST);
+    assert_eq!(
+        request.uri().path(),
+        "/api/v1/namespaces/ml/pods/resnet-worker-1/binding"
+    );
+    let body = http_body_util::BodyExt::collect(request.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let sent: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(sent["target"]["kind"], "Node");
+    assert_eq!(sent["target"]["name"], "a2");
+    let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+    respond.send_response(
+        Response::builder()
+            .status(201)
+            .body(kube::client::Body::from(
+                serde_json::to_vec(&status).unwrap(),
+            ))
+            .unwrap(),
+    );
+    let (code, body) = call.await.unwrap();
+    assert_eq!(
+        (
+            code,
+            serde_json::from_str::<Value>(&body).unwrap()["Error"].clone()
+        ),
+        (200, json!(""))
+    );
+
+    // The next worker of the job sees this one at once.
+    let job = netaware_scheduler::job::job_of(
+        "ml",
+        &[(
+            "training.kubeflow.org/job-name".to_string(),
+            "resnet".to_string(),
+        )]
+        .into(),
+    )
+    .unwrap()
+    .0;
+    assert_eq!(placements.read().await.placed(&job), ["a2"]);
+
+    // An API server that refuses is reported in Error, and records nothing.
+    let refused = json!({"PodName": "other", "PodNamespace": "ml", "PodUID": "zz", "Node": "a1"});
+    let call =
+        tokio::spawn(async move { post(addr, "/bind", refused.to_string().as_bytes()).await });
+    let (_, respond) = api.next_request().await.expect("a binding request");
+    let forbidden = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "pods \"other\" is forbidden", "reason": "Forbidden", "code": 403});
+    respond.send_response(
+        Response::builder()
+            .status(403)
+            .body(kube::client::Body::from(
+                serde_json::to_vec(&forbidden).unwrap(),
+            ))
+            .unwrap(),
+    );
+    let (code, body) = call.await.unwrap();
+    assert_eq!(code, 200);
+    assert!(
+        serde_json::from_str::<Value>(&body).unwrap()["Error"]
+            .as_str()
+            .unwrap()
+            .contains("forbidden"),
+        "{body}"
+    );
+    assert_eq!(placements.read().await.len(), 1);
+    shutdown.cancel();
 }

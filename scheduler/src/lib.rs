@@ -15,10 +15,10 @@
 //! Where a job's workers already run comes from a kube-rs watch of the pods
 //! bound to nodes ([`pods`] into [`placements`]).
 //!
-//! Not built yet (issue 5): the bind verb (so that workers scheduled back
-//! to back see each other before the watch reports them), the deployment
-//! manifests and the latency benchmark.
+//! The optional bind verb ([`bind`]) creates the binding and records the
+//! place at once, so that workers scheduled back to back see each other.
 
+pub mod bind;
 pub mod cache;
 pub mod convert;
 pub mod job;

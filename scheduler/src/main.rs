@@ -48,27 +48,25 @@ async fn main() -> anyhow::Result<()> {
             .follow(cli.collector.clone(), shutdown.clone()),
     );
     let placements = Arc::new(RwLock::new(Placements::new()));
-    match kube::Client::try_default().await {
+    let kube = match kube::Client::try_default().await {
         Ok(client) => {
             tokio::spawn(pods::follow(
-                client,
+                client.clone(),
                 Arc::clone(&placements),
                 shutdown.clone(),
             ));
+            Some(client)
         }
         Err(err) => {
-            tracing::warn!(%err, "no Kubernetes API: every pod is scored as its job's first worker")
+            tracing::warn!(%err, "no Kubernetes API: every pod is scored as its job's first worker");
+            None
         }
-    }
+    };
     let config = PolicyConfig {
         strict_zone: cli.strict_zone,
         ..PolicyConfig::default()
     };
-    let app = router(Arc::new(Extender {
-        cache,
-        placements,
-        config,
-    }));
+    let app = router(Arc::new(Extender::new(cache, placements, config, kube)));
     let listener = tokio::net::TcpListener::bind(cli.listen).await?;
     tracing::info!(listen = %cli.listen, collector = %cli.collector, "extender listening");
     axum::serve(listener, app)

@@ -55,6 +55,12 @@ impl Placements {
         }
     }
 
+    /// The extender itself bound a pod of `job` to `node`: it holds its
+    /// place at once, before the watch reports it.
+    pub fn record_binding(&mut self, uid: &str, job: JobKey, node: &str) {
+        self.pods.insert(uid.to_owned(), (job, node.to_owned()));
+    }
+
     /// A pod was deleted.
     pub fn delete(&mut self, uid: &str) {
         self.pods.remove(uid);
@@ -145,6 +151,17 @@ mod tests {
         };
         placements.apply(&unlabelled);
         assert_eq!(placements.len(), 2);
+    }
+
+    #[test]
+    fn a_binding_holds_a_place_until_the_watch_says_otherwise() {
+        let mut placements = Placements::new();
+        placements.record_binding("7", key("j"), "a3");
+        assert_eq!(placements.placed(&key("j")), ["a3"]);
+        placements.apply(&pod("7", "j", Some("a3")));
+        assert_eq!(placements.len(), 1);
+        placements.delete("7");
+        assert!(placements.is_empty());
     }
 
     #[test]

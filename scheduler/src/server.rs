@@ -12,15 +12,16 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::Value;
 
-use tokio::sync::RwLock;
+use tokio::sync::{Mutex, RwLock};
 
+use crate::bind::RecentPods;
 use crate::cache::ScoreCache;
 use crate::job::job_of;
 use crate::placements::Placements;
 use crate::policy::{Decision, JobContext, Neutral, PolicyConfig, decide};
 use crate::wire::{
-    ExtenderArgs, ExtenderFilterResult, HostPriority, NodeListOut, object_labels, object_name,
-    object_namespace,
+    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, HostPriority,
+    NodeListOut, object_labels, object_name, object_namespace,
 };
 
 /// The well-known label of a node's zone.
@@ -40,13 +41,37 @@ pub struct Extender {
     pub placements: Arc<RwLock<Placements>>,
     /// How to decide.
     pub config: PolicyConfig,
+    /// The API server, for the bind verb; `None` when there is none.
+    pub kube: Option<kube::Client>,
+    /// The jobs of pods seen in filter and prioritize calls, for bind.
+    pub recent: Mutex<RecentPods>,
 }
 
-/// The extender's routes: POST /filter, POST /prioritize, GET /healthz.
+impl Extender {
+    /// An extender with these parts and nothing remembered yet.
+    pub fn new(
+        cache: ScoreCache,
+        placements: Arc<RwLock<Placements>>,
+        config: PolicyConfig,
+        kube: Option<kube::Client>,
+    ) -> Self {
+        Self {
+            cache,
+            placements,
+            config,
+            kube,
+            recent: Mutex::new(RecentPods::default()),
+        }
+    }
+}
+
+/// The extender's routes: POST /filter, POST /prioritize, POST /bind,
+/// GET /healthz.
 pub fn router(extender: Arc<Extender>) -> Router {
     Router::new()
         .route("/filter", post(filter))
         .route("/prioritize", post(prioritize))
+        .route("/bind", post(bind))
         .route("/healthz", get(|| async { "ok\n" }))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(extender)
@@ -86,6 +111,13 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
     };
     let job = match job_of(object_namespace(pod), &object_labels(pod)) {
         Some((key, size)) => {
+            if let Some(uid) = pod
+                .get("metadata")
+                .and_then(|m| m.get("uid"))
+                .and_then(Value::as_str)
+            {
+                extender.recent.lock().await.remember(uid, key.clone());
+            }
             let placed = extender.placements.read().await.placed(&key);
             // Without a size label the job is at least as large as what runs.
             Some(JobContext {
@@ -164,4 +196,45 @@ async fn prioritize(State(extender): State<Arc<Extender>>, body: Bytes) -> Respo
         .map(|(host, score)| HostPriority { host, score })
         .collect();
     axum::Json(priorities).into_response()
+}
+
+async fn bind(State(extender): State<Arc<Extender>>, body: Bytes) -> Response {
+    let answer = |status: StatusCode, error: String| {
+        (status, axum::Json(ExtenderBindingResult { error })).into_response()
+    };
+    let args: ExtenderBindingArgs = match serde_json::from_slice(&body) {
+        Ok(args) => args,
+        Err(err) => {
+            return answer(
+                StatusCode::BAD_REQUEST,
+                format!("malformed ExtenderBindingArgs: {err}"),
+            );
+        }
+    };
+    let Some(client) = &extender.kube else {
+        return answer(
+            StatusCode::OK,
+            "this extender has no Kubernetes API access; leave bindVerb out of its configuration"
+                .into(),
+        );
+    };
+    if let Err(err) =
+        crate::bind::bind(client, &args.pod_namespace, &args.pod_name, &args.node).await
+    {
+        return answer(
+            StatusCode::OK,
+            format!(
+                "binding {}/{} to {}: {err}",
+                args.pod_namespace, args.pod_name, args.node
+            ),
+        );
+    }
+    if let Some(job) = extender.recent.lock().await.job(&args.pod_uid).cloned() {
+        extender
+            .placements
+            .write()
+            .await
+            .record_binding(&args.pod_uid, job, &args.node);
+    }
+    answer(StatusCode::OK, String::new())
 }

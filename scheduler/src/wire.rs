@@ -84,6 +84,35 @@ pub struct HostPriority {
     pub score: i64,
 }
 
+/// What kube-scheduler sends to /bind.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ExtenderBindingArgs {
+    /// The pod's name.
+    #[serde(rename = "PodName", alias = "podName", alias = "podname")]
+    pub pod_name: String,
+    /// The pod's namespace.
+    #[serde(
+        rename = "PodNamespace",
+        alias = "podNamespace",
+        alias = "podnamespace"
+    )]
+    pub pod_namespace: String,
+    /// The pod's UID.
+    #[serde(rename = "PodUID", alias = "podUID", alias = "poduid")]
+    pub pod_uid: String,
+    /// The node chosen.
+    #[serde(rename = "Node", alias = "node")]
+    pub node: String,
+}
+
+/// The answer to /bind: an empty error means bound.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ExtenderBindingResult {
+    /// Why binding failed; empty when it did not.
+    #[serde(rename = "Error", default)]
+    pub error: String,
+}
+
 /// The name of a v1.Node or v1.Pod object, if it has one.
 pub fn object_name(object: &Value) -> Option<&str> {
     object.get("metadata")?.get("name")?.as_str()
