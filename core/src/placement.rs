@@ -15,10 +15,10 @@
 //! The CLI's `rank`, the collector's Rank RPC and the scheduler extender all
 //! call [`rank`], so they can never disagree.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use crate::NodeKind;
-use crate::snapshot::ScoredMatrix;
+use crate::snapshot::{ScoredMatrix, ScoredPair};
 
 /// Tuning of the placement policy.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -131,24 +131,25 @@ pub struct Ranking {
 
 /// Ranks the candidates for a job.
 pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -> Ranking {
+    let n = matrix.nodes().len();
     let placed: Vec<usize> = job
         .placed
         .iter()
         .filter_map(|name| matrix.index_of(name))
         .collect();
+    let placed_set = membership(n, placed.iter().copied());
+    // Everything placement needs from the placed workers' links, gathered in
+    // one walk over those links only.
+    let to_placed = links_to(matrix, &placed);
     let candidate_names: Vec<String> = match &job.candidates {
         Some(names) => names.clone(),
-        None => {
-            let placed: HashSet<&str> = job.placed.iter().map(String::as_str).collect();
-            matrix
-                .nodes()
-                .iter()
-                .filter(|n| {
-                    n.info.kind == NodeKind::Agent && !placed.contains(n.info.name.as_str())
-                })
-                .map(|n| n.info.name.clone())
-                .collect()
-        }
+        None => matrix
+            .nodes()
+            .iter()
+            .enumerate()
+            .filter(|(i, node)| node.info.kind == NodeKind::Agent && !placed_set[*i])
+            .map(|(_, node)| node.info.name.clone())
+            .collect(),
     };
 
     // Node-level failures that do not depend on the zone.
@@ -161,7 +162,7 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
                 Some(i) if matrix.nodes()[i].stale => {
                     Some("stale: no fresh measurements of this node".to_owned())
                 }
-                Some(i) => lossy_peer(matrix, i, &placed, config.loss_threshold),
+                Some(i) => lossy_peer(matrix, &to_placed[i], config.loss_threshold),
             };
             (name, index, failure)
         })
@@ -173,7 +174,9 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
         .filter(|(_, _, f)| f.is_none())
         .filter_map(|(_, i, _)| *i)
         .collect();
+    let feasible_set = membership(n, feasible.iter().copied());
     let (zone, zone_reason) = choose_zone(matrix, &placed, &feasible, job.size);
+    let zone_of = |i: usize| matrix.nodes()[i].info.zone.as_str();
 
     let mut nodes: Vec<RankedNode> = verdicts
         .into_iter()
@@ -187,17 +190,18 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
                     terms: NodeTerms::empty(),
                 };
             };
-            let node_zone = matrix.nodes()[i].info.zone.clone();
-            let in_zone = zone.as_deref() == Some(node_zone.as_str());
+            let in_zone = zone.as_deref() == Some(zone_of(i));
             let mut terms = if placed.is_empty() {
-                let mates: Vec<usize> = feasible
-                    .iter()
-                    .copied()
-                    .filter(|&j| j != i && matrix.nodes()[j].info.zone == node_zone)
-                    .collect();
-                node_terms(matrix, i, &mates, Basis::Zone)
+                node_terms(
+                    matrix,
+                    i,
+                    |j| feasible_set[j] && zone_of(j) == zone_of(i),
+                    Basis::Zone,
+                )
+            } else if placed.iter().all(|&p| p == i) {
+                NodeTerms::colocated()
             } else {
-                node_terms(matrix, i, &placed, Basis::Placed)
+                to_placed[i].terms(Basis::Placed)
             };
             terms.in_chosen_zone = in_zone;
             if failure.is_none() && !in_zone && job.strict_zone {
@@ -218,7 +222,7 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
             };
             RankedNode {
                 name,
-                zone: node_zone,
+                zone: zone_of(i).to_owned(),
                 score,
                 failure,
                 terms,
@@ -238,6 +242,15 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
     }
 }
 
+/// A membership table over node indices.
+fn membership(n: usize, members: impl Iterator<Item = usize>) -> Vec<bool> {
+    let mut set = vec![false; n];
+    for i in members {
+        set[i] = true;
+    }
+    set
+}
+
 impl NodeTerms {
     fn empty() -> Self {
         Self {
@@ -251,75 +264,131 @@ impl NodeTerms {
             in_chosen_zone: false,
         }
     }
-}
 
-/// The first placed peer that `node` loses too much to, in either direction.
-fn lossy_peer(
-    matrix: &ScoredMatrix,
-    node: usize,
-    placed: &[usize],
-    threshold: f64,
-) -> Option<String> {
-    for &peer in placed.iter().filter(|&&p| p != node) {
-        for (src, dst) in [(node, peer), (peer, node)] {
-            let Some(pair) = matrix.pair(src, dst) else {
-                continue;
-            };
-            let Some(loss) = pair.summary.loss_ratio.filter(|_| !pair.stale) else {
-                continue;
-            };
-            if loss > threshold {
-                let names = |i: usize| matrix.nodes()[i].info.name.as_str();
-                return Some(format!(
-                    "loss {:.1}% from {} to {} exceeds {:.1}%",
-                    loss * 100.0,
-                    names(src),
-                    names(dst),
-                    threshold * 100.0
-                ));
-            }
-        }
-    }
-    None
-}
-
-/// Means of the pair terms between `node` and each of `others`, both ways.
-fn node_terms(matrix: &ScoredMatrix, node: usize, others: &[usize], basis: Basis) -> NodeTerms {
-    let mut terms = NodeTerms {
-        basis,
-        ..NodeTerms::empty()
-    };
-    let mut sums = [0.0; 4];
-    for &other in others.iter().filter(|&&o| o != node) {
-        for pair in [matrix.pair(node, other), matrix.pair(other, node)]
-            .into_iter()
-            .flatten()
-        {
-            sums[0] += pair.quality;
-            sums[1] += pair.terms.delay;
-            sums[2] += pair.terms.loss;
-            sums[3] += pair.terms.throughput;
-            terms.pairs += 1;
-            terms.fallback_pairs += u32::from(pair.is_fallback());
-        }
-    }
-    if basis == Basis::Placed && others.iter().all(|&o| o == node) {
-        // The job's only placed worker is here: no link to pay for.
-        return NodeTerms {
+    /// The job's only placed worker is on this node: no link to pay for.
+    fn colocated() -> Self {
+        Self {
             quality: 1.0,
             delay: 1.0,
             loss: 1.0,
             throughput: 1.0,
             basis: Basis::Colocated,
-            ..terms
+            ..Self::empty()
+        }
+    }
+}
+
+/// The node at the other end of `pair` from `node`.
+fn other_end(pair: &ScoredPair, node: usize) -> usize {
+    if pair.src == node { pair.dst } else { pair.src }
+}
+
+/// What the links between one node and a set of others add up to.
+#[derive(Debug, Clone, Default)]
+struct Links<'m> {
+    sums: [f64; 4],
+    pairs: u32,
+    fallback_pairs: u32,
+    /// The lossiest fresh pair, for the filter's reason.
+    lossiest: Option<&'m ScoredPair>,
+}
+
+impl<'m> Links<'m> {
+    fn add(&mut self, pair: &'m ScoredPair) {
+        self.sums[0] += pair.quality;
+        self.sums[1] += pair.terms.delay;
+        self.sums[2] += pair.terms.loss;
+        self.sums[3] += pair.terms.throughput;
+        self.pairs += 1;
+        self.fallback_pairs += u32::from(pair.is_fallback());
+        if !pair.stale {
+            let loss = |p: &ScoredPair| p.summary.loss_ratio.unwrap_or(0.0);
+            if self.lossiest.is_none_or(|worst| loss(pair) > loss(worst)) {
+                self.lossiest = Some(pair);
+            }
+        }
+    }
+
+    fn terms(&self, basis: Basis) -> NodeTerms {
+        let mut terms = NodeTerms {
+            basis,
+            pairs: self.pairs,
+            fallback_pairs: self.fallback_pairs,
+            ..NodeTerms::empty()
         };
+        if self.pairs > 0 {
+            let count = f64::from(self.pairs);
+            terms.quality = self.sums[0] / count;
+            terms.delay = self.sums[1] / count;
+            terms.loss = self.sums[2] / count;
+            terms.throughput = self.sums[3] / count;
+        }
+        terms
+    }
+}
+
+/// For every node, its links with the placed workers (both directions),
+/// from one walk over the placed workers' own links.
+fn links_to<'m>(matrix: &'m ScoredMatrix, placed: &[usize]) -> Vec<Links<'m>> {
+    let mut links = vec![Links::default(); matrix.nodes().len()];
+    let mut walked = vec![false; matrix.nodes().len()];
+    for &peer in placed {
+        if std::mem::replace(&mut walked[peer], true) {
+            continue;
+        }
+        // Each pair lands with the node at its other end; a pair between
+        // two placed workers lands once with each of them.
+        for pair in matrix.links(peer) {
+            links[other_end(pair, peer)].add(pair);
+        }
+    }
+    links
+}
+
+/// Why a node fails the filter: too much loss to a placed worker.
+fn lossy_peer(matrix: &ScoredMatrix, links: &Links<'_>, threshold: f64) -> Option<String> {
+    let pair = links.lossiest?;
+    let loss = pair.summary.loss_ratio.filter(|&loss| loss > threshold)?;
+    let names = |i: usize| matrix.nodes()[i].info.name.as_str();
+    Some(format!(
+        "loss {:.1}% from {} to {} exceeds {:.1}%",
+        loss * 100.0,
+        names(pair.src),
+        names(pair.dst),
+        threshold * 100.0
+    ))
+}
+
+/// Means of the pair terms between `node` and the nodes `other` accepts,
+/// both ways; walks the node's own links only.
+fn node_terms(
+    matrix: &ScoredMatrix,
+    node: usize,
+    other: impl Fn(usize) -> bool,
+    basis: Basis,
+) -> NodeTerms {
+    let mut terms = NodeTerms {
+        basis,
+        ..NodeTerms::empty()
+    };
+    let mut sums = [0.0; 4];
+    for pair in matrix
+        .links(node)
+        .filter(|pair| other(other_end(pair, node)))
+    {
+        sums[0] += pair.quality;
+        sums[1] += pair.terms.delay;
+        sums[2] += pair.terms.loss;
+        sums[3] += pair.terms.throughput;
+        terms.pairs += 1;
+        terms.fallback_pairs += u32::from(pair.is_fallback());
     }
     if terms.pairs > 0 {
-        let n = f64::from(terms.pairs);
-        terms.quality = sums[0] / n;
-        terms.delay = sums[1] / n;
-        terms.loss = sums[2] / n;
-        terms.throughput = sums[3] / n;
+        let count = f64::from(terms.pairs);
+        terms.quality = sums[0] / count;
+        terms.delay = sums[1] / count;
+        terms.loss = sums[2] / count;
+        terms.throughput = sums[3] / count;
     }
     terms
 }
@@ -392,20 +461,26 @@ fn choose_zone(
 
 /// Mean pair quality among the `size` members best connected to the rest.
 fn best_group_quality(matrix: &ScoredMatrix, members: &[usize], size: usize) -> f64 {
+    let member_set = membership(matrix.nodes().len(), members.iter().copied());
     let mut scored: Vec<(usize, f64)> = members
         .iter()
-        .map(|&i| (i, node_terms(matrix, i, members, Basis::Zone).quality))
+        .map(|&i| {
+            (
+                i,
+                node_terms(matrix, i, |j| member_set[j], Basis::Zone).quality,
+            )
+        })
         .collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let group: Vec<usize> = scored.iter().take(size.max(1)).map(|(i, _)| *i).collect();
-    let mut sum = 0.0;
-    let mut count = 0u32;
-    for &a in &group {
-        for &b in group.iter().filter(|&&b| b != a) {
-            if let Some(pair) = matrix.pair(a, b) {
-                sum += pair.quality;
-                count += 1;
-            }
+    let group = membership(
+        matrix.nodes().len(),
+        scored.iter().take(size.max(1)).map(|(i, _)| *i),
+    );
+    let (mut sum, mut count) = (0.0, 0u32);
+    for &(a, _) in scored.iter().take(size.max(1)) {
+        for pair in matrix.outgoing(a).filter(|pair| group[pair.dst]) {
+            sum += pair.quality;
+            count += 1;
         }
     }
     if count == 0 {

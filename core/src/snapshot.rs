@@ -105,6 +105,12 @@ pub struct ScoredMatrix {
     pairs: Vec<ScoredPair>,
     node_index: HashMap<String, usize>,
     pair_index: HashMap<(usize, usize), usize>,
+    /// Per node, the indices of the pairs it probes and of those probing it,
+    /// so that placement walks a node's links instead of looking up every
+    /// possible pair (5,000 candidates times 64 peers would be 640,000
+    /// lookups per call).
+    outgoing: Vec<Vec<usize>>,
+    incoming: Vec<Vec<usize>>,
 }
 
 impl ScoredMatrix {
@@ -199,12 +205,45 @@ impl ScoredMatrix {
             .enumerate()
             .map(|(i, p)| ((p.src, p.dst), i))
             .collect();
+        let mut outgoing = vec![Vec::new(); nodes.len()];
+        let mut incoming = vec![Vec::new(); nodes.len()];
+        for (i, pair) in pairs.iter().enumerate() {
+            outgoing[pair.src].push(i);
+            incoming[pair.dst].push(i);
+        }
         Self {
             nodes,
             pairs,
             node_index,
             pair_index,
+            outgoing,
+            incoming,
         }
+    }
+
+    /// The pairs `node` probes.
+    pub fn outgoing(&self, node: usize) -> impl Iterator<Item = &ScoredPair> {
+        self.outgoing
+            .get(node)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|&i| &self.pairs[i])
+    }
+
+    /// The pairs `node` probes and the pairs probing it.
+    pub fn links(&self, node: usize) -> impl Iterator<Item = &ScoredPair> {
+        let out = self
+            .outgoing
+            .get(node)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let inc = self
+            .incoming
+            .get(node)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        out.iter().chain(inc).map(|&i| &self.pairs[i])
     }
 
     /// The same matrix with the zones (and regions) that `place` gives,

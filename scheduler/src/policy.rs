@@ -8,7 +8,7 @@
 //! the threshold to a worker of the same job already placed (and, in strict
 //! mode, a node outside the job's zone).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use netaware_core::placement::{JobRequest, PlacementConfig, rank};
 use netaware_core::snapshot::ScoredMatrix;
@@ -76,7 +76,7 @@ pub fn decide(
     };
     let ranking = rank(matrix, &request, &config.placement);
     let mut failed = BTreeMap::new();
-    let mut score_of = BTreeMap::new();
+    let mut score_of = HashMap::with_capacity(ranking.nodes.len());
     for node in &ranking.nodes {
         let score = (node.score * MAX_EXTENDER_PRIORITY as f64).round() as i64;
         score_of.insert(node.name.as_str(), score.clamp(0, MAX_EXTENDER_PRIORITY));
