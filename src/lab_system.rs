@@ -34,6 +34,7 @@ pub struct AgentTiming {
 /// A running system on a lab.
 pub struct LabSystem {
     lab: Lab,
+    collector: Option<u32>,
     exe: PathBuf,
     url: String,
     agents: BTreeMap<String, u32>,
@@ -58,13 +59,16 @@ impl LabSystem {
             .args([
                 "collector",
                 "--listen",
-                &format!("{control}:{COLLECTOR_PORT}"),
+                // Every address of the control host: the lab's, and a side
+                // door a test may open (Lab::open_access).
+                &format!("0.0.0.0:{COLLECTOR_PORT}"),
             ])
             .args(["--metrics-listen", &format!("{control}:9470")])
             .env("RUST_LOG", "error")
             .stdout(Stdio::null());
-        lab.spawn(collector)?;
+        let collector = lab.spawn(collector)?;
         let mut system = Self {
+            collector: Some(collector),
             lab,
             exe: exe.to_owned(),
             url,
@@ -112,6 +116,13 @@ impl LabSystem {
     /// The collector's URL, valid inside the lab's hosts.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// Stops the collector (SIGTERM).
+    pub fn stop_collector(&mut self) {
+        if let Some(pid) = self.collector.take() {
+            self.lab.stop(pid, Duration::from_secs(2));
+        }
     }
 
     /// Stops the agent of `host` (SIGTERM, as Kubernetes would).

@@ -379,3 +379,141 @@ fn a_cut_zone_shows_full_loss_and_a_killed_agent_goes_stale() {
             .all(|n| !n.stale)
     });
 }
+
+/// Two zones big enough for a 4-worker job: zone-a fast with one lossy
+/// host, zone-b clean but slower inside; zone-c too small.
+const SCHEDULING_TOPOLOGY: &str = "
+zones:
+  - {name: zone-a, hosts: [a1, a2, a3, a4, a5]}
+  - {name: zone-b, hosts: [b1, b2, b3, b4]}
+  - {name: zone-c, hosts: [c1, c2]}
+intra_zone: {delay_ms: 0.1}
+default_inter_zone: {delay_ms: 5}
+pairs:
+  - {from: b1, to: b2, delay_ms: 1}
+  - {from: b2, to: b1, delay_ms: 1}
+hosts:
+  a5: {loss: 0.1}
+control_link: {delay_ms: 0.5}
+";
+
+#[test]
+fn a_job_scheduled_one_worker_at_a_time_lands_in_one_zone_on_its_best_hosts() {
+    use std::sync::Arc;
+
+    use http::{Request, Response};
+    use netaware_scheduler::cache::ScoreCache;
+    use netaware_scheduler::placements::Placements;
+    use netaware_scheduler::policy::PolicyConfig;
+    use netaware_scheduler::server::{Extender, router};
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    if !root_or_skip("lab scheduling") {
+        return;
+    }
+    let _serial = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
+    let mut system =
+        LabSystem::start(Topology::parse(SCHEDULING_TOPOLOGY).unwrap(), exe, TIMING).unwrap();
+    let hosts: Vec<String> = system
+        .lab()
+        .workers()
+        .map(|h| h.spec.name.clone())
+        .collect();
+    let pairs = hosts.len() * (hosts.len() - 1);
+    wait_for(
+        &system,
+        "three windows of every pair",
+        Duration::from_secs(60),
+        |m| m.pairs.len() == pairs && m.pairs.iter().all(|p| p.samples >= 50),
+    );
+    let access = system.lab().open_access("control").unwrap();
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        // The extender as in its pod: scores from the collector's watch, and
+        // the API server (for bind) played by a tower-test mock.
+        let cache = ScoreCache::new(Duration::from_secs(5));
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        tokio::spawn(cache.clone().follow(format!("http://{access}:7470"), shutdown.clone()));
+        let (service, mut api) = tower_test::mock::pair::<Request<kube::client::Body>, Response<kube::client::Body>>();
+        tokio::spawn(async move {
+            while let Some((_, respond)) = api.next_request().await {
+                let ok = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+                respond.send_response(
+                    Response::builder().status(201).body(kube::client::Body::from(ok.to_string().into_bytes())).unwrap(),
+                );
+            }
+        });
+        let extender = Arc::new(Extender::new(
+            cache.clone(),
+            Arc::new(tokio::sync::RwLock::new(Placements::new())),
+            PolicyConfig::default(),
+            Some(kube::Client::new(service, "default")),
+        ));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(axum::serve(listener, router(extender)).into_future());
+        let post = |path: &'static str, body: Value| async move {
+            let body = body.to_string();
+            let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let head = format!(
+                "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            stream.write_all(head.as_bytes()).await.unwrap();
+            stream.write_all(body.as_bytes()).await.unwrap();
+            let mut response = String::new();
+            stream.read_to_string(&mut response).await.unwrap();
+            serde_json::from_str::<Value>(response.split_once("\r\n\r\n").unwrap().1).unwrap()
+        };
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while cache.fresh().await.is_none() {
+            assert!(tokio::time::Instant::now() < deadline, "no scores reached the extender");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+
+        // kube-scheduler's loop, one worker at a time: filter, prioritize,
+        // take the best node that passed, bind.
+        let mut chosen: Vec<String> = Vec::new();
+        for worker in 0..4 {
+            let pod = json!({"metadata": {"name": format!("train-{worker}"), "namespace": "ml", "uid": format!("uid-{worker}"),
+                "labels": {"netaware.io/group": "train", "netaware.io/group-size": "4"}}});
+            let filtered = post("/filter", json!({"Pod": pod, "NodeNames": hosts})).await;
+            let passing: Vec<String> =
+                serde_json::from_value(filtered["NodeNames"].clone()).unwrap();
+            let scores = post("/prioritize", json!({"Pod": pod, "NodeNames": passing})).await;
+            let best = scores
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|h| !chosen.contains(&h["Host"].as_str().unwrap().to_owned()))
+                .max_by_key(|h| h["Score"].as_i64().unwrap())
+                .unwrap()["Host"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let bound = post("/bind", json!({"PodName": format!("train-{worker}"), "PodNamespace": "ml",
+                "PodUID": format!("uid-{worker}"), "Node": best})).await;
+            assert_eq!(bound["Error"], "", "{bound}");
+            chosen.push(best);
+        }
+        chosen.sort();
+        assert_eq!(chosen, ["a1", "a2", "a3", "a4"], "one zone, its clean hosts, never the lossy a5");
+
+        // With the collector gone, answers turn neutral (equal scores, all
+        // pass) once the scores age out, and stay fast.
+        tokio::task::block_in_place(|| system.stop_collector());
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        let pod = json!({"metadata": {"name": "late", "namespace": "ml", "uid": "uid-late",
+            "labels": {"netaware.io/group": "train"}}});
+        let started = std::time::Instant::now();
+        let scores = post("/prioritize", json!({"Pod": pod, "NodeNames": hosts})).await;
+        let filtered = post("/filter", json!({"Pod": pod, "NodeNames": hosts})).await;
+        assert!(started.elapsed() < Duration::from_millis(500));
+        assert!(scores.as_array().unwrap().iter().all(|h| h["Score"] == 0), "{scores}");
+        assert_eq!(filtered["NodeNames"].as_array().unwrap().len(), hosts.len());
+        shutdown.cancel();
+    });
+}

@@ -40,11 +40,14 @@ pub struct LabHost {
 /// A running lab. Dropping it stops the programs started in it, the
 /// emulator, and removes the namespaces.
 pub struct Lab {
+    number: u32,
     topology: Topology,
     hosts: Vec<LabHost>,
     faults: Mutex<Faults>,
     emulator: Option<Emulator>,
     children: Mutex<Vec<Child>>,
+    /// Root-namespace ends of the side doors opened by `open_access`.
+    access: Mutex<Vec<String>>,
 }
 
 /// Whether this process runs as root.
@@ -65,10 +68,12 @@ impl Lab {
         }
         let number = LABS.fetch_add(1, Ordering::Relaxed);
         let mut lab = Self {
+            number,
             hosts: Vec::new(),
             faults: Mutex::new(Faults::default()),
             emulator: None,
             children: Mutex::new(Vec::new()),
+            access: Mutex::new(Vec::new()),
             topology,
         };
         let mut ports = Vec::new();
@@ -118,6 +123,35 @@ impl Lab {
             .iter()
             .find(|h| h.spec.name == CONTROL_HOST)
             .expect("every lab has a control host")
+    }
+
+    /// Opens a direct link from this process's namespace to `host` (a veth
+    /// pair outside the emulator) and returns the address `host` has on it,
+    /// so that a test can reach a service in the lab, such as the
+    /// collector, without joining the lab. Removed with the lab.
+    pub fn open_access(&self, host: &str) -> Result<std::net::Ipv4Addr, LabError> {
+        let namespace = self.host(host)?.namespace.clone();
+        // 198.19.254.0/24 in /30 steps: one per lab of this process.
+        let slot = (self.number % 64) as u8 * 4;
+        let outside = format!("nalab{}x{}", std::process::id() % 100_000, self.number % 64);
+        let inside = format!("{outside}i");
+        netns::ip(&[
+            "link", "add", &outside, "type", "veth", "peer", "name", &inside,
+        ])?;
+        netns::ip(&[
+            "addr",
+            "add",
+            &format!("198.19.254.{}/30", slot + 1),
+            "dev",
+            &outside,
+        ])?;
+        self.access
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(outside.clone());
+        netns::ip(&["link", "set", &outside, "up"])?;
+        netns::attach_plain(&namespace, &inside, &format!("198.19.254.{}/30", slot + 2))?;
+        Ok(std::net::Ipv4Addr::new(198, 19, 254, slot + 2))
     }
 
     /// The topology the lab was built from.
@@ -214,6 +248,14 @@ impl Drop for Lab {
             stop_child(child, Duration::from_secs(2));
         }
         self.emulator = None;
+        for link in self
+            .access
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            let _ = netns::ip(&["link", "delete", &link]);
+        }
         for host in &self.hosts {
             if let Err(err) = netns::remove(&host.namespace) {
                 tracing::warn!(namespace = %host.namespace, %err, "could not remove a lab namespace");

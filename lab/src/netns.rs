@@ -48,6 +48,14 @@ pub fn attach(namespace: &str, device: &str, address: &str) -> io::Result<()> {
     ip(&["-n", namespace, "route", "add", "default", "dev", device])
 }
 
+/// Moves `device` into `namespace`, gives it `address/prefix` and brings it
+/// up, with no other route: a side door, not the host's way out.
+pub fn attach_plain(namespace: &str, device: &str, address: &str) -> io::Result<()> {
+    ip(&["link", "set", "dev", device, "netns", namespace])?;
+    ip(&["-n", namespace, "addr", "add", address, "dev", device])?;
+    ip(&["-n", namespace, "link", "set", device, "up"])
+}
+
 /// Kills what still runs in `namespace`, then removes it.
 pub fn remove(namespace: &str) -> io::Result<()> {
     if let Ok(output) = Command::new("ip")
