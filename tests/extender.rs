@@ -11,37 +11,11 @@ use std::time::Duration;
 use netaware_scheduler::cache::ScoreCache;
 use netaware_scheduler::placements::{Placements, PodFacts};
 use netaware_scheduler::policy::PolicyConfig;
-use netaware_scheduler::server::{Extender, router};
+use netaware_scheduler::server::Extender;
 use serde_json::{Value, json};
-use support::{Session, good_peer, start_collector, window};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::{Session, good_peer, post, serve_extender, start_collector, window};
 use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
-
-/// POSTs `body` to the extender and returns (status, body).
-async fn post(addr: std::net::SocketAddr, path: &str, body: &[u8]) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: extender\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    // A server may refuse a large body before reading all of it.
-    let _ = stream.write_all(body).await;
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response).await;
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
-}
 
 fn pod() -> Value {
     json!({
@@ -105,13 +79,7 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
         PolicyConfig::default(),
         None,
     ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(
-        axum::serve(listener, router(extender))
-            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-            .into_future(),
-    );
+    let addr = serve_extender(extender, &shutdown).await;
     support::wait_for(
         "the extender's first matrix",
         Duration::from_secs(5),
@@ -261,13 +229,7 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
         PolicyConfig::default(),
         None,
     ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let neutral_addr = listener.local_addr().unwrap();
-    tokio::spawn(
-        axum::serve(listener, router(stale))
-            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-            .into_future(),
-    );
+    let neutral_addr = serve_extender(stale, &shutdown).await;
     let args = json!({"Pod": pod(), "NodeNames": ["a1", "a3", "b1"]});
     let started = std::time::Instant::now();
     let (status, body) = post(neutral_addr, "/prioritize", args.to_string().as_bytes()).await;
@@ -297,13 +259,7 @@ async fn bind_creates_the_binding_and_the_next_worker_sees_it() {
         Some(client),
     ));
     let shutdown = CancellationToken::new();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(
-        axum::serve(listener, router(extender))
-            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-            .into_future(),
-    );
+    let addr = serve_extender(extender, &shutdown).await;
 
     // kube-scheduler filters first (the extender learns the pod's job)...
     let args = json!({"Pod": pod(), "NodeNames": ["a1", "a2"]});

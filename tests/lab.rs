@@ -3,6 +3,8 @@
 //! against iputils ping over the same pairs. Needs root; the lab tests of
 //! this file run one at a time, so that they do not share the CPU.
 
+mod support;
+
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -405,9 +407,8 @@ fn a_job_scheduled_one_worker_at_a_time_lands_in_one_zone_on_its_best_hosts() {
     use netaware_scheduler::cache::ScoreCache;
     use netaware_scheduler::placements::Placements;
     use netaware_scheduler::policy::PolicyConfig;
-    use netaware_scheduler::server::{Extender, router};
+    use netaware_scheduler::server::Extender;
     use serde_json::{Value, json};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     if !root_or_skip("lab scheduling") {
         return;
@@ -452,21 +453,10 @@ fn a_job_scheduled_one_worker_at_a_time_lands_in_one_zone_on_its_best_hosts() {
             PolicyConfig::default(),
             Some(kube::Client::new(service, "default")),
         ));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(axum::serve(listener, router(extender)).into_future());
+        let addr = support::serve_extender(extender, &shutdown).await;
         let post = |path: &'static str, body: Value| async move {
-            let body = body.to_string();
-            let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-            let head = format!(
-                "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            stream.write_all(head.as_bytes()).await.unwrap();
-            stream.write_all(body.as_bytes()).await.unwrap();
-            let mut response = String::new();
-            stream.read_to_string(&mut response).await.unwrap();
-            serde_json::from_str::<Value>(response.split_once("\r\n\r\n").unwrap().1).unwrap()
+            let (_, answer) = support::post(addr, path, body.to_string().as_bytes()).await;
+            serde_json::from_str::<Value>(&answer).unwrap()
         };
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         while cache.fresh().await.is_none() {

@@ -13,6 +13,7 @@ use netaware_core::NodeInfo;
 use netaware_proto::v1 as pb;
 use netaware_proto::v1::agent_session_client::AgentSessionClient;
 use netaware_proto::v1::{agent_message, collector_message};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
@@ -95,6 +96,48 @@ pub async fn wait_for_matrix(
         done(&matrix).then_some(matrix)
     })
     .await
+}
+
+/// POSTs `body` over a fresh HTTP/1.1 connection; returns (status, body).
+pub async fn post(addr: std::net::SocketAddr, path: &str, body: &[u8]) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: extender\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    // A server may refuse a large body before reading all of it.
+    let _ = stream.write_all(body).await;
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response).await;
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// Serves the extender's routes on an ephemeral loopback port until
+/// `shutdown`; returns the address.
+pub async fn serve_extender(
+    extender: std::sync::Arc<netaware_scheduler::server::Extender>,
+    shutdown: &CancellationToken,
+) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = netaware_scheduler::server::router(extender);
+    tokio::spawn(
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            .into_future(),
+    );
+    addr
 }
 
 /// Unix time now, in milliseconds.
