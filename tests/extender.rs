@@ -222,6 +222,25 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
     let (status, _) = post(addr, "/filter", &huge).await;
     assert_eq!(status, 413, "a 10 MB body is refused");
 
+    // The extender's metrics count what it did, neutral answers included
+    // (a pod of no known job would get one; here every pod has a job).
+    let (status, metrics) = support::get(addr, "/metrics").await;
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains(r#"netaware_scheduler_requests_total{verb="filter",outcome="ok"}"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            r#"netaware_scheduler_requests_total{verb="filter",outcome="bad_request"} 1"#
+        ),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("netaware_scheduler_request_duration_seconds_bucket"),
+        "{metrics}"
+    );
+
     // Without the collector the answers turn neutral once the scores age.
     let stale = Arc::new(Extender::new(
         ScoreCache::new(Duration::from_secs(30)),
@@ -240,6 +259,11 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
         "equal scores without data: {body}"
     );
     assert!(started.elapsed() < Duration::from_secs(1));
+    let (_, metrics) = support::get(neutral_addr, "/metrics").await;
+    assert!(
+        metrics.contains(r#"netaware_scheduler_neutral_answers_total{reason="no_scores"} 1"#),
+        "{metrics}"
+    );
 
     shutdown.cancel();
     collector.wait().await;

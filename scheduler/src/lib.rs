@@ -22,6 +22,7 @@ pub mod bind;
 pub mod cache;
 pub mod convert;
 pub mod job;
+pub mod metrics;
 pub mod placements;
 pub mod pods;
 pub mod policy;

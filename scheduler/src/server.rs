@@ -17,6 +17,7 @@ use tokio::sync::{Mutex, RwLock};
 use crate::bind::RecentPods;
 use crate::cache::ScoreCache;
 use crate::job::job_of;
+use crate::metrics::{Metrics, OutcomeLabels, ReasonLabels, VerbLabels};
 use crate::placements::Placements;
 use crate::policy::{Decision, JobContext, Neutral, PolicyConfig, decide};
 use crate::wire::{
@@ -45,6 +46,44 @@ pub struct Extender {
     pub kube: Option<kube::Client>,
     /// The jobs of pods seen in filter and prioritize calls, for bind.
     pub recent: Mutex<RecentPods>,
+    /// What it has done, for /metrics.
+    pub metrics: Metrics,
+}
+
+/// How a call ended, when its HTTP status does not say (a bind that
+/// failed is still a 200 with the reason in `Error`).
+#[derive(Debug, Clone, Copy)]
+struct Outcome(&'static str);
+
+/// Runs a handler, then counts it and its latency.
+async fn measured(
+    extender: &Extender,
+    verb: &'static str,
+    handler: impl Future<Output = Response>,
+) -> Response {
+    let started = std::time::Instant::now();
+    let response = handler.await;
+    let outcome = response.extensions().get::<Outcome>().map_or_else(
+        || {
+            if response.status().is_success() {
+                "ok"
+            } else {
+                "bad_request"
+            }
+        },
+        |o| o.0,
+    );
+    extender
+        .metrics
+        .requests
+        .get_or_create(&OutcomeLabels { verb, outcome })
+        .inc();
+    extender
+        .metrics
+        .duration
+        .get_or_create(&VerbLabels { verb })
+        .observe(started.elapsed().as_secs_f64());
+    response
 }
 
 impl Extender {
@@ -61,17 +100,37 @@ impl Extender {
             config,
             kube,
             recent: Mutex::new(RecentPods::default()),
+            metrics: Metrics::new(),
         }
     }
 }
 
 /// The extender's routes: POST /filter, POST /prioritize, POST /bind,
-/// GET /healthz.
+/// GET /metrics, GET /healthz.
 pub fn router(extender: Arc<Extender>) -> Router {
     Router::new()
-        .route("/filter", post(filter))
-        .route("/prioritize", post(prioritize))
-        .route("/bind", post(bind))
+        .route(
+            "/filter",
+            post(|State(e): State<Arc<Extender>>, body: Bytes| async move {
+                measured(&e, "filter", filter(&e, body)).await
+            }),
+        )
+        .route(
+            "/prioritize",
+            post(|State(e): State<Arc<Extender>>, body: Bytes| async move {
+                measured(&e, "prioritize", prioritize(&e, body)).await
+            }),
+        )
+        .route(
+            "/bind",
+            post(|State(e): State<Arc<Extender>>, body: Bytes| async move {
+                measured(&e, "bind", bind(&e, body)).await
+            }),
+        )
+        .route(
+            "/metrics",
+            get(|State(e): State<Arc<Extender>>| async move { e.metrics.encode() }),
+        )
         .route("/healthz", get(|| async { "ok\n" }))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(extender)
@@ -152,14 +211,25 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
         &candidates,
         &extender.config,
     );
-    if decision.neutral == Some(Neutral::NoScores) {
-        tracing::warn!("no fresh scores: answering neutrally");
+    if let Some(neutral) = decision.neutral {
+        let reason = match neutral {
+            Neutral::NoScores => {
+                tracing::warn!("no fresh scores: answering neutrally");
+                "no_scores"
+            }
+            Neutral::NoJob => "no_job",
+        };
+        extender
+            .metrics
+            .neutral
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
     }
     Ok(Call { args, decision })
 }
 
-async fn filter(State(extender): State<Arc<Extender>>, body: Bytes) -> Response {
-    let call = match decode(&extender, &body).await {
+async fn filter(extender: &Extender, body: Bytes) -> Response {
+    let call = match decode(extender, &body).await {
         Ok(call) => call,
         Err(response) => return response,
     };
@@ -184,8 +254,8 @@ async fn filter(State(extender): State<Arc<Extender>>, body: Bytes) -> Response 
     axum::Json(result).into_response()
 }
 
-async fn prioritize(State(extender): State<Arc<Extender>>, body: Bytes) -> Response {
-    let call = match decode(&extender, &body).await {
+async fn prioritize(extender: &Extender, body: Bytes) -> Response {
+    let call = match decode(extender, &body).await {
         Ok(call) => call,
         Err(response) => return response,
     };
@@ -198,9 +268,14 @@ async fn prioritize(State(extender): State<Arc<Extender>>, body: Bytes) -> Respo
     axum::Json(priorities).into_response()
 }
 
-async fn bind(State(extender): State<Arc<Extender>>, body: Bytes) -> Response {
+async fn bind(extender: &Extender, body: Bytes) -> Response {
     let answer = |status: StatusCode, error: String| {
-        (status, axum::Json(ExtenderBindingResult { error })).into_response()
+        let failed = !error.is_empty() && status.is_success();
+        let mut response = (status, axum::Json(ExtenderBindingResult { error })).into_response();
+        if failed {
+            response.extensions_mut().insert(Outcome("error"));
+        }
+        response
     };
     let args: ExtenderBindingArgs = match serde_json::from_slice(&body) {
         Ok(args) => args,

@@ -100,9 +100,23 @@ pub async fn wait_for_matrix(
 
 /// POSTs `body` over a fresh HTTP/1.1 connection; returns (status, body).
 pub async fn post(addr: std::net::SocketAddr, path: &str, body: &[u8]) -> (u16, String) {
+    request(addr, "POST", path, body).await
+}
+
+/// GETs `path` over a fresh HTTP/1.1 connection; returns (status, body).
+pub async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    request(addr, "GET", path, b"").await
+}
+
+async fn request(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> (u16, String) {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: extender\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: extender\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes()).await.unwrap();
