@@ -99,6 +99,9 @@ pub struct NodeTerms {
 /// One candidate's verdict.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankedNode {
+    /// Position of the node in the candidate list (the request's, or the
+    /// default list of agent nodes by name).
+    pub candidate: usize,
     /// Node name.
     pub name: String,
     /// Its zone (empty for an unknown node).
@@ -129,7 +132,7 @@ pub struct Ranking {
     pub nodes: Vec<RankedNode>,
 }
 
-/// Ranks the candidates for a job.
+/// Ranks the candidates for a job. Ties keep the candidates' order.
 pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -> Ranking {
     let n = matrix.nodes().len();
     let placed: Vec<usize> = job
@@ -141,22 +144,23 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
     // Everything placement needs from the placed workers' links, gathered in
     // one walk over those links only.
     let to_placed = links_to(matrix, &placed);
-    let candidate_names: Vec<String> = match &job.candidates {
-        Some(names) => names.clone(),
+    let candidate_names: Vec<&str> = match &job.candidates {
+        Some(names) => names.iter().map(String::as_str).collect(),
         None => matrix
             .nodes()
             .iter()
             .enumerate()
             .filter(|(i, node)| node.info.kind == NodeKind::Agent && !placed_set[*i])
-            .map(|(_, node)| node.info.name.clone())
+            .map(|(_, node)| node.info.name.as_str())
             .collect(),
     };
 
     // Node-level failures that do not depend on the zone.
-    let mut verdicts: Vec<(String, Option<usize>, Option<String>)> = candidate_names
+    let mut verdicts: Vec<(usize, &str, Option<usize>, Option<String>)> = candidate_names
         .into_iter()
-        .map(|name| {
-            let index = matrix.index_of(&name);
+        .enumerate()
+        .map(|(candidate, name)| {
+            let index = matrix.index_of(name);
             let failure = match index {
                 None => Some("unknown to the collector".to_owned()),
                 Some(i) if matrix.nodes()[i].stale => {
@@ -164,15 +168,15 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
                 }
                 Some(i) => lossy_peer(matrix, &to_placed[i], config.loss_threshold),
             };
-            (name, index, failure)
+            (candidate, name, index, failure)
         })
         .collect();
-    verdicts.dedup_by(|a, b| a.0 == b.0);
+    verdicts.dedup_by(|a, b| a.1 == b.1);
 
     let feasible: Vec<usize> = verdicts
         .iter()
-        .filter(|(_, _, f)| f.is_none())
-        .filter_map(|(_, i, _)| *i)
+        .filter(|(_, _, _, f)| f.is_none())
+        .filter_map(|(_, _, i, _)| *i)
         .collect();
     let feasible_set = membership(n, feasible.iter().copied());
     let (zone, zone_reason) = choose_zone(matrix, &placed, &feasible, job.size);
@@ -180,9 +184,11 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
 
     let mut nodes: Vec<RankedNode> = verdicts
         .into_iter()
-        .map(|(name, index, mut failure)| {
+        .map(|(candidate, name, index, mut failure)| {
+            let name = name.to_owned();
             let Some(i) = index else {
                 return RankedNode {
+                    candidate,
                     name,
                     zone: String::new(),
                     score: 0.0,
@@ -221,6 +227,7 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
                 (terms.quality * factor).clamp(0.0, 1.0)
             };
             RankedNode {
+                candidate,
                 name,
                 zone: zone_of(i).to_owned(),
                 score,
@@ -233,7 +240,7 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
         b.feasible()
             .cmp(&a.feasible())
             .then(b.score.total_cmp(&a.score))
-            .then_with(|| a.name.cmp(&b.name))
+            .then(a.candidate.cmp(&b.candidate))
     });
     Ranking {
         zone,

@@ -8,7 +8,7 @@
 //! the threshold to a worker of the same job already placed (and, in strict
 //! mode, a node outside the job's zone).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use netaware_core::placement::{JobRequest, PlacementConfig, rank};
 use netaware_core::snapshot::ScoredMatrix;
@@ -33,15 +33,15 @@ pub enum Neutral {
     NoJob,
 }
 
-/// The verdict on a set of candidates.
+/// The verdict on a set of candidates (borrowing their names).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
+pub struct Decision<'a> {
     /// Candidates that pass, in the order given.
-    pub passing: Vec<String>,
+    pub passing: Vec<&'a str>,
     /// Candidates that fail, with the reason.
     pub failed: BTreeMap<String, String>,
     /// Every candidate's score, 0 to MaxExtenderPriority, in the order given.
-    pub scores: Vec<(String, i64)>,
+    pub scores: Vec<(&'a str, i64)>,
     /// Set when the answer carries no opinion, and why.
     pub neutral: Option<Neutral>,
 }
@@ -57,12 +57,12 @@ pub struct JobContext {
 
 /// Decides for `candidates`. `matrix` is `None` without fresh scores, `job`
 /// is `None` for a pod of no recognised job.
-pub fn decide(
+pub fn decide<'a>(
     matrix: Option<&ScoredMatrix>,
     job: Option<&JobContext>,
-    candidates: &[String],
+    candidates: &'a [String],
     config: &PolicyConfig,
-) -> Decision {
+) -> Decision<'a> {
     let (matrix, job) = match (matrix, job) {
         (None, _) => return neutral(candidates, Neutral::NoScores),
         (_, None) => return neutral(candidates, Neutral::NoJob),
@@ -76,10 +76,10 @@ pub fn decide(
     };
     let ranking = rank(matrix, &request, &config.placement);
     let mut failed = BTreeMap::new();
-    let mut score_of = HashMap::with_capacity(ranking.nodes.len());
+    let mut scores: Vec<(&str, i64)> = candidates.iter().map(|c| (c.as_str(), 0)).collect();
     for node in &ranking.nodes {
         let score = (node.score * MAX_EXTENDER_PRIORITY as f64).round() as i64;
-        score_of.insert(node.name.as_str(), score.clamp(0, MAX_EXTENDER_PRIORITY));
+        scores[node.candidate].1 = score.clamp(0, MAX_EXTENDER_PRIORITY);
         // Only what was measured fails a node; a node without data (unknown
         // or stale) stays schedulable, with the lowest score.
         if let Some(reason) = &node.failure {
@@ -92,12 +92,8 @@ pub fn decide(
     }
     let passing = candidates
         .iter()
+        .map(String::as_str)
         .filter(|c| !failed.contains_key(*c))
-        .cloned()
-        .collect();
-    let scores = candidates
-        .iter()
-        .map(|c| (c.clone(), score_of.get(c.as_str()).copied().unwrap_or(0)))
         .collect();
     Decision {
         passing,
@@ -107,11 +103,11 @@ pub fn decide(
     }
 }
 
-fn neutral(candidates: &[String], why: Neutral) -> Decision {
+fn neutral(candidates: &[String], why: Neutral) -> Decision<'_> {
     Decision {
-        passing: candidates.to_vec(),
+        passing: candidates.iter().map(String::as_str).collect(),
         failed: BTreeMap::new(),
-        scores: candidates.iter().map(|c| (c.clone(), 0)).collect(),
+        scores: candidates.iter().map(|c| (c.as_str(), 0)).collect(),
         neutral: Some(why),
     }
 }
@@ -204,7 +200,7 @@ mod tests {
             "{:?}",
             decision.failed
         );
-        let score = |n: &str| decision.scores.iter().find(|(h, _)| h == n).unwrap().1;
+        let score = |n: &str| decision.scores.iter().find(|(h, _)| *h == n).unwrap().1;
         assert!(score("a2") > score("b1"));
         assert_eq!(score("ghost"), 0);
         assert!(
@@ -225,8 +221,9 @@ mod tests {
             strict_zone: true,
             ..PolicyConfig::default()
         };
-        let decision = decide(Some(&matrix()), Some(&job), &names(&["a2", "b1"]), &config);
-        assert_eq!(decision.passing, names(&["a2"]));
+        let candidates = names(&["a2", "b1"]);
+        let decision = decide(Some(&matrix()), Some(&job), &candidates, &config);
+        assert_eq!(decision.passing, ["a2"]);
         assert!(decision.failed["b1"].contains("outside the chosen zone"));
     }
 }

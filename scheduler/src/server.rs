@@ -136,10 +136,12 @@ pub fn router(extender: Arc<Extender>) -> Router {
         .with_state(extender)
 }
 
-/// A request, decoded and checked.
+/// A request, decoded and checked, and the decision on it.
 struct Call {
     args: ExtenderArgs,
-    decision: Decision,
+    passing: Vec<String>,
+    failed: std::collections::BTreeMap<String, String>,
+    scores: Vec<HostPriority>,
 }
 
 fn bad_request(message: String) -> Response {
@@ -225,7 +227,24 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
             .get_or_create(&ReasonLabels { reason })
             .inc();
     }
-    Ok(Call { args, decision })
+    let Decision {
+        passing,
+        failed,
+        scores,
+        ..
+    } = decision;
+    Ok(Call {
+        passing: passing.into_iter().map(str::to_owned).collect(),
+        failed,
+        scores: scores
+            .into_iter()
+            .map(|(host, score)| HostPriority {
+                host: host.to_owned(),
+                score,
+            })
+            .collect(),
+        args,
+    })
 }
 
 async fn filter(extender: &Extender, body: Bytes) -> Response {
@@ -234,13 +253,13 @@ async fn filter(extender: &Extender, body: Bytes) -> Response {
         Err(response) => return response,
     };
     let passing: std::collections::HashSet<&str> =
-        call.decision.passing.iter().map(String::as_str).collect();
+        call.passing.iter().map(String::as_str).collect();
     let mut result = ExtenderFilterResult {
-        failed_nodes: call.decision.failed.clone(),
+        failed_nodes: call.failed.clone(),
         ..ExtenderFilterResult::default()
     };
     match (call.args.node_names, call.args.nodes) {
-        (Some(_), _) => result.node_names = Some(call.decision.passing.clone()),
+        (Some(_), _) => result.node_names = Some(call.passing.clone()),
         (None, Some(list)) => {
             let items: Vec<Value> = list
                 .items
@@ -259,13 +278,7 @@ async fn prioritize(extender: &Extender, body: Bytes) -> Response {
         Ok(call) => call,
         Err(response) => return response,
     };
-    let priorities: Vec<HostPriority> = call
-        .decision
-        .scores
-        .into_iter()
-        .map(|(host, score)| HostPriority { host, score })
-        .collect();
-    axum::Json(priorities).into_response()
+    axum::Json(call.scores).into_response()
 }
 
 async fn bind(extender: &Extender, body: Bytes) -> Response {
