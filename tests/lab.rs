@@ -57,27 +57,10 @@ fn pair<'m>(matrix: &'m MatrixJson, src: &str, dst: &str) -> &'m PairJson {
 /// Median RTT (ms) of `count` pings from `src` to `dst`, run in the lab.
 fn ping_median(system: &LabSystem, src: &str, dst: &str, count: u32) -> f64 {
     let address = system.lab().host(dst).unwrap().spec.address.to_string();
-    let output = system
+    let mut rtts = system
         .lab()
-        .command(src, "ping")
-        .unwrap()
-        .args([
-            "-n",
-            "-c",
-            &count.to_string(),
-            "-i",
-            "0.02",
-            "-W",
-            "1",
-            &address,
-        ])
-        .output()
+        .ping(src, &address, count, Duration::from_millis(20))
         .unwrap();
-    let mut rtts: Vec<f64> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| l.split("time=").nth(1))
-        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
-        .collect();
     assert!(!rtts.is_empty(), "ping {src} -> {dst} got no reply");
     rtts.sort_by(f64::total_cmp);
     rtts[rtts.len() / 2]

@@ -166,6 +166,28 @@ impl Lab {
         Ok(command)
     }
 
+    /// Runs iputils ping (the reference the agents are held to) in `host`
+    /// towards `address`: `count` echo requests `interval` apart; returns the
+    /// RTT of every reply, in ms, in order.
+    pub fn ping(
+        &self,
+        host: &str,
+        address: &str,
+        count: u32,
+        interval: Duration,
+    ) -> Result<Vec<f64>, LabError> {
+        let output = self
+            .command(host, "ping")?
+            .args(["-n", "-c", &count.to_string(), "-W", "1"])
+            .args(["-i", &format!("{:.3}", interval.as_secs_f64()), address])
+            .output()?;
+        Ok(String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| line.split("time=").nth(1))
+            .filter_map(|time| time.split_whitespace().next()?.parse().ok())
+            .collect())
+    }
+
     /// Starts `command` (from [`Lab::command`]) and keeps it, so that it is
     /// stopped with the lab. Returns its pid.
     pub fn spawn(&self, mut command: Command) -> Result<u32, LabError> {

@@ -8,27 +8,9 @@ use netaware_lab::{Faults, Lab, LinkProfile, Topology, root_or_skip};
 
 /// Runs ping in `host` towards `address`; returns (sent, received, RTTs in ms).
 fn ping(lab: &Lab, host: &str, address: &str, count: u32) -> (u32, u32, Vec<f64>) {
-    let output: std::process::Output = lab
-        .command(host, "ping")
-        .unwrap()
-        .args([
-            "-n",
-            "-c",
-            &count.to_string(),
-            "-i",
-            "0.01",
-            "-W",
-            "1",
-            address,
-        ])
-        .output()
+    let rtts = lab
+        .ping(host, address, count, std::time::Duration::from_millis(10))
         .unwrap();
-    let text = String::from_utf8_lossy(&output.stdout);
-    let rtts: Vec<f64> = text
-        .lines()
-        .filter_map(|l| l.split("time=").nth(1))
-        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
-        .collect();
     (count, rtts.len() as u32, rtts)
 }
 
