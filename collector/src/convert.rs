@@ -118,8 +118,8 @@ pub fn ranking(ranking: &Ranking) -> pb::RankResponse {
             .nodes
             .iter()
             .map(|n| pb::RankedNode {
-                name: n.name.clone(),
-                zone: n.zone.clone(),
+                name: n.name.to_owned(),
+                zone: n.zone.to_owned(),
                 score: n.score,
                 feasible: n.feasible(),
                 reason: n.failure.clone().unwrap_or_default(),

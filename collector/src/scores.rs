@@ -55,9 +55,10 @@ impl pb::scores_server::Scores for ScoresService {
         request: Request<pb::RankRequest>,
     ) -> Result<Response<pb::RankResponse>, Status> {
         let request = request.into_inner();
-        let job = job_request(request)?;
+        let job = job_request(&request)?;
         let state = self.0.state.lock().await;
-        let ranking = placement::rank(&state.snapshot(now_ms()), &job, &state.config().placement);
+        let snapshot = state.snapshot(now_ms());
+        let ranking = placement::rank(&snapshot, &job, &state.config().placement);
         Ok(Response::new(convert::ranking(&ranking)))
     }
 
@@ -94,7 +95,7 @@ impl pb::scores_server::Scores for ScoresService {
 }
 
 /// A rank request, checked.
-fn job_request(request: pb::RankRequest) -> Result<JobRequest, Status> {
+fn job_request(request: &pb::RankRequest) -> Result<JobRequest<'_>, Status> {
     if request.size == 0 || request.size > MAX_JOB_SIZE {
         return Err(Status::invalid_argument(format!(
             "size must be between 1 and {MAX_JOB_SIZE}"
@@ -112,8 +113,8 @@ fn job_request(request: pb::RankRequest) -> Result<JobRequest, Status> {
     }
     Ok(JobRequest {
         size: request.size as usize,
-        placed: request.placed,
-        candidates: (!request.candidates.is_empty()).then_some(request.candidates),
+        placed: &request.placed,
+        candidates: (!request.candidates.is_empty()).then_some(&request.candidates[..]),
         strict_zone: request.strict_zone,
     })
 }

@@ -39,15 +39,16 @@ impl Default for PlacementConfig {
     }
 }
 
-/// A job to place.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct JobRequest {
+/// A job to place. It borrows its names: the extender ranks thousands of
+/// candidates per request and must not copy them.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct JobRequest<'a> {
     /// Number of workers (k).
     pub size: usize,
     /// Nodes where workers of the job already run.
-    pub placed: Vec<String>,
+    pub placed: &'a [String],
     /// Nodes to consider; `None` means every agent node not in `placed`.
-    pub candidates: Option<Vec<String>>,
+    pub candidates: Option<&'a [String]>,
     /// Fail nodes outside the chosen zone instead of scoring them low.
     pub strict_zone: bool,
 }
@@ -96,16 +97,17 @@ pub struct NodeTerms {
     pub in_chosen_zone: bool,
 }
 
-/// One candidate's verdict.
+/// One candidate's verdict, borrowing names from the request and the
+/// matrix.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RankedNode {
+pub struct RankedNode<'a> {
     /// Position of the node in the candidate list (the request's, or the
     /// default list of agent nodes by name).
     pub candidate: usize,
     /// Node name.
-    pub name: String,
+    pub name: &'a str,
     /// Its zone (empty for an unknown node).
-    pub zone: String,
+    pub zone: &'a str,
     /// In [0, 1]; 0 for infeasible nodes.
     pub score: f64,
     /// Why the node must not be used; `None` when it may.
@@ -114,7 +116,7 @@ pub struct RankedNode {
     pub terms: NodeTerms,
 }
 
-impl RankedNode {
+impl RankedNode<'_> {
     /// Whether the node may be used.
     pub fn feasible(&self) -> bool {
         self.failure.is_none()
@@ -123,17 +125,21 @@ impl RankedNode {
 
 /// The answer: a zone and the candidates, feasible ones best first.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Ranking {
+pub struct Ranking<'a> {
     /// The chosen zone, if any candidate is feasible.
     pub zone: Option<String>,
     /// Why that zone.
     pub zone_reason: String,
     /// Feasible nodes by score (best first), then the infeasible ones.
-    pub nodes: Vec<RankedNode>,
+    pub nodes: Vec<RankedNode<'a>>,
 }
 
 /// Ranks the candidates for a job. Ties keep the candidates' order.
-pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -> Ranking {
+pub fn rank<'a>(
+    matrix: &'a ScoredMatrix,
+    job: &JobRequest<'a>,
+    config: &PlacementConfig,
+) -> Ranking<'a> {
     let n = matrix.nodes().len();
     let placed: Vec<usize> = job
         .placed
@@ -185,12 +191,11 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
     let mut nodes: Vec<RankedNode> = verdicts
         .into_iter()
         .map(|(candidate, name, index, mut failure)| {
-            let name = name.to_owned();
             let Some(i) = index else {
                 return RankedNode {
                     candidate,
                     name,
-                    zone: String::new(),
+                    zone: "",
                     score: 0.0,
                     failure,
                     terms: NodeTerms::empty(),
@@ -229,7 +234,7 @@ pub fn rank(matrix: &ScoredMatrix, job: &JobRequest, config: &PlacementConfig) -
             RankedNode {
                 candidate,
                 name,
-                zone: zone_of(i).to_owned(),
+                zone: zone_of(i),
                 score,
                 failure,
                 terms,
@@ -531,25 +536,30 @@ mod tests {
         scored(&nodes, &measured, 10_000)
     }
 
-    fn job(size: usize, placed: &[&str]) -> JobRequest {
+    fn owned(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn job(size: usize, placed: &[String]) -> JobRequest<'_> {
         JobRequest {
             size,
-            placed: placed.iter().map(|s| s.to_string()).collect(),
+            placed,
             ..JobRequest::default()
         }
     }
 
-    fn names(ranking: &Ranking) -> Vec<&str> {
-        ranking.nodes.iter().map(|n| n.name.as_str()).collect()
+    fn names<'a>(ranking: &Ranking<'a>) -> Vec<&'a str> {
+        ranking.nodes.iter().map(|n| n.name).collect()
     }
 
     #[test]
     fn picks_the_zone_whose_best_k_are_best_connected() {
-        let ranking = rank(&cluster(), &job(2, &[]), &PlacementConfig::default());
+        let matrix = cluster();
+        let ranking = rank(&matrix, &job(2, &[]), &PlacementConfig::default());
         assert_eq!(ranking.zone.as_deref(), Some("a"));
         assert_eq!(&names(&ranking)[..2], ["a1", "a2"]);
         // For 3 workers, zone a would need its lossy host: b is better.
-        let ranking = rank(&cluster(), &job(3, &[]), &PlacementConfig::default());
+        let ranking = rank(&matrix, &job(3, &[]), &PlacementConfig::default());
         assert_eq!(ranking.zone.as_deref(), Some("b"));
         assert!(
             ranking.nodes[..3]
@@ -561,7 +571,9 @@ mod tests {
 
     #[test]
     fn placed_workers_pull_their_zone_and_fail_lossy_nodes() {
-        let ranking = rank(&cluster(), &job(3, &["a1"]), &PlacementConfig::default());
+        let matrix = cluster();
+        let placed = owned(&["a1"]);
+        let ranking = rank(&matrix, &job(3, &placed), &PlacementConfig::default());
         assert_eq!(ranking.zone.as_deref(), Some("a"));
         assert_eq!(names(&ranking)[0], "a2");
         assert_eq!(ranking.nodes[0].terms.basis, Basis::Placed);
@@ -578,16 +590,18 @@ mod tests {
 
     #[test]
     fn strict_mode_fails_other_zones() {
+        let matrix = cluster();
+        let placed = owned(&["b1"]);
         let request = JobRequest {
             strict_zone: true,
-            ..job(2, &["b1"])
+            ..job(2, &placed)
         };
-        let ranking = rank(&cluster(), &request, &PlacementConfig::default());
+        let ranking = rank(&matrix, &request, &PlacementConfig::default());
         let feasible: Vec<&str> = ranking
             .nodes
             .iter()
             .filter(|n| n.feasible())
-            .map(|n| n.name.as_str())
+            .map(|n| n.name)
             .collect();
         assert_eq!(feasible, ["b2", "b3"]);
         let a1 = ranking.nodes.iter().find(|n| n.name == "a1").unwrap();
@@ -599,11 +613,14 @@ mod tests {
 
     #[test]
     fn unknown_and_colocated_candidates() {
+        let matrix = cluster();
+        let placed = owned(&["b1"]);
+        let candidates = owned(&["ghost", "b1", "b2"]);
         let request = JobRequest {
-            candidates: Some(vec!["ghost".into(), "b1".into(), "b2".into()]),
-            ..job(2, &["b1"])
+            candidates: Some(&candidates),
+            ..job(2, &placed)
         };
-        let ranking = rank(&cluster(), &request, &PlacementConfig::default());
+        let ranking = rank(&matrix, &request, &PlacementConfig::default());
         assert_eq!(names(&ranking), ["b1", "b2", "ghost"]);
         assert_eq!(ranking.nodes[0].terms.basis, Basis::Colocated);
         assert_eq!(
@@ -614,7 +631,8 @@ mod tests {
 
     #[test]
     fn too_small_zones_fall_back_to_the_largest() {
-        let ranking = rank(&cluster(), &job(5, &[]), &PlacementConfig::default());
+        let matrix = cluster();
+        let ranking = rank(&matrix, &job(5, &[]), &PlacementConfig::default());
         assert!(
             ranking.zone_reason.contains("no zone has 5"),
             "{}",

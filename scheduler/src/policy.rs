@@ -70,12 +70,13 @@ pub fn decide<'a>(
     };
     let request = JobRequest {
         size: job.size.max(1),
-        placed: job.placed.clone(),
-        candidates: Some(candidates.to_vec()),
+        placed: &job.placed,
+        candidates: Some(candidates),
         strict_zone: config.strict_zone,
     };
     let ranking = rank(matrix, &request, &config.placement);
     let mut failed = BTreeMap::new();
+    let mut fails = vec![false; candidates.len()];
     let mut scores: Vec<(&str, i64)> = candidates.iter().map(|c| (c.as_str(), 0)).collect();
     for node in &ranking.nodes {
         let score = (node.score * MAX_EXTENDER_PRIORITY as f64).round() as i64;
@@ -86,14 +87,24 @@ pub fn decide<'a>(
             let measured =
                 reason.starts_with("loss ") || reason.starts_with("outside the chosen zone");
             if measured {
-                failed.insert(node.name.clone(), reason.clone());
+                fails[node.candidate] = true;
+                failed.insert(node.name.to_owned(), reason.clone());
             }
+        }
+    }
+    // rank() drops a name repeated right after itself: the repeat gets the
+    // verdict of the name before it.
+    for i in 1..candidates.len() {
+        if candidates[i] == candidates[i - 1] {
+            scores[i].1 = scores[i - 1].1;
+            fails[i] = fails[i - 1];
         }
     }
     let passing = candidates
         .iter()
-        .map(String::as_str)
-        .filter(|c| !failed.contains_key(*c))
+        .zip(&fails)
+        .filter(|(_, fails)| !**fails)
+        .map(|(c, _)| c.as_str())
         .collect();
     Decision {
         passing,
@@ -225,5 +236,25 @@ mod tests {
         let decision = decide(Some(&matrix()), Some(&job), &candidates, &config);
         assert_eq!(decision.passing, ["a2"]);
         assert!(decision.failed["b1"].contains("outside the chosen zone"));
+    }
+
+    #[test]
+    fn a_repeated_name_gets_the_same_verdict_everywhere() {
+        let job = JobContext {
+            size: 3,
+            placed: names(&["a1"]),
+        };
+        let candidates = names(&["a3", "a3", "a2", "a2", "a3"]);
+        let decision = decide(
+            Some(&matrix()),
+            Some(&job),
+            &candidates,
+            &PolicyConfig::default(),
+        );
+        assert_eq!(decision.passing, names(&["a2", "a2"]));
+        let scores: Vec<i64> = decision.scores.iter().map(|(_, s)| *s).collect();
+        assert_eq!(scores[2], scores[3]);
+        assert!(scores[2] > 0);
+        assert_eq!(scores[0], 0);
     }
 }
