@@ -11,12 +11,14 @@
 //! - [`score`]: the score model that turns a pair's figures into a quality.
 //! - [`snapshot`]: a scored, self-contained view of the matrix at one instant.
 //! - [`placement`]: where the workers of a job should go, and why.
+//! - [`throughput_plan`]: which throughput tests run when, within a budget.
 
 pub mod matrix;
 pub mod placement;
 pub mod registry;
 pub mod score;
 pub mod snapshot;
+pub mod throughput_plan;
 
 /// Milliseconds since the Unix epoch. All times in the core are this type,
 /// passed in by the caller.
