@@ -46,6 +46,14 @@ pub struct AgentArgs {
     /// Most unacknowledged windows kept while the collector is away.
     #[arg(long, default_value_t = 60)]
     pub max_buffered_windows: usize,
+    /// TCP port of the throughput server on this node's addresses (0: run
+    /// none, and take part in no throughput test).
+    #[arg(long, env = "NETAWARE_THROUGHPUT_PORT", default_value_t = crate::DEFAULT_THROUGHPUT_PORT)]
+    pub throughput_port: u16,
+    /// Socket buffer size (bytes) of throughput streams; 0 lets the kernel
+    /// tune it.
+    #[arg(long, default_value_t = 0)]
+    pub throughput_buffer: u32,
 }
 
 impl AgentArgs {
@@ -57,6 +65,8 @@ impl AgentArgs {
             window: self.window,
             probe_timeout: self.probe_timeout,
             max_buffered_windows: self.max_buffered_windows,
+            throughput_port: (self.throughput_port != 0).then_some(self.throughput_port),
+            throughput_buffer: (self.throughput_buffer != 0).then_some(self.throughput_buffer),
             ..AgentConfig::new(&self.node, self.addresses, &self.zone, &self.collector)
         }
     }

@@ -20,6 +20,13 @@ pub struct Counters {
     pub windows_dropped: AtomicU64,
     /// Sessions opened after the first.
     pub reconnects: AtomicU64,
+    /// Throughput tests run as the client, by outcome.
+    pub throughput_tests: AtomicU64,
+    /// Of those, tests that failed.
+    pub throughput_failures: AtomicU64,
+    /// Throughput orders that could not be carried out (bad order, token
+    /// book full).
+    pub throughput_orders_refused: AtomicU64,
 }
 
 impl Counters {
@@ -40,14 +47,17 @@ impl Counters {
     pub fn summary(&self) -> String {
         let get = Self::get;
         format!(
-            "probes_sent={} probe_errors={} windows_sent={} windows_acked={} windows_rejected={} windows_dropped={} reconnects={}",
+            "probes_sent={} probe_errors={} windows_sent={} windows_acked={} windows_rejected={} windows_dropped={} reconnects={} throughput_tests={} throughput_failures={} throughput_orders_refused={}",
             get(&self.probes_sent),
             get(&self.probe_errors),
             get(&self.windows_sent),
             get(&self.windows_acked),
             get(&self.windows_rejected),
             get(&self.windows_dropped),
-            get(&self.reconnects)
+            get(&self.reconnects),
+            get(&self.throughput_tests),
+            get(&self.throughput_failures),
+            get(&self.throughput_orders_refused)
         )
     }
 }

@@ -6,9 +6,12 @@
 //! sends one window of figures per peer every window length, with the node's
 //! load.
 //!
+//! It also runs a [`throughput`] server, and runs the throughput tests the
+//! collector orders.
+//!
 //! Layout: pure parts ([`window`] statistics, the probe [`schedule`]) beside
 //! thin shells ([`icmp`] sockets, the [`measure`] loop, the collector
-//! [`session`], [`node_stats`] from sysinfo). [`Agent`] ties them together;
+//! [`session`], [`node_stats`] from sysinfo, [`throughput`] tests). [`Agent`] ties them together;
 //! the `netaware-agent` binary and the `netaware demo` command both use it.
 
 pub mod cli;
@@ -19,6 +22,7 @@ pub mod measure;
 pub mod node_stats;
 pub mod schedule;
 pub mod session;
+pub mod throughput;
 pub mod window;
 
 use std::net::IpAddr;
@@ -30,6 +34,9 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use counters::Counters;
+
+/// The throughput server's port unless configured otherwise.
+pub const DEFAULT_THROUGHPUT_PORT: u16 = 7471;
 
 /// Errors that stop an agent from starting.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +52,16 @@ pub enum AgentError {
     /// SIGINT and SIGTERM handlers could not be installed.
     #[error("cannot listen for shutdown signals: {0}")]
     Signals(std::io::Error),
+    /// The throughput server could not listen.
+    #[error(
+        "cannot open the throughput server on {addr}: {source} (choose another --throughput-port, or 0 for none)"
+    )]
+    ThroughputServer {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
 }
 
 /// Who the agent is and how it measures.
@@ -68,6 +85,12 @@ pub struct AgentConfig {
     pub probe_timeout: Duration,
     /// Most windows kept while waiting for acks.
     pub max_buffered_windows: usize,
+    /// Port of the throughput server on the node's addresses; `None` runs
+    /// none (the collector then plans no test with this node).
+    pub throughput_port: Option<u16>,
+    /// SO_SNDBUF and SO_RCVBUF of throughput streams; `None` lets the
+    /// kernel tune them.
+    pub throughput_buffer: Option<u32>,
 }
 
 impl AgentConfig {
@@ -84,6 +107,8 @@ impl AgentConfig {
             window: Duration::from_secs(10),
             probe_timeout: Duration::from_secs(1),
             max_buffered_windows: 60,
+            throughput_port: Some(DEFAULT_THROUGHPUT_PORT),
+            throughput_buffer: None,
         }
     }
 
@@ -146,11 +171,31 @@ impl Agent {
             window_ms: config.window.as_millis().try_into().unwrap_or(u32::MAX),
             probe_interval_ms: config.interval.as_millis().try_into().unwrap_or(u32::MAX),
             instance: rand::random(),
+            throughput_port: config.throughput_port.map_or(0, u32::from),
         };
         let timing = measure::MeasureTiming {
             interval: config.interval,
             window: config.window,
             probe_timeout: config.probe_timeout,
+        };
+        let server = match config.throughput_port {
+            Some(port) => Some(throughput_server(
+                [v4.map(IpAddr::V4), v6.map(IpAddr::V6)]
+                    .into_iter()
+                    .flatten(),
+                port,
+                config.throughput_buffer,
+                &shutdown,
+            )?),
+            None => None,
+        };
+        let (results_tx, results_rx) = mpsc::channel(64);
+        let orders = throughput::orders::Orders {
+            server,
+            send_buffer: config.throughput_buffer,
+            results: results_tx,
+            counters: Arc::clone(&counters),
+            shutdown: shutdown.clone(),
         };
         let mut tasks = tokio::task::JoinSet::new();
         let (requests_tx, requests_rx) = mpsc::channel(1024);
@@ -174,11 +219,16 @@ impl Agent {
             Arc::clone(&counters),
             shutdown.clone(),
         ));
+        let links = session::Links {
+            windows: windows_rx,
+            results: results_rx,
+            peers: peers_tx,
+            orders,
+        };
         tasks.spawn(session::run(
             config.collector,
             hello,
-            windows_rx,
-            peers_tx,
+            links,
             session::Outbox::new(config.max_buffered_windows),
             Arc::clone(&counters),
             shutdown,
@@ -195,6 +245,23 @@ impl Agent {
     pub async fn wait(mut self) {
         while self.tasks.join_next().await.is_some() {}
     }
+}
+
+/// Opens the throughput server on each of `addresses` (one per family).
+fn throughput_server(
+    addresses: impl Iterator<Item = IpAddr>,
+    port: u16,
+    buffer: Option<u32>,
+    shutdown: &CancellationToken,
+) -> Result<throughput::server::ServerHandle, AgentError> {
+    let server = throughput::server::ServerHandle::new();
+    for ip in addresses {
+        let addr = std::net::SocketAddr::new(ip, port);
+        let listener = throughput::server::bind(addr, buffer.map(|b| b as usize))
+            .map_err(|source| AgentError::ThroughputServer { addr, source })?;
+        server.serve(listener, shutdown.clone());
+    }
+    Ok(server)
 }
 
 /// Runs an agent until SIGINT or SIGTERM, then logs what it did: the body

@@ -100,6 +100,8 @@ pub async fn run(
                     end_unix_ms: start + window_ms,
                     peers: to_proto(figures),
                     stats: Some(stats.sample()),
+                    // Added by the session as it numbers the window.
+                    throughput: Vec::new(),
                 };
                 next_to_close += 1;
                 if windows.send(window).await.is_err() {

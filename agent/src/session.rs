@@ -1,8 +1,10 @@
 //! The agent's session with the collector: one bidirectional gRPC stream.
 //!
 //! Hello goes first, then every window not yet acknowledged (in order), then
-//! each new window as it closes. The collector sends peer sets, which go to
-//! the measuring loop, and acks, which free the windows they name. Windows
+//! each new window as it closes, carrying the throughput results finished
+//! since the last one. The collector sends peer sets, which go to the
+//! measuring loop, acks, which free the windows they name, and throughput
+//! orders, which go to [`Orders`]. Windows
 //! wait in a bounded outbox while the collector is away; when the bound
 //! forces one out it is counted and logged, never dropped silently.
 //! Reconnects back off exponentially (capped) with jitter.
@@ -13,12 +15,15 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use netaware_proto::v1::agent_session_client::AgentSessionClient;
-use netaware_proto::v1::{AgentMessage, Hello, Peer, Window, agent_message, collector_message};
+use netaware_proto::v1::{
+    AgentMessage, Hello, Peer, ThroughputResult, Window, agent_message, collector_message,
+};
 use tokio::sync::{mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::counters::Counters;
+use crate::throughput::orders::Orders;
 
 /// First and longest pause between two connection attempts.
 const BACKOFF_MIN: Duration = Duration::from_millis(200);
@@ -88,12 +93,23 @@ enum Ended {
     Lost(String),
 }
 
+/// What the session exchanges with the rest of the agent.
+pub struct Links {
+    /// Windows from the measuring loop.
+    pub windows: mpsc::Receiver<Window>,
+    /// Finished throughput tests, for the next window.
+    pub results: mpsc::Receiver<ThroughputResult>,
+    /// Peer sets, to the measuring loop.
+    pub peers: watch::Sender<Vec<Peer>>,
+    /// Carries out throughput orders.
+    pub orders: Orders,
+}
+
 /// Keeps a session with the collector open until `shutdown`.
 pub async fn run(
     collector: String,
     hello: Hello,
-    mut windows: mpsc::Receiver<Window>,
-    peers: watch::Sender<Vec<Peer>>,
+    mut links: Links,
     mut outbox: Outbox,
     counters: Arc<Counters>,
     shutdown: CancellationToken,
@@ -107,7 +123,7 @@ pub async fn run(
         attempts += 1;
         let ended = tokio::select! {
             () = shutdown.cancelled() => Ended::Shutdown,
-            ended = session(&collector, &hello, &mut windows, &peers, &mut outbox, &counters, &shutdown) => ended,
+            ended = session(&collector, &hello, &mut links, &mut outbox, &counters, &shutdown) => ended,
         };
         match ended {
             Ended::Shutdown => return,
@@ -127,13 +143,21 @@ pub async fn run(
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 () = tokio::time::sleep_until(deadline) => break,
-                Some(window) = windows.recv() => { keep(&mut outbox, window, &counters); }
+                Some(window) = links.windows.recv() => { keep(&mut outbox, window, &mut links.results, &counters); }
             }
         }
     }
 }
 
-fn keep(outbox: &mut Outbox, window: Window, counters: &Counters) -> Window {
+fn keep(
+    outbox: &mut Outbox,
+    mut window: Window,
+    results: &mut mpsc::Receiver<ThroughputResult>,
+    counters: &Counters,
+) -> Window {
+    while let Ok(result) = results.try_recv() {
+        window.throughput.push(result);
+    }
     let (window, evicted) = outbox.push(window);
     if let Some(old) = evicted {
         counters.windows_dropped.fetch_add(1, Relaxed);
@@ -145,12 +169,10 @@ fn keep(outbox: &mut Outbox, window: Window, counters: &Counters) -> Window {
     window
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn session(
     collector: &str,
     hello: &Hello,
-    windows: &mut mpsc::Receiver<Window>,
-    peers: &watch::Sender<Vec<Peer>>,
+    links: &mut Links,
     outbox: &mut Outbox,
     counters: &Counters,
     shutdown: &CancellationToken,
@@ -189,8 +211,8 @@ async fn session(
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return Ended::Shutdown,
-            Some(window) = windows.recv() => {
-                let window = keep(outbox, window, counters);
+            Some(window) = links.windows.recv() => {
+                let window = keep(outbox, window, &mut links.results, counters);
                 counters.windows_sent.fetch_add(1, Relaxed);
                 if up.send(send(window)).await.is_err() {
                     return Ended::Lost("stream closed".into());
@@ -200,7 +222,10 @@ async fn session(
                 Ok(Some(message)) => match message.body {
                     Some(collector_message::Body::PeerSet(set)) => {
                         tracing::info!(peers = set.peers.len(), "peer set received");
-                        peers.send_replace(set.peers);
+                        links.peers.send_replace(set.peers);
+                    }
+                    Some(collector_message::Body::ThroughputOrder(order)) => {
+                        links.orders.handle(order);
                     }
                     Some(collector_message::Body::Ack(ack)) => {
                         outbox.ack(ack.seq);

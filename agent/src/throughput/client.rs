@@ -1,0 +1,142 @@
+//! The throughput client: opens the streams with the token, sends for the
+//! warm-up and the measured part, and reads the server's count.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::time::{Instant, timeout, timeout_at};
+
+use super::wire::{Counted, Header, RESULT_LEN, Status, Token};
+use super::{CHUNK_BYTES, Outcome, ThroughputError, tcp_info};
+
+/// Longest wait for a connection or the server's status.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Sending goes on this long past the measured part, so the server's last
+/// count falls while data still flows.
+const TAIL: Duration = Duration::from_millis(200);
+
+/// One test to run.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The server's throughput port.
+    pub server: SocketAddr,
+    /// The token the collector issued.
+    pub token: Token,
+    /// Parallel streams, 1 to [`super::MAX_STREAMS`].
+    pub streams: u8,
+    /// Warm-up left out.
+    pub omit: Duration,
+    /// Measured part.
+    pub duration: Duration,
+    /// SO_SNDBUF for each stream; `None` lets the kernel tune it.
+    pub send_buffer: Option<u32>,
+}
+
+/// Runs one test.
+pub async fn run(plan: &Plan) -> Result<Outcome, ThroughputError> {
+    let header = |stream| Header {
+        token: plan.token,
+        stream,
+        streams: plan.streams.max(1),
+        omit: plan.omit,
+        duration: plan.duration,
+    };
+    // Stream 0 first: it opens the test on the server.
+    let mut streams = vec![open(plan, header(0)).await?];
+    for index in 1..plan.streams.max(1) {
+        streams.push(open(plan, header(index)).await?);
+    }
+    let end = Instant::now() + plan.omit + plan.duration + TAIL;
+    let mut senders = tokio::task::JoinSet::new();
+    let mut first = None;
+    for (index, stream) in streams.into_iter().enumerate() {
+        let (reader, mut writer) = stream.into_split();
+        if index == 0 {
+            first = Some(reader);
+        }
+        senders.spawn(async move {
+            let chunk = vec![0u8; CHUNK_BYTES];
+            while Instant::now() < end {
+                match timeout_at(end, writer.write(&chunk)).await {
+                    Ok(Ok(_)) | Err(_) => {}
+                    Ok(Err(err)) => return Err(ThroughputError::io("sending")(err)),
+                }
+            }
+            let facts = tcp_info::read(writer.as_ref());
+            let _ = writer.shutdown().await;
+            Ok(facts)
+        });
+    }
+    let mut facts = Vec::new();
+    while let Some(joined) = senders.join_next().await {
+        let sent = joined.map_err(|e| ThroughputError::Protocol(format!("sender: {e}")))?;
+        facts.extend(sent?);
+    }
+    let mut raw = [0u8; RESULT_LEN];
+    let mut reader = first.expect("stream 0 exists");
+    match timeout(CONNECT_TIMEOUT, reader.read_exact(&mut raw)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(err)) => return Err(ThroughputError::io("reading the result")(err)),
+        Err(_) => {
+            return Err(ThroughputError::Protocol(
+                "no result from the server".into(),
+            ));
+        }
+    }
+    let counted = Counted::decode(&raw);
+    let known = !facts.is_empty();
+    Ok(Outcome {
+        goodput_bps: counted.goodput_bps(),
+        bytes: counted.bytes,
+        measured: counted.measured,
+        retransmits: known.then(|| facts.iter().map(|f| f.total_retransmits).sum()),
+        tcp_rtt_ms: known.then(|| facts.iter().map(|f| f.rtt_ms).sum::<f64>() / facts.len() as f64),
+        streams: plan.streams.max(1),
+    })
+}
+
+async fn open(plan: &Plan, header: Header) -> Result<TcpStream, ThroughputError> {
+    let socket = match plan.server {
+        SocketAddr::V4(_) => TcpSocket::new_v4(),
+        SocketAddr::V6(_) => TcpSocket::new_v6(),
+    }
+    .map_err(ThroughputError::io("socket"))?;
+    if let Some(bytes) = plan.send_buffer {
+        socket
+            .set_send_buffer_size(bytes)
+            .map_err(ThroughputError::io("SO_SNDBUF"))?;
+    }
+    let mut stream = match timeout(CONNECT_TIMEOUT, socket.connect(plan.server)).await {
+        Ok(connected) => connected.map_err(ThroughputError::io("connect"))?,
+        Err(_) => {
+            return Err(ThroughputError::Protocol(format!(
+                "connect to {} timed out",
+                plan.server
+            )));
+        }
+    };
+    stream
+        .write_all(&header.encode())
+        .await
+        .map_err(ThroughputError::io("sending the header"))?;
+    let mut status = [0u8; 1];
+    match timeout(CONNECT_TIMEOUT, stream.read_exact(&mut status)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(err)) => return Err(ThroughputError::io("reading the status")(err)),
+        Err(_) => {
+            return Err(ThroughputError::Protocol(
+                "no status from the server".into(),
+            ));
+        }
+    }
+    match Status::from_byte(status[0]) {
+        Some(Status::Accepted) => Ok(stream),
+        Some(refused) => Err(ThroughputError::Refused(refused)),
+        None => Err(ThroughputError::Protocol(format!(
+            "unknown status {}",
+            status[0]
+        ))),
+    }
+}

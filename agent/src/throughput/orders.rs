@@ -1,0 +1,159 @@
+//! Carries out the collector's throughput orders: a server order arms the
+//! token book, a client order runs a test at its start time and hands the
+//! result to the session, which sends it inside the next window.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use netaware_proto::v1::{ThroughputOrder, ThroughputResult, throughput_order::Role};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::client::{self, Plan};
+use super::server::ServerHandle;
+use super::tokens::Expected;
+use super::wire::MAX_TEST;
+use super::{MAX_STREAMS, Outcome};
+use crate::counters::Counters;
+use crate::measure::unix_ms_now;
+
+/// Clock difference between agents and the collector that token times
+/// tolerate (agents' clocks are NTP-synced on a cluster).
+const CLOCK_SKEW_MS: u64 = 2_000;
+
+/// Carries out orders.
+#[derive(Clone)]
+pub struct Orders {
+    /// The local server, if this agent runs one.
+    pub server: Option<ServerHandle>,
+    /// SO_SNDBUF for client streams.
+    pub send_buffer: Option<u32>,
+    /// Where finished tests go (to the session's next window).
+    pub results: mpsc::Sender<ThroughputResult>,
+    /// The agent's counters.
+    pub counters: Arc<Counters>,
+    /// Stops tests in flight.
+    pub shutdown: CancellationToken,
+}
+
+impl Orders {
+    /// Acts on one order.
+    pub fn handle(&self, order: ThroughputOrder) {
+        let checked = check(&order);
+        let outcome = match (checked, order.role()) {
+            (Err(reason), _) => Err(reason),
+            (Ok((token, address)), Role::Server) => self.arm(&order, token, address),
+            (Ok((token, address)), Role::Client) => {
+                self.spawn_client(order, token, address);
+                Ok(())
+            }
+            (Ok(_), Role::Unspecified) => Err("order without a role".to_owned()),
+        };
+        if let Err(reason) = outcome {
+            self.counters
+                .throughput_orders_refused
+                .fetch_add(1, Relaxed);
+            tracing::warn!(%reason, "throughput order not carried out");
+        }
+    }
+
+    fn arm(&self, order: &ThroughputOrder, token: [u8; 16], client: IpAddr) -> Result<(), String> {
+        let server = self
+            .server
+            .as_ref()
+            .ok_or("server order, but this agent runs no throughput server")?;
+        server
+            .expect(Expected {
+                token,
+                client: Some(client),
+                not_before: order.start_unix_ms.saturating_sub(CLOCK_SKEW_MS),
+                expires: order.expires_unix_ms.saturating_add(CLOCK_SKEW_MS),
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    fn spawn_client(&self, order: ThroughputOrder, token: [u8; 16], server: IpAddr) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let wait = order.start_unix_ms.saturating_sub(unix_ms_now());
+            tokio::select! {
+                () = this.shutdown.cancelled() => return,
+                () = tokio::time::sleep(Duration::from_millis(wait)) => {}
+            }
+            let plan = Plan {
+                server: SocketAddr::new(server, u16::try_from(order.port).unwrap_or(0)),
+                token,
+                streams: u8::try_from(order.streams).unwrap_or(1),
+                omit: Duration::from_millis(order.omit_ms.into()),
+                duration: Duration::from_millis(order.duration_ms.into()),
+                send_buffer: this.send_buffer,
+            };
+            let outcome = tokio::select! {
+                () = this.shutdown.cancelled() => return,
+                outcome = client::run(&plan) => outcome,
+            };
+            this.counters.throughput_tests.fetch_add(1, Relaxed);
+            if outcome.is_err() {
+                this.counters.throughput_failures.fetch_add(1, Relaxed);
+            }
+            match &outcome {
+                Ok(o) => {
+                    tracing::info!(peer = %order.peer, goodput_mbps = o.goodput_bps / 1e6, "throughput test done")
+                }
+                Err(err) => tracing::warn!(peer = %order.peer, %err, "throughput test failed"),
+            }
+            let result = result(&order, outcome.map_err(|e| e.to_string()), unix_ms_now());
+            let _ = this.results.send(result).await;
+        });
+    }
+}
+
+/// The token and the peer's address of a sound order.
+fn check(order: &ThroughputOrder) -> Result<([u8; 16], IpAddr), String> {
+    let token: [u8; 16] = order
+        .token
+        .as_slice()
+        .try_into()
+        .map_err(|_| format!("token of {} bytes, not 16", order.token.len()))?;
+    let address = order
+        .peer_address
+        .parse()
+        .map_err(|_| format!("peer address {:?} is not an IP address", order.peer_address))?;
+    let test = Duration::from_millis(u64::from(order.omit_ms) + u64::from(order.duration_ms));
+    let streams_ok = (1..=u32::from(MAX_STREAMS)).contains(&order.streams);
+    if order.duration_ms == 0 || test > MAX_TEST || !streams_ok {
+        return Err("test length or streams out of range".into());
+    }
+    if order.role() == Role::Client && !(1..=u32::from(u16::MAX)).contains(&order.port) {
+        return Err(format!("port {} out of range", order.port));
+    }
+    Ok((token, address))
+}
+
+/// The result message for a test.
+pub fn result(
+    order: &ThroughputOrder,
+    outcome: Result<Outcome, String>,
+    end_unix_ms: u64,
+) -> ThroughputResult {
+    let mut result = ThroughputResult {
+        test_id: order.test_id,
+        peer: order.peer.clone(),
+        end_unix_ms,
+        streams: order.streams,
+        ..ThroughputResult::default()
+    };
+    match outcome {
+        Ok(outcome) => {
+            result.goodput_bps = outcome.goodput_bps;
+            result.bytes = outcome.bytes;
+            result.measured_ms = u32::try_from(outcome.measured.as_millis()).unwrap_or(u32::MAX);
+            result.retransmits = outcome.retransmits;
+            result.tcp_rtt_ms = outcome.tcp_rtt_ms;
+        }
+        Err(error) => result.error = error,
+    }
+    result
+}
