@@ -1,5 +1,6 @@
 //! A real collector and four real agents on loopback addresses, over real
-//! gRPC and real ICMP: the whole core loop, then an agent killed.
+//! gRPC, real ICMP and real TCP: the whole core loop with the throughput
+//! tests the collector plans, then an agent killed.
 
 mod support;
 
@@ -73,10 +74,8 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
         );
         assert!(p.rtt_p99_ms.unwrap() >= rtt);
         assert!((0.0..=1.0).contains(&p.quality) && p.quality > 0.3, "{p:?}");
-        assert_eq!(p.throughput_bps, None);
         let terms = p.terms.unwrap();
         assert_eq!(terms.delay_source(), pb::Source::Measured);
-        assert_eq!(terms.throughput_source(), pb::Source::Unknown);
     }
     let nas = matrix.nodes.iter().find(|n| n.name == "e2e-nas").unwrap();
     assert_eq!((nas.kind.as_str(), nas.stale), ("inventory", false));
@@ -84,6 +83,38 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
         matrix.pairs.iter().all(|p| p.src != "e2e-nas"),
         "inventory nodes do not probe"
     );
+
+    // The collector plans a throughput test for every pair of agents (not
+    // the inventory node: it runs no server), one test per node at a time.
+    let matrix = wait_for_matrix(
+        &url,
+        "every pair of agents to have a goodput",
+        Duration::from_secs(40),
+        |m| {
+            m.pairs
+                .iter()
+                .filter(|p| p.dst != "e2e-nas")
+                .all(|p| p.throughput_bps.is_some())
+        },
+    )
+    .await;
+    for p in &matrix.pairs {
+        let terms = p.terms.unwrap();
+        if p.dst == "e2e-nas" {
+            assert_eq!(p.throughput_bps, None);
+            assert_ne!(terms.throughput_source(), pb::Source::Measured);
+            continue;
+        }
+        let goodput = p.throughput_bps.unwrap();
+        assert!(
+            goodput > 100e6,
+            "{} -> {}: {goodput} bit/s on loopback",
+            p.src,
+            p.dst
+        );
+        assert_eq!(terms.throughput_source(), pb::Source::Measured);
+        assert!(terms.throughput > 0.0);
+    }
 
     let zones = scores.zones().await.unwrap();
     let names: Vec<&str> = zones.zones.iter().map(|z| z.name.as_str()).collect();
@@ -94,6 +125,7 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
         .find(|z| z.src_zone == "zone-a" && z.dst_zone == "zone-b")
         .unwrap();
     assert_eq!((ab.pairs, ab.measured_pairs), (4, 4));
+    assert!(ab.throughput_bps.is_some_and(|bps| bps > 100e6), "{ab:?}");
 
     // With a worker on e2e-b1, its zone-mate ranks first.
     let ranking = scores.rank(2, &["e2e-b1".to_owned()]).await.unwrap();

@@ -193,6 +193,7 @@ impl Agent {
         let orders = throughput::orders::Orders {
             server,
             send_buffer: config.throughput_buffer,
+            addresses: config.addresses.clone(),
             results: results_tx,
             counters: Arc::clone(&counters),
             shutdown: shutdown.clone(),

@@ -37,6 +37,7 @@ fn expect(server: &ServerHandle, token: u8, client: &str, valid_ms: u64) {
 fn plan(server: SocketAddr, token: u8, streams: u8) -> Plan {
     Plan {
         server,
+        source: None,
         token: [token; 16],
         streams,
         omit: Duration::from_millis(200),

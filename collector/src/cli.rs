@@ -3,10 +3,12 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use netaware_core::placement::PlacementConfig;
 use netaware_core::score::{ScoreConfig, Weights};
 
+use crate::state::ThroughputConfig;
 use crate::{CollectorConfig, CollectorError, ModelConfig, inventory};
 
 /// The collector's command-line flags.
@@ -58,6 +60,23 @@ pub struct ModelArgs {
     /// Factor on the scores of nodes outside the chosen zone.
     #[arg(long, default_value_t = 0.1)]
     pub out_of_zone_factor: f64,
+    /// Share of each node's time that throughput tests may take (0 plans
+    /// none). One round over n nodes takes about 2 (n - 1) x (test + 1.5 s)
+    /// / budget.
+    #[arg(long, default_value_t = 0.02)]
+    pub throughput_budget: f64,
+    /// Measured part of each throughput test.
+    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    pub throughput_duration: Duration,
+    /// Warm-up of each throughput test, left out of the result.
+    #[arg(long, default_value = "500ms", value_parser = humantime::parse_duration)]
+    pub throughput_omit: Duration,
+    /// Parallel TCP streams per throughput test.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub throughput_streams: u32,
+    /// Test throughput only between nodes of the same zone (large clusters).
+    #[arg(long)]
+    pub throughput_same_zone_only: bool,
 }
 
 impl ModelArgs {
@@ -88,7 +107,30 @@ impl ModelArgs {
                 "--windows-kept must be at least 1".into(),
             ));
         }
+        let millis = |d: Duration| u32::try_from(d.as_millis()).unwrap_or(u32::MAX);
+        let throughput = if self.throughput_budget == 0.0 {
+            None
+        } else {
+            if self.throughput_duration.is_zero()
+                || self.throughput_duration + self.throughput_omit > Duration::from_secs(60)
+            {
+                return Err(CollectorError::Config(
+                    "--throughput-duration must be above 0 and, with --throughput-omit, at most 60 s".into(),
+                ));
+            }
+            Some(
+                ThroughputConfig::new(
+                    self.throughput_budget,
+                    millis(self.throughput_omit),
+                    millis(self.throughput_duration),
+                    self.throughput_streams,
+                    self.throughput_same_zone_only,
+                )
+                .map_err(|err| CollectorError::Config(err.to_string()))?,
+            )
+        };
         Ok(ModelConfig {
+            throughput,
             score,
             placement: PlacementConfig {
                 loss_threshold: self.loss_threshold,

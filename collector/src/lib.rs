@@ -5,9 +5,12 @@
 //! (`netaware.v1.Scores`: matrix, zones, rank, watch) beside the agent
 //! session service, gRPC health and reflection, and over HTTP (/healthz).
 //!
+//! It also plans throughput tests between agents and sends the orders down
+//! their sessions ([`throughput`]).
+//!
 //! Layout: [`validate`] and [`state`] are pure (checks and changes, time
-//! passed in); [`session`], [`scores`] and [`http`] are the thin async
-//! shells around the [`shared`] state;
+//! passed in); [`session`], [`scores`], [`throughput`] and [`http`] are the
+//! thin async shells around the [`shared`] state;
 //! [`convert`] maps core types to wire types; [`inventory`] reads the file of
 //! agent-less nodes. [`Collector::start`] binds and serves; the binary, the
 //! demo and the tests all start it the same way.
@@ -20,6 +23,7 @@ pub mod scores;
 pub mod session;
 pub mod shared;
 pub mod state;
+pub mod throughput;
 pub mod validate;
 
 use std::net::SocketAddr;
@@ -147,6 +151,7 @@ impl Collector {
                 tracing::error!(%err, "gRPC server failed");
             }
         });
+        tasks.spawn(throughput::run(Arc::clone(&shared)));
         let app = http::router(Arc::clone(&shared));
         tasks.spawn(async move {
             let served = axum::serve(http, app)

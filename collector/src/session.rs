@@ -60,6 +60,8 @@ async fn serve_session(
     mut inbound: Streaming<pb::AgentMessage>,
     down: mpsc::Sender<Result<pb::CollectorMessage, Status>>,
 ) {
+    // A newer session of the same node replaces this one.
+    shared.sessions().insert(node.clone(), down.clone());
     let mut membership = shared.membership.subscribe();
     membership.mark_changed();
     let message = |body| Ok(pb::CollectorMessage { body: Some(body) });
@@ -107,5 +109,10 @@ async fn serve_session(
             }
         }
     }
+    let mut sessions = shared.sessions();
+    if sessions.get(&node).is_some_and(|s| s.same_channel(&down)) {
+        sessions.remove(&node);
+    }
+    drop(sessions);
     tracing::info!(%node, "agent session closed");
 }

@@ -1,13 +1,14 @@
 //! What the gRPC services share: the collector state behind a lock, the
 //! change notifications, and the shutdown signal.
 
+use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use netaware_core::UnixMillis;
 use netaware_proto::v1 as pb;
-use tokio::sync::{Mutex, watch};
+use tokio::sync::{Mutex, mpsc, watch};
 use tokio_stream::Stream;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
@@ -25,6 +26,9 @@ pub fn now_ms() -> UnixMillis {
 /// A server-streaming gRPC answer.
 pub type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
+/// The way down an agent's session.
+pub type SessionSender = mpsc::Sender<Result<pb::CollectorMessage, Status>>;
+
 /// State shared by every service and session.
 pub struct Shared {
     /// The collector's state; a tokio lock because sessions hold it across
@@ -36,6 +40,8 @@ pub struct Shared {
     pub changes: watch::Sender<u64>,
     /// Cancelled on shutdown: sessions and watches end.
     pub shutdown: CancellationToken,
+    /// The open agent sessions, by node, for throughput orders.
+    sessions: std::sync::Mutex<HashMap<String, SessionSender>>,
 }
 
 impl Shared {
@@ -47,7 +53,13 @@ impl Shared {
             membership: watch::Sender::new(0),
             changes: watch::Sender::new(version),
             shutdown,
+            sessions: std::sync::Mutex::default(),
         })
+    }
+
+    /// The open sessions by node (a plain lock: held across no await).
+    pub fn sessions(&self) -> MutexGuard<'_, HashMap<String, SessionSender>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The wire matrix as of now.

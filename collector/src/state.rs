@@ -1,5 +1,6 @@
 //! The collector's state and every change to it, with no I/O: node registry,
-//! pair matrix, duplicate check, node stats, and the scored snapshot.
+//! pair matrix, duplicate check, node stats, the throughput test plan and
+//! the tests issued, and the scored snapshot.
 //!
 //! The gRPC shells lock one [`CollectorState`] and call these methods with
 //! the current time; tests call them directly.
@@ -11,8 +12,9 @@ use netaware_core::placement::PlacementConfig;
 use netaware_core::registry::Registry;
 use netaware_core::score::ScoreConfig;
 use netaware_core::snapshot::ScoredMatrix;
-use netaware_core::{NodeInfo, UnixMillis};
-use netaware_proto::v1::{Hello, NodeStats, Peer, Window};
+use netaware_core::throughput_plan::{PlanConfig, PlanError, Planner};
+use netaware_core::{NodeInfo, NodeKind, UnixMillis};
+use netaware_proto::v1::{Hello, NodeStats, Peer, ThroughputOrder, Window, throughput_order};
 
 use crate::validate::{self, Invalid};
 
@@ -25,6 +27,8 @@ pub struct ModelConfig {
     pub placement: PlacementConfig,
     /// Windows kept per pair.
     pub windows_kept: usize,
+    /// Throughput tests; `None` plans none.
+    pub throughput: Option<ThroughputConfig>,
 }
 
 impl Default for ModelConfig {
@@ -33,8 +37,85 @@ impl Default for ModelConfig {
             score: ScoreConfig::default(),
             placement: PlacementConfig::default(),
             windows_kept: 6,
+            throughput: Some(ThroughputConfig::default()),
         }
     }
+}
+
+/// Time a test slot allows beyond warm-up and measured part: connecting,
+/// the client's tail, the result.
+const SLOT_MARGIN_MS: u64 = 1_500;
+/// How long before a test's start its orders go out.
+const ORDER_LEAD_MS: u64 = 1_000;
+/// How long an issued test waits for its result (results travel inside
+/// windows, which an agent may replay after an outage).
+const ISSUED_KEPT_MS: u64 = 15 * 60_000;
+
+/// How throughput tests are planned and run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThroughputConfig {
+    /// The planner's rationing.
+    pub plan: PlanConfig,
+    /// Warm-up left out of each result.
+    pub omit_ms: u32,
+    /// Measured part of each test.
+    pub duration_ms: u32,
+    /// Parallel TCP streams per test.
+    pub streams: u32,
+}
+
+impl ThroughputConfig {
+    /// Tests of `omit_ms + duration_ms` within `budget` of each node's time.
+    pub fn new(
+        budget: f64,
+        omit_ms: u32,
+        duration_ms: u32,
+        streams: u32,
+        same_zone_only: bool,
+    ) -> Result<Self, PlanError> {
+        let plan = PlanConfig {
+            budget,
+            slot_ms: u64::from(omit_ms) + u64::from(duration_ms) + SLOT_MARGIN_MS,
+            lead_ms: ORDER_LEAD_MS,
+            same_zone_only,
+        }
+        .validated()?;
+        Ok(Self {
+            plan,
+            omit_ms,
+            duration_ms,
+            streams,
+        })
+    }
+}
+
+impl Default for ThroughputConfig {
+    /// 2% of each node's time; 0.5 s warm-up, 2 s measured, one stream.
+    fn default() -> Self {
+        Self::new(0.02, 500, 2_000, 1, false).expect("the defaults are valid")
+    }
+}
+
+/// A test the collector ordered and whose result it waits for.
+#[derive(Debug, Clone, PartialEq)]
+struct IssuedTest {
+    client: String,
+    server: String,
+    end: UnixMillis,
+}
+
+/// What became of throughput results and orders, counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ThroughputCounts {
+    /// Tests ordered.
+    pub ordered: u64,
+    /// Results that entered the matrix.
+    pub measured: u64,
+    /// Results of tests that failed.
+    pub failed: u64,
+    /// Results for tests the collector did not issue to that pair (or
+    /// forgot, after a restart): not applied.
+    pub ignored: u64,
 }
 
 /// What became of a window.
@@ -61,6 +142,10 @@ pub struct CollectorState {
     matrix: PairMatrix,
     seq_marks: HashMap<String, SeqMark>,
     node_stats: HashMap<String, NodeStats>,
+    throughput_ports: HashMap<String, u32>,
+    planner: Option<Planner>,
+    issued: HashMap<u64, IssuedTest>,
+    throughput_counts: ThroughputCounts,
     version: u64,
 }
 
@@ -77,6 +162,12 @@ impl CollectorState {
             registry,
             seq_marks: HashMap::new(),
             node_stats: HashMap::new(),
+            throughput_ports: HashMap::new(),
+            planner: config
+                .throughput
+                .map(|t| Planner::new(t.plan).expect("a ThroughputConfig is validated")),
+            issued: HashMap::new(),
+            throughput_counts: ThroughputCounts::default(),
             version: 1,
         }
     }
@@ -110,6 +201,8 @@ impl CollectorState {
                 last_seq: 0,
             };
         }
+        self.throughput_ports
+            .insert(name.clone(), hello.throughput_port);
         self.version += 1;
         Ok((name, changed))
     }
@@ -140,8 +233,25 @@ impl CollectorState {
             return Err(Invalid(format!("unknown node {node:?}: no hello")));
         };
         let pairs = validate::window(node, window, &self.registry, now)?;
+        let results = validate::throughput_results(node, window, &self.registry, now)?;
         if window.seq <= mark.last_seq {
             return Ok(Ingested::Duplicate);
+        }
+        for result in results {
+            let issued = self.issued.get(&result.test_id);
+            if !issued.is_some_and(|t| t.client == node && t.server == result.peer) {
+                self.throughput_counts.ignored += 1;
+                continue;
+            }
+            self.issued.remove(&result.test_id);
+            match result.outcome {
+                Ok(throughput) => {
+                    self.matrix
+                        .record_throughput(node, &result.peer, throughput);
+                    self.throughput_counts.measured += 1;
+                }
+                Err(_) => self.throughput_counts.failed += 1,
+            }
         }
         for (peer, pair_window, one_way) in pairs {
             self.matrix.record(node, &peer, pair_window);
@@ -165,6 +275,85 @@ impl CollectorState {
         Ok(Ingested::Accepted)
     }
 
+    /// Plans the throughput tests to start now among the fresh agents that
+    /// run a throughput server, and returns the orders: (node, order), two
+    /// per test. `token` draws each test's random token.
+    pub fn plan_tests(
+        &mut self,
+        now: UnixMillis,
+        mut token: impl FnMut() -> [u8; 16],
+    ) -> Vec<(String, ThroughputOrder)> {
+        let Some(config) = self.config.throughput else {
+            return Vec::new();
+        };
+        let Some(planner) = self.planner.as_mut() else {
+            return Vec::new();
+        };
+        self.issued
+            .retain(|_, test| test.end.saturating_add(ISSUED_KEPT_MS) > now);
+        let testable = self.registry.nodes().filter(|entry| {
+            entry.info.kind == NodeKind::Agent
+                && !entry.agent_stale(now)
+                && self
+                    .throughput_ports
+                    .get(&entry.info.name)
+                    .is_some_and(|&p| p > 0)
+        });
+        planner.set_nodes(
+            testable.map(|e| (e.info.name.as_str(), e.info.zone.as_str())),
+            now,
+        );
+        let mut orders = Vec::new();
+        for test in planner.plan(now) {
+            let (Some(client), Some(server)) = (
+                self.registry.get(&test.client),
+                self.registry.get(&test.server),
+            ) else {
+                continue;
+            };
+            let order = ThroughputOrder {
+                test_id: test.id,
+                token: token().to_vec(),
+                start_unix_ms: test.start,
+                expires_unix_ms: test.end,
+                omit_ms: config.omit_ms,
+                duration_ms: config.duration_ms,
+                streams: config.streams,
+                ..ThroughputOrder::default()
+            };
+            let client_order = ThroughputOrder {
+                role: throughput_order::Role::Client.into(),
+                peer: test.server.clone(),
+                peer_address: server.info.address.clone(),
+                port: self.throughput_ports[&test.server],
+                ..order.clone()
+            };
+            let server_order = ThroughputOrder {
+                role: throughput_order::Role::Server.into(),
+                peer: test.client.clone(),
+                peer_address: client.info.address.clone(),
+                ..order
+            };
+            self.issued.insert(
+                test.id,
+                IssuedTest {
+                    client: test.client.clone(),
+                    server: test.server.clone(),
+                    end: test.end,
+                },
+            );
+            self.throughput_counts.ordered += 1;
+            orders.push((test.server, server_order));
+            orders.push((test.client, client_order));
+        }
+        orders
+    }
+
+    /// What became of throughput tests so far.
+    pub fn throughput_counts(&self) -> ThroughputCounts {
+        self.throughput_counts
+    }
+
     /// The scored matrix as of `now`.
     pub fn snapshot(&self, now: UnixMillis) -> ScoredMatrix {
         ScoredMatrix::build(&self.registry, &self.matrix, &self.config.score, now)
@@ -184,7 +373,7 @@ impl CollectorState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netaware_proto::v1::PeerWindow;
+    use netaware_proto::v1::{PeerWindow, ThroughputResult};
 
     fn hello(node: &str, instance: u64) -> Hello {
         Hello {
@@ -196,6 +385,7 @@ mod tests {
             window_ms: 1_000,
             probe_interval_ms: 100,
             instance,
+            throughput_port: 7471,
         }
     }
 
@@ -217,6 +407,7 @@ mod tests {
                 ..PeerWindow::default()
             }],
             stats: None,
+            throughput: Vec::new(),
         }
     }
 
@@ -289,5 +480,60 @@ mod tests {
         state.hello(&hello("n3", 1), 0).unwrap();
         let names: Vec<String> = state.peer_set("n2").into_iter().map(|p| p.name).collect();
         assert_eq!(names, ["n1", "n3"]);
+    }
+
+    #[test]
+    fn plans_tests_and_takes_only_the_results_it_ordered() {
+        let mut state = CollectorState::new(ModelConfig::default(), Vec::new());
+        state.hello(&hello("n1", 1), 1_000).unwrap();
+        state.hello(&hello("n2", 2), 1_000).unwrap();
+        let orders = state.plan_tests(1_000, || [7; 16]);
+        assert_eq!(orders.len(), 2);
+        let (server_node, server) = &orders[0];
+        let (client_node, client) = &orders[1];
+        assert_eq!((server_node.as_str(), client_node.as_str()), ("n2", "n1"));
+        assert_eq!(server.role(), throughput_order::Role::Server);
+        assert_eq!(client.role(), throughput_order::Role::Client);
+        assert_eq!((client.peer.as_str(), client.port), ("n2", 7471));
+        assert_eq!(server.peer, "n1");
+        assert_eq!(client.token, vec![7; 16]);
+        assert_eq!(client.test_id, server.test_id);
+        assert_eq!(client.start_unix_ms, 2_000);
+        // Both nodes are busy and within their budget: nothing more.
+        assert!(state.plan_tests(1_500, || [8; 16]).is_empty());
+
+        let result = |test_id: u64, peer: &str, goodput: f64| ThroughputResult {
+            test_id,
+            peer: peer.into(),
+            goodput_bps: goodput,
+            bytes: (goodput / 8.0 * 2.0) as u64,
+            measured_ms: 2_000,
+            end_unix_ms: 5_000,
+            streams: 1,
+            ..ThroughputResult::default()
+        };
+        let mut with = window(1, 5_000, 10);
+        with.throughput = vec![result(client.test_id, "n2", 4e8), result(999, "n2", 9e9)];
+        assert_eq!(state.ingest("n1", &with, 5_000), Ok(Ingested::Accepted));
+        let snapshot = state.snapshot(5_000);
+        let pair = snapshot
+            .pair(
+                snapshot.index_of("n1").unwrap(),
+                snapshot.index_of("n2").unwrap(),
+            )
+            .unwrap();
+        assert_eq!(pair.summary.throughput.map(|t| t.bps), Some(4e8));
+        let counts = state.throughput_counts();
+        assert_eq!((counts.ordered, counts.measured, counts.ignored), (1, 1, 1));
+        // A result sent again (a replayed window of another number) is not
+        // applied twice.
+        let mut again = window(2, 6_000, 10);
+        again.throughput = vec![result(client.test_id, "n2", 1e6)];
+        assert_eq!(state.ingest("n1", &again, 6_000), Ok(Ingested::Accepted));
+        assert_eq!(state.throughput_counts().ignored, 2);
+        // Nonsense refuses the whole window.
+        let mut bad = window(3, 7_000, 10);
+        bad.throughput = vec![result(client.test_id, "n2", f64::NAN)];
+        assert!(state.ingest("n1", &bad, 7_000).is_err());
     }
 }

@@ -8,10 +8,10 @@
 use std::collections::HashSet;
 use std::net::IpAddr;
 
-use netaware_core::matrix::{OneWayWindow, PairWindow, RttStats};
+use netaware_core::matrix::{OneWayWindow, PairWindow, RttStats, Throughput};
 use netaware_core::registry::Registry;
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};
-use netaware_proto::v1::{Hello, NodeStats, Window};
+use netaware_proto::v1::{Hello, NodeStats, ThroughputResult, Window};
 
 /// Longest node, zone or region name (a DNS name).
 pub const MAX_NAME_LEN: usize = 253;
@@ -27,6 +27,12 @@ pub const MAX_CLOCK_SKEW_MS: u64 = 5_000;
 pub const MAX_WINDOW_MS: u64 = 600_000;
 /// Shortest window the collector accepts.
 pub const MIN_WINDOW_MS: u64 = 100;
+/// Most throughput results in one window.
+pub const MAX_RESULTS_PER_WINDOW: usize = 64;
+/// Highest goodput believed: 10 Tbit/s.
+pub const MAX_GOODPUT_BPS: f64 = 1e13;
+/// Longest error text of a failed test.
+pub const MAX_ERROR_LEN: usize = 1_024;
 
 /// Why a message was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -165,6 +171,93 @@ pub fn window(
     Ok(pairs)
 }
 
+/// A throughput result, checked: the test, its server, and the goodput or
+/// why the test failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedResult {
+    /// The test's number, as the collector issued it.
+    pub test_id: u64,
+    /// The server node.
+    pub peer: String,
+    /// The goodput, or the client's reason for failing.
+    pub outcome: Result<Throughput, String>,
+}
+
+/// The throughput results of a window from `node`, checked.
+pub fn throughput_results(
+    node: &str,
+    window: &Window,
+    registry: &Registry,
+    now: UnixMillis,
+) -> Result<Vec<CheckedResult>, Invalid> {
+    if window.throughput.len() > MAX_RESULTS_PER_WINDOW {
+        return invalid(format!(
+            "more than {MAX_RESULTS_PER_WINDOW} throughput results in one window"
+        ));
+    }
+    window
+        .throughput
+        .iter()
+        .map(|result| throughput_result(node, result, registry, now))
+        .collect()
+}
+
+fn throughput_result(
+    node: &str,
+    result: &ThroughputResult,
+    registry: &Registry,
+    now: UnixMillis,
+) -> Result<CheckedResult, Invalid> {
+    let refuse = |why: String| invalid(format!("throughput result {}: {why}", result.test_id));
+    if result.peer == node || registry.get(&result.peer).is_none() {
+        return refuse(format!("unknown or own peer {:?}", result.peer));
+    }
+    if result.end_unix_ms > now + MAX_CLOCK_SKEW_MS {
+        return refuse("ends in the future".into());
+    }
+    if result.error.len() > MAX_ERROR_LEN {
+        return refuse(format!("error text longer than {MAX_ERROR_LEN} bytes"));
+    }
+    let outcome = if result.error.is_empty() {
+        let goodput = result.goodput_bps;
+        if !(goodput.is_finite() && (0.0..=MAX_GOODPUT_BPS).contains(&goodput)) {
+            return refuse(format!(
+                "goodput {goodput} is not between 0 and {MAX_GOODPUT_BPS}"
+            ));
+        }
+        if result.measured_ms == 0 {
+            return refuse("measured for 0 ms".into());
+        }
+        // The goodput must be what the bytes and the time say (the time is
+        // rounded to a millisecond on the wire).
+        let implied = result.bytes as f64 * 8.0 / (f64::from(result.measured_ms) / 1e3);
+        let slack = implied / f64::from(result.measured_ms) + 1.0;
+        if (implied - goodput).abs() > slack + implied * 1e-3 {
+            return refuse(format!(
+                "goodput {goodput} disagrees with {} bytes in {} ms",
+                result.bytes, result.measured_ms
+            ));
+        }
+        if result
+            .tcp_rtt_ms
+            .is_some_and(|rtt| !(rtt.is_finite() && rtt >= 0.0))
+        {
+            return refuse("tcp_rtt_ms is negative or not a number".into());
+        }
+        Ok(Throughput {
+            bps: goodput,
+            at: result.end_unix_ms,
+        })
+    } else {
+        Err(result.error.clone())
+    };
+    Ok(CheckedResult {
+        test_id: result.test_id,
+        peer: result.peer.clone(),
+        outcome,
+    })
+}
+
 fn node_stats(stats: &NodeStats) -> Result<(), Invalid> {
     if !(stats.cpu_ratio.is_finite() && (0.0..=1.0).contains(&stats.cpu_ratio)) {
         return invalid(format!(
@@ -199,6 +292,7 @@ mod tests {
             window_ms: 1_000,
             probe_interval_ms: 100,
             instance: 1,
+            throughput_port: 0,
         }
     }
 
@@ -268,6 +362,7 @@ mod tests {
             end_unix_ms: 10_000,
             peers,
             stats: None,
+            throughput: Vec::new(),
         };
         assert_eq!(
             window("n1", &w(vec![good.clone()]), &registry, 10_000)

@@ -8,6 +8,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use netaware_agent::{Agent, AgentConfig};
+use netaware_collector::state::ThroughputConfig;
 use netaware_collector::{Collector, CollectorConfig, ModelConfig};
 use netaware_core::NodeInfo;
 use netaware_proto::v1 as pb;
@@ -24,13 +25,18 @@ pub fn have_root(test: &str) -> bool {
     netaware_lab::root_or_skip(test)
 }
 
-/// A collector on an ephemeral loopback port.
+/// A collector on an ephemeral loopback port. Its throughput tests are
+/// short (0.2 s warm-up, 0.5 s measured) and may take all of a node's
+/// time, so that a few agents have every pair measured within seconds.
 pub async fn start_collector(inventory: Vec<NodeInfo>, shutdown: &CancellationToken) -> Collector {
     let config = CollectorConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         metrics_listen: "127.0.0.1:0".parse().unwrap(),
         inventory,
-        model: ModelConfig::default(),
+        model: ModelConfig {
+            throughput: Some(ThroughputConfig::new(1.0, 200, 500, 1, false).unwrap()),
+            ..ModelConfig::default()
+        },
     };
     Collector::start(config, shutdown.clone())
         .await
@@ -173,6 +179,8 @@ pub fn hello(node: &str) -> pb::Hello {
         window_ms: 1_000,
         probe_interval_ms: 100,
         instance: 42,
+        // No throughput server: hand-driven sessions get no test orders.
+        throughput_port: 0,
     }
 }
 
@@ -201,6 +209,7 @@ pub fn window(seq: u64, peers: Vec<pb::PeerWindow>) -> pb::Window {
         end_unix_ms: end,
         peers,
         stats: None,
+        throughput: Vec::new(),
     }
 }
 

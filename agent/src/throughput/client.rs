@@ -22,6 +22,9 @@ const TAIL: Duration = Duration::from_millis(200);
 pub struct Plan {
     /// The server's throughput port.
     pub server: SocketAddr,
+    /// Local address to send from (the node's own address, which the
+    /// server checks); `None` lets the kernel choose.
+    pub source: Option<std::net::IpAddr>,
     /// The token the collector issued.
     pub token: Token,
     /// Parallel streams, 1 to [`super::MAX_STREAMS`].
@@ -103,6 +106,11 @@ async fn open(plan: &Plan, header: Header) -> Result<TcpStream, ThroughputError>
         SocketAddr::V6(_) => TcpSocket::new_v6(),
     }
     .map_err(ThroughputError::io("socket"))?;
+    if let Some(source) = plan.source {
+        socket
+            .bind(SocketAddr::new(source, 0))
+            .map_err(ThroughputError::io("binding the source address"))?;
+    }
     if let Some(bytes) = plan.send_buffer {
         socket
             .set_send_buffer_size(bytes)

@@ -30,6 +30,9 @@ pub struct Orders {
     pub server: Option<ServerHandle>,
     /// SO_SNDBUF for client streams.
     pub send_buffer: Option<u32>,
+    /// The node's addresses: tests are sent from the one of the server's
+    /// family, which is the address the collector gave the server.
+    pub addresses: Vec<IpAddr>,
     /// Where finished tests go (to the session's next window).
     pub results: mpsc::Sender<ThroughputResult>,
     /// The agent's counters.
@@ -84,6 +87,11 @@ impl Orders {
             }
             let plan = Plan {
                 server: SocketAddr::new(server, u16::try_from(order.port).unwrap_or(0)),
+                source: this
+                    .addresses
+                    .iter()
+                    .copied()
+                    .find(|a| a.is_ipv4() == server.is_ipv4()),
                 token,
                 streams: u8::try_from(order.streams).unwrap_or(1),
                 omit: Duration::from_millis(order.omit_ms.into()),

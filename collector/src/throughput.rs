@@ -1,0 +1,47 @@
+//! The shell around the throughput planner: four times a second it asks the
+//! state for the tests due (the plan itself is pure, in
+//! [`crate::state::CollectorState::plan_tests`]) and sends each order down
+//! its node's session. An order that cannot be delivered is logged; its
+//! test then fails and the pair comes round again in the next cycle.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use netaware_proto::v1 as pb;
+use netaware_proto::v1::collector_message;
+
+use crate::shared::{Shared, now_ms};
+
+/// Time between two planning rounds.
+const PLAN_EVERY: Duration = Duration::from_millis(250);
+
+/// Plans and orders tests until shutdown.
+pub async fn run(shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(PLAN_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            () = shared.shutdown.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let orders = shared.state.lock().await.plan_tests(now_ms(), rand::random);
+        if orders.is_empty() {
+            continue;
+        }
+        let sessions = shared.sessions();
+        for (node, order) in orders {
+            let test_id = order.test_id;
+            let message = pb::CollectorMessage {
+                body: Some(collector_message::Body::ThroughputOrder(order)),
+            };
+            let delivered = sessions
+                .get(&node)
+                .is_some_and(|session| session.try_send(Ok(message)).is_ok());
+            if delivered {
+                tracing::debug!(%node, test_id, "throughput order sent");
+            } else {
+                tracing::warn!(%node, test_id, "throughput order not delivered: no open session");
+            }
+        }
+    }
+}
