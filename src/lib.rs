@@ -1,5 +1,6 @@
 //! The `netaware` command line: `demo` runs the whole system on this
-//! machine; `matrix`, `zones` and `rank` ask a running collector.
+//! machine; `matrix`, `zones` and `rank` ask a running collector;
+//! `throughput` runs one test by hand ([`throughput_command`]).
 //!
 //! [`client`] talks to the collector, [`json`] holds the `--json` contracts,
 //! [`render`] the tables for people, and [`demo`] the in-process demo.
@@ -10,3 +11,4 @@ pub mod json;
 pub mod lab_command;
 pub mod lab_system;
 pub mod render;
+pub mod throughput_command;

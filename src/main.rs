@@ -33,6 +33,9 @@ enum Command {
         #[arg(long, value_parser = humantime::parse_duration)]
         duration: Option<std::time::Duration>,
     },
+    /// Run one throughput test by hand (server and client, like iperf3).
+    #[command(subcommand)]
+    Throughput(netaware::throughput_command::ThroughputCommand),
     /// Print the node pair matrix.
     Matrix {
         #[command(flatten)]
@@ -100,6 +103,10 @@ async fn main() -> anyhow::Result<()> {
                 .await
         }
         Command::Demo(options) => demo::run(options, netaware_runtime::shutdown_on_signal()?).await,
+        Command::Throughput(command) => {
+            netaware::throughput_command::run(command, netaware_runtime::shutdown_on_signal()?)
+                .await
+        }
         Command::Matrix { target } => {
             let matrix = ScoresConnection::connect(&target.collector)
                 .await?
