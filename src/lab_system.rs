@@ -45,9 +45,15 @@ fn duration_arg(duration: Duration) -> String {
 }
 
 impl LabSystem {
-    /// Builds the lab and starts the collector and the agents, using the
-    /// `netaware` binary at `exe`.
-    pub fn start(topology: Topology, exe: &Path, timing: AgentTiming) -> anyhow::Result<Self> {
+    /// Builds the lab and starts the collector (with `collector_flags` added
+    /// to its command line) and the agents, using the `netaware` binary at
+    /// `exe`.
+    pub fn start(
+        topology: Topology,
+        exe: &Path,
+        timing: AgentTiming,
+        collector_flags: &[String],
+    ) -> anyhow::Result<Self> {
         let lab = Lab::start(topology).context("building the lab")?;
         let control = lab.control().spec.address;
         let url = format!("http://{control}:{COLLECTOR_PORT}");
@@ -64,6 +70,7 @@ impl LabSystem {
                 &format!("0.0.0.0:{COLLECTOR_PORT}"),
             ])
             .args(["--metrics-listen", &format!("{control}:9470")])
+            .args(collector_flags)
             .env("RUST_LOG", "error")
             .stdout(Stdio::null());
         let collector = lab.spawn(collector)?;

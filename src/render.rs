@@ -73,8 +73,17 @@ pub fn matrix(matrix: &pb::Matrix) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "{:<14} {:<14} {:>9} {:>9} {:>8} {:>7} {:>7} {:>6} {:>7}",
-        "SRC", "DST", "MEDIAN_MS", "P99_MS", "JITTER", "LOSS", "SAMPLES", "AGE_S", "QUALITY"
+        "{:<14} {:<14} {:>9} {:>9} {:>8} {:>7} {:>13} {:>7} {:>6} {:>7}",
+        "SRC",
+        "DST",
+        "MEDIAN_MS",
+        "P99_MS",
+        "JITTER",
+        "LOSS",
+        "GOODPUT",
+        "SAMPLES",
+        "AGE_S",
+        "QUALITY"
     );
     for p in &matrix.pairs {
         let age = if p.age_s < 0.0 {
@@ -85,13 +94,14 @@ pub fn matrix(matrix: &pb::Matrix) -> String {
         let flag = if p.stale { " (stale)" } else { "" };
         let _ = writeln!(
             out,
-            "{:<14} {:<14} {:>9} {:>9} {:>8} {:>7} {:>7} {:>6} {:>7.3}{flag}",
+            "{:<14} {:<14} {:>9} {:>9} {:>8} {:>7} {:>13} {:>7} {:>6} {:>7.3}{flag}",
             p.src,
             p.dst,
             ms(p.rtt_median_ms),
             ms(p.rtt_p99_ms),
             ms(p.jitter_ms),
             percent(p.loss_ratio),
+            rate(p.throughput_bps),
             p.samples,
             age,
             p.quality

@@ -1,9 +1,12 @@
 //! `netaware demo` as a user runs it: the real binary, to the end of its
-//! duration, printing the zone summary, the matrix and a placement.
+//! duration or to Ctrl-C, printing the zone summary, the matrix and a
+//! placement, and on the lab the goodput of every pair.
 
 mod support;
 
-use std::process::Command;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 #[test]
 fn loopback_demo_prints_zones_matrix_and_a_placement_then_stops() {
@@ -90,4 +93,96 @@ fn lab_demo_prints_the_topology_and_removes_the_lab() {
         !String::from_utf8_lossy(&left.stdout).contains("nalab-"),
         "namespaces left behind"
     );
+}
+
+/// The goodput column (Mbit/s) of each pair in the last matrix printed.
+fn goodputs(report: &str) -> Vec<(String, String, Option<f64>)> {
+    let matrix = report.rsplit("== Matrix").next().unwrap_or("");
+    matrix
+        .lines()
+        .skip_while(|l| !l.starts_with("SRC"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|line| {
+            let cells: Vec<&str> = line.split_whitespace().collect();
+            let goodput = cells
+                .iter()
+                .position(|c| *c == "Mbit/s")
+                .and_then(|at| cells[at - 1].parse().ok());
+            (cells[0].to_owned(), cells[1].to_owned(), goodput)
+        })
+        .collect()
+}
+
+#[test]
+fn lab_demo_measures_every_pair_goodput_and_shows_the_slow_host() {
+    if !support::have_root("lab demo goodput") {
+        return;
+    }
+    // A whole node's time for tests (two at a time, the demo's default), so
+    // that the round over the default topology's 72 pairs fits a test run;
+    // then Ctrl-C, as a user would.
+    let mut demo = Command::new(env!("CARGO_BIN_EXE_netaware"))
+        .args(["demo", "--topology", "default", "--throughput-budget", "1"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let mut lines = BufReader::new(demo.stdout.take().unwrap()).lines();
+    let mut output = String::new();
+    let mut measured_after = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        output.push_str(&line);
+        output.push('\n');
+        if line.starts_with("every pair has a goodput after") {
+            measured_after = Some(started.elapsed());
+        }
+        if measured_after.is_some() && line.starts_with("serving until Ctrl-C") {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(240),
+            "no goodput for every pair in 240 s:\n{output}"
+        );
+    }
+    let interrupted = Command::new("kill")
+        .args(["-INT", &demo.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    for line in lines {
+        output.push_str(&line.unwrap());
+        output.push('\n');
+    }
+    assert!(demo.wait().unwrap().success(), "{output}");
+    assert!(output.contains("demo stopped; lab removed"), "{output}");
+    let measured_after = measured_after.expect("every pair measured");
+
+    let pairs = goodputs(&output);
+    assert_eq!(pairs.len(), 72, "{output}");
+    for (src, dst, goodput) in &pairs {
+        let goodput = goodput.unwrap_or_else(|| panic!("{src} -> {dst} has no goodput:\n{output}"));
+        let slow = src == "b2" || dst == "b2";
+        let lossy = src == "a3" || dst == "a3";
+        match (slow, lossy) {
+            // 50 Mbit/s on the wire is 48.3 Mbit/s of TCP payload.
+            (true, false) => assert!(
+                (41.0..=50.0).contains(&goodput),
+                "{src} -> {dst}: {goodput} Mbit/s"
+            ),
+            // 5% loss holds TCP well below the link's rate.
+            (true, true) => assert!(goodput <= 50.0, "{src} -> {dst}: {goodput} Mbit/s"),
+            (false, true) => assert!(goodput > 0.0, "{src} -> {dst}: {goodput} Mbit/s"),
+            // 400 Mbit/s inside a zone, 200 between zones (96.5% payload).
+            (false, false) => {
+                let rate = if src[..1] == dst[..1] { 400.0 } else { 200.0 };
+                assert!(
+                    (0.8 * rate..=rate).contains(&goodput),
+                    "{src} -> {dst}: {goodput} Mbit/s on a {rate} Mbit/s link"
+                );
+            }
+        }
+    }
+    println!("every pair measured after {measured_after:?}");
 }

@@ -21,9 +21,22 @@ const TIMING: AgentTiming = AgentTiming {
     probe_timeout: Duration::from_millis(500),
 };
 
+/// These tests hold RTT and loss to the truth, so the collector plans no
+/// throughput tests here (tests/throughput_lab.rs and tests/demo.rs cover
+/// those).
+fn no_throughput_tests() -> Vec<String> {
+    vec!["--throughput-budget".into(), "0".into()]
+}
+
 fn start() -> LabSystem {
     let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
-    LabSystem::start(Topology::named("default").unwrap(), exe, TIMING).unwrap()
+    LabSystem::start(
+        Topology::named("default").unwrap(),
+        exe,
+        TIMING,
+        &no_throughput_tests(),
+    )
+    .unwrap()
 }
 
 /// Polls the matrix until `done` holds, for at most `limit`.
@@ -398,8 +411,13 @@ fn a_job_scheduled_one_worker_at_a_time_lands_in_one_zone_on_its_best_hosts() {
     }
     let _serial = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
-    let mut system =
-        LabSystem::start(Topology::parse(SCHEDULING_TOPOLOGY).unwrap(), exe, TIMING).unwrap();
+    let mut system = LabSystem::start(
+        Topology::parse(SCHEDULING_TOPOLOGY).unwrap(),
+        exe,
+        TIMING,
+        &no_throughput_tests(),
+    )
+    .unwrap();
     let hosts: Vec<String> = system
         .lab()
         .workers()

@@ -20,6 +20,7 @@ pub mod icmp;
 pub mod inbound;
 pub mod measure;
 pub mod node_stats;
+pub mod quiet;
 pub mod schedule;
 pub mod session;
 pub mod throughput;
@@ -190,10 +191,12 @@ impl Agent {
             None => None,
         };
         let (results_tx, results_rx) = mpsc::channel(64);
+        let quiet = Arc::new(quiet::QuietPeers::default());
         let orders = throughput::orders::Orders {
             server,
             send_buffer: config.throughput_buffer,
             addresses: config.addresses.clone(),
+            quiet: Arc::clone(&quiet),
             results: results_tx,
             counters: Arc::clone(&counters),
             shutdown: shutdown.clone(),
@@ -217,6 +220,7 @@ impl Agent {
             peers_rx,
             requests_rx,
             windows_tx,
+            Arc::clone(&quiet),
             Arc::clone(&counters),
             shutdown.clone(),
         ));

@@ -19,6 +19,7 @@ use crate::counters::Counters;
 use crate::icmp::{Icmp, ProbeError};
 use crate::inbound::{InboundTracker, Request};
 use crate::node_stats::NodeStatsSampler;
+use crate::quiet::QuietPeers;
 use crate::schedule::probe_offsets;
 use crate::window::{ProbeOutcome, WindowStats};
 
@@ -43,13 +44,15 @@ struct ProbeResult {
 }
 
 /// Probes the peers from `peers` until `shutdown`, sending one [`Window`]
-/// per window length to `windows`.
+/// per window length to `windows`. Peers that `quiet` pauses are skipped.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     icmp: Arc<Icmp>,
     timing: MeasureTiming,
     mut peers: watch::Receiver<Vec<Peer>>,
     mut inbound: mpsc::Receiver<Request>,
     windows: mpsc::Sender<Window>,
+    quiet: Arc<QuietPeers>,
     counters: Arc<Counters>,
     shutdown: CancellationToken,
 ) {
@@ -78,6 +81,9 @@ pub async fn run(
                     plan = CyclePlan::new(&peers.borrow_and_update(), plan.end, timing.interval);
                     continue;
                 };
+                if quiet.is_quiet(&peer.name, unix_ms_now()) {
+                    continue;
+                }
                 let now = Instant::now();
                 let window = (now - started).as_millis() as u64 / window_ms;
                 let seq = sequences.entry(peer.name.clone()).or_default();

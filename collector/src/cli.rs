@@ -77,6 +77,9 @@ pub struct ModelArgs {
     /// Test throughput only between nodes of the same zone (large clusters).
     #[arg(long)]
     pub throughput_same_zone_only: bool,
+    /// Most throughput tests at once in the whole cluster (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub throughput_max_concurrent: usize,
 }
 
 impl ModelArgs {
@@ -125,6 +128,7 @@ impl ModelArgs {
                     millis(self.throughput_duration),
                     self.throughput_streams,
                     self.throughput_same_zone_only,
+                    (self.throughput_max_concurrent > 0).then_some(self.throughput_max_concurrent),
                 )
                 .map_err(|err| CollectorError::Config(err.to_string()))?,
             )

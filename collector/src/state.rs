@@ -65,19 +65,22 @@ pub struct ThroughputConfig {
 }
 
 impl ThroughputConfig {
-    /// Tests of `omit_ms + duration_ms` within `budget` of each node's time.
+    /// Tests of `omit_ms + duration_ms` within `budget` of each node's time,
+    /// at most `max_concurrent` at once in the cluster.
     pub fn new(
         budget: f64,
         omit_ms: u32,
         duration_ms: u32,
         streams: u32,
         same_zone_only: bool,
+        max_concurrent: Option<usize>,
     ) -> Result<Self, PlanError> {
         let plan = PlanConfig {
             budget,
             slot_ms: u64::from(omit_ms) + u64::from(duration_ms) + SLOT_MARGIN_MS,
             lead_ms: ORDER_LEAD_MS,
             same_zone_only,
+            max_concurrent,
         }
         .validated()?;
         Ok(Self {
@@ -92,7 +95,7 @@ impl ThroughputConfig {
 impl Default for ThroughputConfig {
     /// 2% of each node's time; 0.5 s warm-up, 2 s measured, one stream.
     fn default() -> Self {
-        Self::new(0.02, 500, 2_000, 1, false).expect("the defaults are valid")
+        Self::new(0.02, 500, 2_000, 1, false, None).expect("the defaults are valid")
     }
 }
 

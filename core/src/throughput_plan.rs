@@ -34,6 +34,9 @@ pub struct PlanConfig {
     /// Only pairs of nodes in the same zone (large clusters: placement
     /// needs the links inside a zone most).
     pub same_zone_only: bool,
+    /// Most tests running at once in the whole cluster (they may share a
+    /// spine, or in the lab an emulator); `None` for no limit.
+    pub max_concurrent: Option<usize>,
 }
 
 /// Why a plan configuration is unusable.
@@ -106,6 +109,8 @@ pub struct Planner {
     config: PlanConfig,
     nodes: BTreeMap<String, NodeState>,
     pairs: BTreeMap<(String, String), PairState>,
+    /// Ends of the slots of the tests ordered so far that may still run.
+    running: Vec<UnixMillis>,
     next_id: u64,
 }
 
@@ -116,6 +121,7 @@ impl Planner {
             config: config.validated()?,
             nodes: BTreeMap::new(),
             pairs: BTreeMap::new(),
+            running: Vec::new(),
             next_id: 1,
         })
     }
@@ -215,10 +221,15 @@ impl Planner {
                 *pair,
             )
         });
+        self.running.retain(|&end| end > now);
+        let room = self
+            .config
+            .max_concurrent
+            .map_or(usize::MAX, |most| most.saturating_sub(self.running.len()));
         let mut chosen = Vec::new();
         for ((client, server), _) in queue {
             let ends = [client.as_str(), server.as_str()];
-            if free_at.values().filter(|&&t| t <= now).count() < 2 {
+            if chosen.len() >= room || free_at.values().filter(|&&t| t <= now).count() < 2 {
                 break;
             }
             let held = |node: &str| held_for.get(node).copied().unwrap_or(UnixMillis::MAX);
@@ -255,6 +266,7 @@ impl Planner {
                 .get_mut(&(client.clone(), server.clone()))
                 .expect("queued pair")
                 .last_try = Some(start);
+            self.running.push(start + self.config.slot_ms);
             tests.push(PlannedTest {
                 id: self.next_id,
                 client,
@@ -304,6 +316,7 @@ mod tests {
             slot_ms: 3_000,
             lead_ms: 500,
             same_zone_only: false,
+            max_concurrent: None,
         }
     }
 
@@ -380,6 +393,27 @@ mod tests {
     }
 
     #[test]
+    fn never_more_tests_at_once_than_allowed() {
+        let mut planner = Planner::new(PlanConfig {
+            max_concurrent: Some(2),
+            ..config(1.0)
+        })
+        .unwrap();
+        let nodes = names(8);
+        let tests = simulate(&mut planner, &nodes, 0, 250, 200_000);
+        assert!(tests.len() > 50);
+        for test in &tests {
+            let running = tests
+                .iter()
+                .filter(|t| t.start <= test.start && test.start < t.end)
+                .count();
+            assert!(running <= 2, "{running} tests at {}", test.start);
+        }
+        // Eight free nodes, yet two tests at a time.
+        assert_eq!(tests.iter().filter(|t| t.start == 500).count(), 2);
+    }
+
+    #[test]
     fn same_zone_only_skips_pairs_across_zones() {
         let mut planner = Planner::new(PlanConfig {
             same_zone_only: true,
@@ -411,8 +445,9 @@ mod tests {
             budget in 0.05f64..=1.0,
             tick in 100u64..2_000,
             join_gap in 0u64..20_000,
+            max_concurrent in proptest::option::of(1usize..4),
         ) {
-            let mut planner = Planner::new(config(budget)).unwrap();
+            let mut planner = Planner::new(PlanConfig { max_concurrent, ..config(budget) }).unwrap();
             let names = names(nodes);
             let spacing = planner.config().spacing_ms();
             let pairs = nodes * (nodes - 1);

@@ -326,8 +326,8 @@ impl Topology {
             .map_or(self.default_inter_zone, |p| p.profile)
     }
 
-    /// The topology in words: hosts by zone, then the configured RTT and
-    /// loss between every two zones and of every host override.
+    /// The topology in words: hosts by zone, then the configured RTT, loss
+    /// and rate between every two zones and of every host override.
     pub fn describe(&self) -> String {
         use std::fmt::Write;
         let mut out = String::new();
@@ -353,9 +353,12 @@ impl Topology {
                 } else {
                     String::new()
                 };
+                let rate = link
+                    .rate_mbit
+                    .map_or_else(String::new, |rate| format!(", {rate} Mbit/s"));
                 let _ = writeln!(
                     out,
-                    "{} <-> {}: RTT {:.1} ms, jitter +-{:.2} ms each way{loss}",
+                    "{} <-> {}: RTT {:.1} ms, jitter +-{:.2} ms each way{loss}{rate}",
                     a.name,
                     b.name,
                     2.0 * link.delay_ms,

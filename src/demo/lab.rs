@@ -9,7 +9,7 @@ use netaware_lab::Topology;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{DemoOptions, DemoSystem, watch_and_report};
+use super::{DemoOptions, DemoSystem, Progress, watch_and_report};
 use crate::lab_system::{AgentTiming, LabSystem};
 
 /// A topology by shipped name, or from a file.
@@ -43,7 +43,8 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
         .map(|z| z.hosts.len())
         .max()
         .unwrap_or(1);
-    let system = tokio::task::block_in_place(|| LabSystem::start(topology, &exe, timing))?;
+    let flags = options.collector_throughput_flags();
+    let system = tokio::task::block_in_place(|| LabSystem::start(topology, &exe, timing, &flags))?;
     let control = system.lab().control().clone();
     println!(
         "collector: {} in host {} (namespace {}); {} agents, probing every {:?}, windows of {:?}",
@@ -62,7 +63,8 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
     );
     let mut demo = OnLab { system };
     let job_size = options.job_size.unwrap_or(largest_zone);
-    watch_and_report(&mut demo, job_size, deadline, &hint, &shutdown).await?;
+    let throughput = options.throughput_budget > 0.0;
+    watch_and_report(&mut demo, job_size, throughput, deadline, &hint, &shutdown).await?;
     // Dropping the lab stops the processes and removes the namespaces.
     tokio::task::block_in_place(|| drop(demo));
     println!("demo stopped; lab removed");
@@ -74,20 +76,17 @@ struct OnLab {
 }
 
 impl DemoSystem for OnLab {
-    async fn progress(&mut self) -> anyhow::Result<(usize, usize, usize, usize)> {
+    async fn progress(&mut self) -> anyhow::Result<Progress> {
         let agents = self.system.lab().workers().count();
-        let expected = agents * (agents - 1);
         // The collector may not be listening yet in the first second.
-        let Ok(matrix) = tokio::task::block_in_place(|| self.system.matrix()) else {
-            return Ok((0, expected, 0, agents));
-        };
-        let measured = matrix
-            .pairs
-            .iter()
-            .filter(|p| p.samples > 0 && p.age_s.is_some())
-            .count();
-        let fresh = matrix.nodes.iter().filter(|n| !n.stale).count();
-        Ok((measured, expected, fresh, agents))
+        Ok(match tokio::task::block_in_place(|| self.system.matrix()) {
+            Ok(matrix) => Progress::of(&matrix, agents),
+            Err(_) => Progress {
+                expected: agents * (agents - 1),
+                agents,
+                ..Progress::default()
+            },
+        })
     }
 
     async fn report(&mut self, job_size: usize) -> anyhow::Result<String> {

@@ -7,12 +7,14 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use anyhow::Context;
+use clap::Parser;
 use netaware_agent::{Agent, AgentConfig};
-use netaware_collector::{Collector, CollectorConfig, ModelConfig};
+use netaware_collector::cli::ModelArgs;
+use netaware_collector::{Collector, CollectorConfig};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{DemoOptions, DemoSystem, watch_and_report};
+use super::{DemoOptions, DemoSystem, Progress, watch_and_report};
 use crate::client::ScoresConnection;
 use crate::render;
 
@@ -31,6 +33,12 @@ pub fn demo_agents() -> Vec<(String, &'static str, IpAddr)> {
     agents
 }
 
+#[derive(Parser)]
+struct CollectorFlags {
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
 /// Runs the demo until the duration ends or `shutdown` is cancelled.
 pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::Result<()> {
     let deadline = options.duration.map(|d| Instant::now() + d);
@@ -40,7 +48,12 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
             listen: options.listen,
             metrics_listen: options.metrics_listen,
             inventory: Vec::new(),
-            model: ModelConfig::default(),
+            // The same flags the lab's collector gets, read the same way.
+            model: CollectorFlags::try_parse_from(
+                std::iter::once("demo".to_owned()).chain(options.collector_throughput_flags()),
+            )?
+            .model
+            .model()?,
         },
         shutdown.clone(),
     )
@@ -80,7 +93,16 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
     };
     let job_size = options.job_size.unwrap_or(ZONES[0].1);
     let hint = format!("netaware matrix --collector {url}");
-    watch_and_report(&mut system, job_size, deadline, &hint, &shutdown).await?;
+    let throughput = options.throughput_budget > 0.0;
+    watch_and_report(
+        &mut system,
+        job_size,
+        throughput,
+        deadline,
+        &hint,
+        &shutdown,
+    )
+    .await?;
     shutdown.cancel();
     for agent in running {
         agent.wait().await;
@@ -96,20 +118,9 @@ struct Loopback {
 }
 
 impl DemoSystem for Loopback {
-    async fn progress(&mut self) -> anyhow::Result<(usize, usize, usize, usize)> {
+    async fn progress(&mut self) -> anyhow::Result<Progress> {
         let matrix = self.scores.matrix().await?;
-        let measured = matrix
-            .pairs
-            .iter()
-            .filter(|p| p.samples > 0 && !p.stale)
-            .count();
-        let fresh = matrix.nodes.iter().filter(|n| !n.stale).count();
-        Ok((
-            measured,
-            self.agents * (self.agents - 1),
-            fresh,
-            self.agents,
-        ))
+        Ok(Progress::of(&(&matrix).into(), self.agents))
     }
 
     async fn report(&mut self, job_size: usize) -> anyhow::Result<String> {

@@ -44,6 +44,74 @@ pub struct DemoOptions {
     /// Run on loopback even as root.
     #[arg(long)]
     pub loopback: bool,
+    /// Share of each node's time for throughput tests. Higher than a
+    /// cluster's default (0.02) so that every pair has a goodput within a
+    /// few minutes; 0 runs no tests.
+    #[arg(long, default_value_t = 0.5)]
+    pub throughput_budget: f64,
+    /// Measured part of each throughput test.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub throughput_duration: Duration,
+    /// Warm-up of each throughput test: long enough for TCP to recover
+    /// from the loss at the end of its slow start on the lab's deep queues.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub throughput_omit: Duration,
+    /// Most throughput tests at once: on the lab every link shares one
+    /// emulator thread, and more tests at once would measure it instead.
+    #[arg(long, default_value_t = 2)]
+    pub throughput_max_concurrent: usize,
+}
+
+impl DemoOptions {
+    /// The collector's throughput flags for these options.
+    pub fn collector_throughput_flags(&self) -> Vec<String> {
+        vec![
+            "--throughput-budget".into(),
+            self.throughput_budget.to_string(),
+            "--throughput-duration".into(),
+            format!("{}ms", self.throughput_duration.as_millis()),
+            "--throughput-omit".into(),
+            format!("{}ms", self.throughput_omit.as_millis()),
+            "--throughput-max-concurrent".into(),
+            self.throughput_max_concurrent.to_string(),
+        ]
+    }
+}
+
+/// How far the measurements have come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Progress {
+    /// Pairs with a fresh window.
+    pub measured: usize,
+    /// Directed pairs of agents.
+    pub expected: usize,
+    /// Pairs with a goodput.
+    pub with_goodput: usize,
+    /// Agents reporting.
+    pub fresh: usize,
+    /// Agents started.
+    pub agents: usize,
+}
+
+impl Progress {
+    /// Counts what a matrix shows for `agents` agents.
+    pub fn of(matrix: &crate::json::MatrixJson, agents: usize) -> Self {
+        Self {
+            measured: matrix
+                .pairs
+                .iter()
+                .filter(|p| p.samples > 0 && p.age_s.is_some())
+                .count(),
+            expected: agents * agents.saturating_sub(1),
+            with_goodput: matrix
+                .pairs
+                .iter()
+                .filter(|p| p.throughput_bps.is_some())
+                .count(),
+            fresh: matrix.nodes.iter().filter(|n| !n.stale).count(),
+            agents,
+        }
+    }
 }
 
 /// Runs the demo on the lab when this process is root, else on loopback.
@@ -64,40 +132,57 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
 
 /// What the demo asks of whichever system it runs.
 pub(crate) trait DemoSystem {
-    /// (pairs with fresh windows, pairs expected, agents reporting, agents).
-    async fn progress(&mut self) -> anyhow::Result<(usize, usize, usize, usize)>;
+    /// How far the measurements have come.
+    async fn progress(&mut self) -> anyhow::Result<Progress>;
     /// The zone summary, the matrix and a placement for `job_size`, as text.
     async fn report(&mut self, job_size: usize) -> anyhow::Result<String>;
 }
 
-/// Shows progress until every pair has a fresh window (or time is up),
-/// prints the report, then waits for Ctrl-C or the deadline.
+/// Shows progress until every pair has a fresh window (or time is up) and
+/// prints the report; then, with throughput tests on, until every pair has
+/// a goodput too, and prints it again; then waits for Ctrl-C or the
+/// deadline.
 pub(crate) async fn watch_and_report(
     system: &mut impl DemoSystem,
     job_size: usize,
+    throughput: bool,
     deadline: Option<Instant>,
     query_hint: &str,
     shutdown: &CancellationToken,
 ) -> anyhow::Result<()> {
-    let mut ready = false;
-    while !shutdown.is_cancelled() && deadline.is_none_or(|d| Instant::now() < d) {
-        let (measured, expected, fresh, agents) = system.progress().await?;
+    let started = Instant::now();
+    let ready = wait_until(system, deadline, shutdown, Duration::from_secs(1), |p| {
         println!(
-            "measuring: {measured}/{expected} pairs have fresh windows, {fresh}/{agents} agents reporting"
+            "measuring: {}/{} pairs have fresh windows, {}/{} agents reporting",
+            p.measured, p.expected, p.fresh, p.agents
         );
-        if measured == expected && expected > 0 {
-            ready = true;
-            break;
-        }
-        tokio::select! {
-            () = shutdown.cancelled() => {}
-            () = tokio::time::sleep(Duration::from_secs(1)) => {}
-        }
-    }
+        p.measured == p.expected && p.expected > 0
+    })
+    .await?;
     if !ready {
         println!("stopped before every pair had a window; showing what there is");
     }
     println!("{}", system.report(job_size).await?);
+    if throughput && ready {
+        println!("throughput tests run one per node at a time, within the budget");
+        let measured = wait_until(system, deadline, shutdown, Duration::from_secs(5), |p| {
+            println!(
+                "goodput: {}/{} pairs measured ({:.0} s)",
+                p.with_goodput,
+                p.expected,
+                started.elapsed().as_secs_f64()
+            );
+            p.with_goodput >= p.expected
+        })
+        .await?;
+        if measured {
+            println!(
+                "every pair has a goodput after {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+            println!("{}", system.report(job_size).await?);
+        }
+    }
     if shutdown.is_cancelled() {
         return Ok(());
     }
@@ -118,4 +203,25 @@ pub(crate) async fn watch_and_report(
         } => {}
     }
     Ok(())
+}
+
+/// Polls `progress` every `every` until `done` holds (true), or the deadline
+/// or shutdown comes first (false).
+async fn wait_until(
+    system: &mut impl DemoSystem,
+    deadline: Option<Instant>,
+    shutdown: &CancellationToken,
+    every: Duration,
+    mut done: impl FnMut(&Progress) -> bool,
+) -> anyhow::Result<bool> {
+    while !shutdown.is_cancelled() && deadline.is_none_or(|d| Instant::now() < d) {
+        if done(&system.progress().await?) {
+            return Ok(true);
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => {}
+            () = tokio::time::sleep(every) => {}
+        }
+    }
+    Ok(false)
 }

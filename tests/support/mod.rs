@@ -34,7 +34,7 @@ pub async fn start_collector(inventory: Vec<NodeInfo>, shutdown: &CancellationTo
         metrics_listen: "127.0.0.1:0".parse().unwrap(),
         inventory,
         model: ModelConfig {
-            throughput: Some(ThroughputConfig::new(1.0, 200, 500, 1, false).unwrap()),
+            throughput: Some(ThroughputConfig::new(1.0, 200, 500, 1, false, None).unwrap()),
             ..ModelConfig::default()
         },
     };

@@ -18,10 +18,13 @@ use super::wire::MAX_TEST;
 use super::{MAX_STREAMS, Outcome};
 use crate::counters::Counters;
 use crate::measure::unix_ms_now;
+use crate::quiet::QuietPeers;
 
 /// Clock difference between agents and the collector that token times
 /// tolerate (agents' clocks are NTP-synced on a cluster).
 const CLOCK_SKEW_MS: u64 = 2_000;
+/// How long before a test probes to its other end stop.
+const PAUSE_BEFORE_MS: u64 = 200;
 
 /// Carries out orders.
 #[derive(Clone)]
@@ -33,6 +36,8 @@ pub struct Orders {
     /// The node's addresses: tests are sent from the one of the server's
     /// family, which is the address the collector gave the server.
     pub addresses: Vec<IpAddr>,
+    /// Probes to the other end pause during a test.
+    pub quiet: Arc<QuietPeers>,
     /// Where finished tests go (to the session's next window).
     pub results: mpsc::Sender<ThroughputResult>,
     /// The agent's counters.
@@ -45,6 +50,15 @@ impl Orders {
     /// Acts on one order.
     pub fn handle(&self, order: ThroughputOrder) {
         let checked = check(&order);
+        if checked.is_ok() {
+            // The probes of the last RTT before the start would meet the
+            // test's first bytes too.
+            self.quiet.pause(
+                &order.peer,
+                order.start_unix_ms.saturating_sub(PAUSE_BEFORE_MS),
+                order.expires_unix_ms,
+            );
+        }
         let outcome = match (checked, order.role()) {
             (Err(reason), _) => Err(reason),
             (Ok((token, address)), Role::Server) => self.arm(&order, token, address),
