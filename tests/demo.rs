@@ -6,7 +6,11 @@ mod support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// Lab demos share the CPU and the emulator: one at a time.
+static ONE_LAB_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 #[test]
 fn loopback_demo_prints_zones_matrix_and_a_placement_then_stops() {
@@ -62,8 +66,12 @@ fn lab_demo_prints_the_topology_and_removes_the_lab() {
     if !support::have_root("lab demo") {
         return;
     }
+    let _one = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // RTTs are checked to a fraction of a millisecond here: no throughput
+    // tests (the next test covers those).
     let output = Command::new(env!("CARGO_BIN_EXE_netaware"))
         .args(["demo", "--duration", "15s", "--topology", "small"])
+        .args(["--throughput-budget", "0"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -119,6 +127,7 @@ fn lab_demo_measures_every_pair_goodput_and_shows_the_slow_host() {
     if !support::have_root("lab demo goodput") {
         return;
     }
+    let _one = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // A whole node's time for tests (two at a time, the demo's default), so
     // that the round over the default topology's 72 pairs fits a test run;
     // then Ctrl-C, as a user would.
@@ -142,8 +151,8 @@ fn lab_demo_measures_every_pair_goodput_and_shows_the_slow_host() {
             break;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(240),
-            "no goodput for every pair in 240 s:\n{output}"
+            started.elapsed() < Duration::from_secs(360),
+            "no goodput for every pair in 360 s:\n{output}"
         );
     }
     let interrupted = Command::new("kill")
@@ -174,9 +183,9 @@ fn lab_demo_measures_every_pair_goodput_and_shows_the_slow_host() {
             // 5% loss holds TCP well below the link's rate.
             (true, true) => assert!(goodput <= 50.0, "{src} -> {dst}: {goodput} Mbit/s"),
             (false, true) => assert!(goodput > 0.0, "{src} -> {dst}: {goodput} Mbit/s"),
-            // 400 Mbit/s inside a zone, 200 between zones (96.5% payload).
+            // 200 Mbit/s inside a zone, 100 between zones (96.5% payload).
             (false, false) => {
-                let rate = if src[..1] == dst[..1] { 400.0 } else { 200.0 };
+                let rate = if src[..1] == dst[..1] { 200.0 } else { 100.0 };
                 assert!(
                     (0.8 * rate..=rate).contains(&goodput),
                     "{src} -> {dst}: {goodput} Mbit/s on a {rate} Mbit/s link"

@@ -92,6 +92,7 @@ async fn serve_session(
                 };
                 let ack = {
                     let mut state = shared.state.lock().await;
+                    let before = state.throughput_counts();
                     let ack = match state.ingest(&node, &window, now_ms()) {
                         Ok(Ingested::Accepted) => pb::Ack { seq: window.seq, code: 0, message: String::new() },
                         Ok(Ingested::Duplicate) => pb::Ack { seq: window.seq, code: 0, message: "duplicate".into() },
@@ -100,6 +101,13 @@ async fn serve_session(
                             pb::Ack { seq: window.seq, code: tonic::Code::InvalidArgument.into(), message: invalid.0 }
                         }
                     };
+                    let after = state.throughput_counts();
+                    if after.ignored > before.ignored {
+                        tracing::warn!(%node, results = after.ignored - before.ignored, "throughput results for tests this collector did not order (or no longer remembers): not applied");
+                    }
+                    if after.failed > before.failed {
+                        tracing::info!(%node, tests = after.failed - before.failed, "throughput tests failed");
+                    }
                     shared.changes.send_replace(state.version());
                     ack
                 };
