@@ -16,12 +16,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::tokens::{BookFull, Expected, TokenBook};
 use super::wire::{Counted, HEADER_LEN, Header, Status, Token};
-use super::{CHUNK_BYTES, HEADER_TIMEOUT};
+use super::{CHUNK_BYTES, HEADER_TIMEOUT, tcp_info};
 use crate::measure::unix_ms_now as now_ms;
 
 /// How long after its measured part a stream may keep sending before the
 /// server closes it.
 const DRAIN: Duration = Duration::from_secs(2);
+
+/// Bytes that wake the reader of a test stream.
+const RECEIVE_LOW_WATER: u32 = 32 * 1024;
 
 /// Tests in progress: the byte counter of each, by token.
 type Running = Mutex<HashMap<Token, Arc<AtomicU64>>>;
@@ -115,6 +118,9 @@ async fn stream_session(
         .write_all(&[Status::Accepted.to_byte()])
         .await
         .map_err(|e| e.to_string())?;
+    // Bulk data from here on: read it in batches. What waits unread at a
+    // count is at most this much, at both ends of the measured part.
+    tcp_info::set_receive_low_water(&stream, RECEIVE_LOW_WATER);
     let end = Instant::now() + header.omit + header.duration;
     if header.stream != 0 {
         let counter = lock(running).get(&header.token).cloned();

@@ -1,5 +1,6 @@
 //! The kernel's view of a TCP socket (`TCP_INFO`): retransmits and the
-//! smoothed RTT, for a throughput test's sender.
+//! smoothed RTT, for a throughput test's sender; and `SO_RCVLOWAT`, which
+//! lets the receiver wake once per batch of data instead of per packet.
 
 use std::os::fd::AsRawFd;
 
@@ -33,4 +34,42 @@ pub fn read(socket: &impl AsRawFd) -> Option<TcpFacts> {
         total_retransmits: info.tcpi_total_retrans,
         rtt_ms: f64::from(info.tcpi_rtt) / 1e3,
     })
+}
+
+/// Asks the kernel to wake readers of `socket` only once `bytes` are
+/// waiting (or the stream ends). Best effort: an error leaves the default.
+///
+/// Linux clamps the TCP window to the low-water mark when the receive
+/// buffer must grow to hold twice the mark, which would cap the goodput; so
+/// the mark is set only where the buffer already holds four times it.
+pub fn set_receive_low_water(socket: &impl AsRawFd, bytes: u32) {
+    let mut buffer: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes one c_int into a valid pointer.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&raw mut buffer).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 || i64::from(buffer) < 4 * i64::from(bytes) {
+        return;
+    }
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: setsockopt reads one c_int from a valid pointer.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&raw const value).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        tracing::debug!(err = %std::io::Error::last_os_error(), "SO_RCVLOWAT not set");
+    }
 }
