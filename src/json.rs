@@ -48,6 +48,12 @@ pub struct PairJson {
     pub one_way_loss_ratio: Option<f64>,
     /// Last goodput (bit/s), null until measured.
     pub throughput_bps: Option<f64>,
+    /// The last test's retransmits, null when unknown.
+    pub throughput_retransmits: Option<u32>,
+    /// The last test's smoothed TCP RTT (ms), null when unknown.
+    pub throughput_tcp_rtt_ms: Option<f64>,
+    /// Seconds since the last test, null until measured.
+    pub throughput_age_s: Option<f64>,
     /// Probes over the recent windows.
     pub samples: u64,
     /// Seconds since the newest window, null if never measured.
@@ -82,6 +88,9 @@ impl From<&pb::Matrix> for MatrixJson {
                     loss_ratio: p.loss_ratio,
                     one_way_loss_ratio: p.one_way_loss_ratio,
                     throughput_bps: p.throughput_bps,
+                    throughput_retransmits: p.throughput_retransmits,
+                    throughput_tcp_rtt_ms: p.throughput_tcp_rtt_ms,
+                    throughput_age_s: p.throughput_age_s,
                     samples: p.samples,
                     age_s: (p.age_s >= 0.0).then_some(p.age_s),
                     quality: p.quality,

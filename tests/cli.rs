@@ -88,7 +88,10 @@ async fn json_contracts_and_tables() {
             "rtt_p99_ms",
             "samples",
             "src",
-            "throughput_bps"
+            "throughput_age_s",
+            "throughput_bps",
+            "throughput_retransmits",
+            "throughput_tcp_rtt_ms"
         ]
     );
     let ab = pairs.iter().find(|p| p["src"] == "a").unwrap();

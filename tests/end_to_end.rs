@@ -114,6 +114,17 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
         );
         assert_eq!(terms.throughput_source(), pb::Source::Measured);
         assert!(terms.throughput > 0.0);
+        // Linux gives TCP_INFO: the sender's view travels with the goodput.
+        assert!(p.throughput_retransmits.is_some(), "{p:?}");
+        assert!(
+            p.throughput_tcp_rtt_ms.is_some_and(|rtt| rtt >= 0.0),
+            "{p:?}"
+        );
+        assert!(
+            p.throughput_age_s
+                .is_some_and(|age| (0.0..60.0).contains(&age)),
+            "{p:?}"
+        );
     }
 
     let zones = scores.zones().await.unwrap();

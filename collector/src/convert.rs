@@ -50,6 +50,11 @@ pub fn matrix(
                 jitter_ms: s.jitter_ms,
                 loss_ratio: s.loss_ratio,
                 throughput_bps: s.throughput.map(|tp| tp.bps),
+                throughput_retransmits: s.throughput.and_then(|tp| tp.retransmits),
+                throughput_tcp_rtt_ms: s.throughput.and_then(|tp| tp.tcp_rtt_ms),
+                throughput_age_s: s
+                    .throughput
+                    .map(|tp| now.saturating_sub(tp.at) as f64 / MS_PER_S),
                 samples: s.samples,
                 age_s: pair.age_ms.map_or(-1.0, |ms| ms as f64 / MS_PER_S),
                 quality: pair.quality,

@@ -247,6 +247,8 @@ fn throughput_result(
         Ok(Throughput {
             bps: goodput,
             at: result.end_unix_ms,
+            retransmits: result.retransmits,
+            tcp_rtt_ms: result.tcp_rtt_ms,
         })
     } else {
         Err(result.error.clone())

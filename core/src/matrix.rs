@@ -183,6 +183,10 @@ pub struct Throughput {
     pub bps: f64,
     /// When the test ended.
     pub at: UnixMillis,
+    /// Segments the sender retransmitted, when the kernel said.
+    pub retransmits: Option<u32>,
+    /// The sender's smoothed TCP RTT (ms) at the end, when the kernel said.
+    pub tcp_rtt_ms: Option<f64>,
 }
 
 /// What the recent windows of one pair add up to.

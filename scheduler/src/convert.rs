@@ -69,7 +69,12 @@ pub fn scored_matrix(matrix: &pb::Matrix) -> ScoredMatrix {
                     loss_ratio: p.loss_ratio.map(unit),
                     samples: p.samples,
                     last_end: None,
-                    throughput: p.throughput_bps.map(|bps| Throughput { bps, at: 0 }),
+                    throughput: p.throughput_bps.map(|bps| Throughput {
+                        bps,
+                        at: 0,
+                        retransmits: p.throughput_retransmits,
+                        tcp_rtt_ms: p.throughput_tcp_rtt_ms,
+                    }),
                     one_way_loss_ratio: p.one_way_loss_ratio.map(unit),
                 },
                 age_ms: seconds_to_ms(p.age_s),
