@@ -127,6 +127,47 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
         );
     }
 
+    // Every endpoint's metrics: the agent's work, the collector's work and
+    // the matrix in base units.
+    let agent_metrics = format!("{}:{}", AGENTS[1].1, support::AGENT_METRICS_PORT);
+    let (status, text) = support::get(agent_metrics.parse().unwrap(), "/metrics").await;
+    assert_eq!(status, 200);
+    let value = |text: &str, series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+    };
+    assert!(value(&text, "netaware_agent_probes_sent_total") > 0.0);
+    assert!(value(&text, "netaware_agent_windows_acked_total") > 0.0);
+    assert!(
+        value(
+            &text,
+            "netaware_agent_throughput_tests_total{outcome=\"ok\"}"
+        ) > 0.0
+    );
+    assert_eq!(value(&text, "netaware_agent_windows_dropped_total"), 0.0);
+    support::check_with_promtool("the agent's /metrics", &text);
+    let (status, text) = support::get(collector.http_addr, "/metrics").await;
+    assert_eq!(status, 200);
+    assert_eq!(value(&text, "netaware_collector_sessions_open"), 4.0);
+    support::check_with_promtool("the collector's /metrics", &text);
+    assert!(
+        value(
+            &text,
+            "netaware_collector_windows_accepted_total{node=\"e2e-a2\"}"
+        ) > 0.0
+    );
+    let rtt = value(
+        &text,
+        "netaware_pair_rtt_seconds{src=\"e2e-a1\",dst=\"e2e-a2\",src_zone=\"zone-a\",dst_zone=\"zone-a\"}",
+    );
+    assert!(rtt > 0.0 && rtt < 0.005, "loopback RTT {rtt} s");
+    let goodput = value(
+        &text,
+        "netaware_zone_pair_goodput_bytes_per_second{src_zone=\"zone-a\",dst_zone=\"zone-b\"}",
+    );
+    assert!(goodput > 100e6 / 8.0, "{goodput} B/s");
+
     let zones = scores.zones().await.unwrap();
     let names: Vec<&str> = zones.zones.iter().map(|z| z.name.as_str()).collect();
     assert_eq!(names, ["zone-a", "zone-b"]);

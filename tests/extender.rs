@@ -226,6 +226,7 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
     // (a pod of no known job would get one; here every pod has a job).
     let (status, metrics) = support::get(addr, "/metrics").await;
     assert_eq!(status, 200);
+    support::check_with_promtool("the extender's /metrics", &metrics);
     assert!(
         metrics.contains(r#"netaware_scheduler_requests_total{verb="filter",outcome="ok"}"#),
         "{metrics}"

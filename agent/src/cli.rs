@@ -54,6 +54,9 @@ pub struct AgentArgs {
     /// tune it.
     #[arg(long, default_value_t = 0)]
     pub throughput_buffer: u32,
+    /// Port of /metrics and /healthz on this node's first address (0: none).
+    #[arg(long, env = "NETAWARE_METRICS_PORT", default_value_t = crate::DEFAULT_METRICS_PORT)]
+    pub metrics_port: u16,
 }
 
 impl AgentArgs {
@@ -67,6 +70,7 @@ impl AgentArgs {
             max_buffered_windows: self.max_buffered_windows,
             throughput_port: (self.throughput_port != 0).then_some(self.throughput_port),
             throughput_buffer: (self.throughput_buffer != 0).then_some(self.throughput_buffer),
+            metrics_port: (self.metrics_port != 0).then_some(self.metrics_port),
             ..AgentConfig::new(&self.node, self.addresses, &self.zone, &self.collector)
         }
     }

@@ -20,6 +20,8 @@ pub struct Counters {
     pub windows_dropped: AtomicU64,
     /// Sessions opened after the first.
     pub reconnects: AtomicU64,
+    /// Windows waiting for an ack now (a gauge).
+    pub windows_buffered: AtomicU64,
     /// Throughput tests run as the client, by outcome.
     pub throughput_tests: AtomicU64,
     /// Of those, tests that failed.

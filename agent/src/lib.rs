@@ -19,6 +19,7 @@ pub mod counters;
 pub mod icmp;
 pub mod inbound;
 pub mod measure;
+pub mod metrics;
 pub mod node_stats;
 pub mod quiet;
 pub mod schedule;
@@ -38,6 +39,8 @@ pub use counters::Counters;
 
 /// The throughput server's port unless configured otherwise.
 pub const DEFAULT_THROUGHPUT_PORT: u16 = 7471;
+/// The metrics port of the agent binary unless configured otherwise.
+pub const DEFAULT_METRICS_PORT: u16 = 9471;
 
 /// Errors that stop an agent from starting.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +56,16 @@ pub enum AgentError {
     /// SIGINT and SIGTERM handlers could not be installed.
     #[error("cannot listen for shutdown signals: {0}")]
     Signals(std::io::Error),
+    /// The metrics endpoint could not listen.
+    #[error(
+        "cannot serve metrics on {addr}: {source} (choose another --metrics-port, or 0 for none)"
+    )]
+    Metrics {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// The throughput server could not listen.
     #[error(
         "cannot open the throughput server on {addr}: {source} (choose another --throughput-port, or 0 for none)"
@@ -92,6 +105,9 @@ pub struct AgentConfig {
     /// SO_SNDBUF and SO_RCVBUF of throughput streams; `None` lets the
     /// kernel tune them.
     pub throughput_buffer: Option<u32>,
+    /// Port of /metrics and /healthz on the node's first address; `None`
+    /// serves none.
+    pub metrics_port: Option<u16>,
 }
 
 impl AgentConfig {
@@ -110,6 +126,7 @@ impl AgentConfig {
             max_buffered_windows: 60,
             throughput_port: Some(DEFAULT_THROUGHPUT_PORT),
             throughput_buffer: None,
+            metrics_port: None,
         }
     }
 
@@ -202,6 +219,16 @@ impl Agent {
             shutdown: shutdown.clone(),
         };
         let mut tasks = tokio::task::JoinSet::new();
+        if let Some(port) = config.metrics_port {
+            let addr = std::net::SocketAddr::new(config.addresses[0], port);
+            let listener =
+                metrics::bind(addr).map_err(|source| AgentError::Metrics { addr, source })?;
+            tasks.spawn(metrics::serve(
+                listener,
+                Arc::clone(&counters),
+                shutdown.clone(),
+            ));
+        }
         let (requests_tx, requests_rx) = mpsc::channel(1024);
         match v4.map(inbound::open).transpose() {
             Ok(Some((socket, local))) => {

@@ -159,6 +159,9 @@ fn keep(
         window.throughput.push(result);
     }
     let (window, evicted) = outbox.push(window);
+    counters
+        .windows_buffered
+        .store(outbox.len() as u64, Relaxed);
     if let Some(old) = evicted {
         counters.windows_dropped.fetch_add(1, Relaxed);
         tracing::warn!(
@@ -229,6 +232,7 @@ async fn session(
                     }
                     Some(collector_message::Body::Ack(ack)) => {
                         outbox.ack(ack.seq);
+                        counters.windows_buffered.store(outbox.len() as u64, Relaxed);
                         if ack.code == 0 {
                             counters.windows_acked.fetch_add(1, Relaxed);
                         } else {

@@ -1,18 +1,39 @@
-//! The collector's plain HTTP endpoint: /healthz now, /metrics later.
+//! The collector's plain HTTP endpoint: /healthz and /metrics.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
 use axum::routing::get;
 
-use crate::shared::Shared;
+use crate::metrics::{DEFAULT_PAIR_NODE_LIMIT, ScrapeFacts, exposition};
+use crate::shared::{Shared, now_ms};
 
 /// The HTTP routes.
 pub fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
         .with_state(shared)
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
+    let now = now_ms();
+    let (snapshot, throughput) = {
+        let state = shared.state.lock().await;
+        (state.snapshot(now), state.throughput_counts())
+    };
+    let facts = ScrapeFacts {
+        open_sessions: shared.sessions().len(),
+        throughput,
+        pair_node_limit: DEFAULT_PAIR_NODE_LIMIT,
+    };
+    (
+        [(CONTENT_TYPE, netaware_runtime::PROMETHEUS_CONTENT_TYPE)],
+        netaware_runtime::prometheus_text(&exposition(&shared.work, &snapshot, &facts)),
+    )
 }
 
 async fn healthz(State(shared): State<Arc<Shared>>) -> String {

@@ -19,6 +19,7 @@ pub mod cli;
 pub mod convert;
 pub mod http;
 pub mod inventory;
+pub mod metrics;
 pub mod scores;
 pub mod session;
 pub mod shared;

@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::metrics::NodeLabels;
 use crate::shared::{ResponseStream, Shared, now_ms};
 use crate::state::Ingested;
 
@@ -47,6 +48,7 @@ impl pb::agent_session_server::AgentSession for SessionService {
         if changed {
             shared.membership.send_modify(|v| *v += 1);
         }
+        shared.work.sessions_opened.inc();
         tracing::info!(%node, zone = %hello.zone, "agent session opened");
         let (down, down_rx) = mpsc::channel(256);
         tokio::spawn(serve_session(shared, node, inbound, down));
@@ -64,6 +66,7 @@ async fn serve_session(
     shared.sessions().insert(node.clone(), down.clone());
     let mut membership = shared.membership.subscribe();
     membership.mark_changed();
+    let by_node = NodeLabels { node: node.clone() };
     let message = |body| Ok(pb::CollectorMessage { body: Some(body) });
     loop {
         tokio::select! {
@@ -94,9 +97,16 @@ async fn serve_session(
                     let mut state = shared.state.lock().await;
                     let before = state.throughput_counts();
                     let ack = match state.ingest(&node, &window, now_ms()) {
-                        Ok(Ingested::Accepted) => pb::Ack { seq: window.seq, code: 0, message: String::new() },
-                        Ok(Ingested::Duplicate) => pb::Ack { seq: window.seq, code: 0, message: "duplicate".into() },
+                        Ok(Ingested::Accepted) => {
+                            shared.work.windows_accepted.get_or_create(&by_node).inc();
+                            pb::Ack { seq: window.seq, code: 0, message: String::new() }
+                        }
+                        Ok(Ingested::Duplicate) => {
+                            shared.work.windows_duplicate.get_or_create(&by_node).inc();
+                            pb::Ack { seq: window.seq, code: 0, message: "duplicate".into() }
+                        }
                         Err(invalid) => {
+                            shared.work.windows_rejected.get_or_create(&by_node).inc();
                             tracing::warn!(%node, seq = window.seq, reason = %invalid, "window refused");
                             pb::Ack { seq: window.seq, code: tonic::Code::InvalidArgument.into(), message: invalid.0 }
                         }

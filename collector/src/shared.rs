@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
 use crate::convert;
+use crate::metrics::WorkMetrics;
 use crate::state::CollectorState;
 
 /// Unix time now, in milliseconds.
@@ -42,6 +43,8 @@ pub struct Shared {
     pub shutdown: CancellationToken,
     /// The open agent sessions, by node, for throughput orders.
     sessions: std::sync::Mutex<HashMap<String, SessionSender>>,
+    /// Counters of the collector's work, for /metrics.
+    pub work: WorkMetrics,
 }
 
 impl Shared {
@@ -54,6 +57,7 @@ impl Shared {
             changes: watch::Sender::new(version),
             shutdown,
             sessions: std::sync::Mutex::default(),
+            work: WorkMetrics::default(),
         })
     }
 

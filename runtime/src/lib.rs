@@ -5,8 +5,62 @@
 //! - [`shutdown_on_signal`]: a [`CancellationToken`] cancelled on SIGINT or
 //!   SIGTERM (what Kubernetes sends before it kills a pod), which every
 //!   server and task watches to drain and stop.
+//! - [`prometheus_text`] and [`PROMETHEUS_CONTENT_TYPE`]: what every
+//!   /metrics endpoint answers with.
 
 use tokio_util::sync::CancellationToken;
+
+/// The content type of the Prometheus text format (0.0.4).
+pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The Prometheus text format (0.0.4) of the OpenMetrics text that
+/// prometheus-client writes: a counter's HELP and TYPE name the `_total`
+/// series, as the classic format and `promtool check metrics` expect, and
+/// the `# EOF` marker goes. Every /metrics endpoint serves this, so that any
+/// Prometheus and promtool read it the same way.
+pub fn prometheus_text(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut text = String::with_capacity(openmetrics.len() + 16 * counters.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" {
+            continue;
+        }
+        let header = ["# HELP ", "# TYPE "]
+            .into_iter()
+            .find_map(|kind| Some((kind, line.strip_prefix(kind)?)));
+        match header {
+            Some((kind, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                let suffix = if counters.contains(name) {
+                    "_total"
+                } else {
+                    ""
+                };
+                text.push_str(&format!("{kind}{name}{suffix} {tail}"));
+            }
+            None => text.push_str(line),
+        }
+        text.push('\n');
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_named_by_their_total_series_and_eof_goes() {
+        let openmetrics = "# HELP x_requests Requests.\n# TYPE x_requests counter\nx_requests_total{verb=\"a\"} 3\n# HELP x_open Open.\n# TYPE x_open gauge\nx_open 2\n# EOF\n";
+        assert_eq!(
+            prometheus_text(openmetrics),
+            "# HELP x_requests_total Requests.\n# TYPE x_requests_total counter\nx_requests_total{verb=\"a\"} 3\n# HELP x_open Open.\n# TYPE x_open gauge\nx_open 2\n"
+        );
+    }
+}
 
 /// Logs to stderr at `default_level` unless `RUST_LOG` says otherwise.
 pub fn init_logging(default_level: &str) {

@@ -8,6 +8,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::Value;
@@ -129,7 +130,12 @@ pub fn router(extender: Arc<Extender>) -> Router {
         )
         .route(
             "/metrics",
-            get(|State(e): State<Arc<Extender>>| async move { e.metrics.encode() }),
+            get(|State(e): State<Arc<Extender>>| async move {
+                (
+                    [(CONTENT_TYPE, netaware_runtime::PROMETHEUS_CONTENT_TYPE)],
+                    netaware_runtime::prometheus_text(&e.metrics.encode()),
+                )
+            }),
         )
         .route("/healthz", get(|| async { "ok\n" }))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -72,6 +72,7 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
             interval: options.interval,
             window: options.window,
             probe_timeout: options.interval.min(Duration::from_secs(1)),
+            metrics_port: Some(netaware_agent::DEFAULT_METRICS_PORT),
             ..AgentConfig::new(name, vec![*address], zone, &url)
         };
         running.push(

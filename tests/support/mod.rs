@@ -43,7 +43,49 @@ pub async fn start_collector(inventory: Vec<NodeInfo>, shutdown: &CancellationTo
         .expect("collector starts")
 }
 
-/// An agent with short windows (1 s) and fast probes (100 ms).
+/// Runs `promtool check metrics` (Prometheus's own linter) on a /metrics
+/// text and panics with its complaints. Without promtool it skips, unless
+/// NETAWARE_REQUIRE_ROOT=1 (CI, where scripts/test installs it).
+pub fn check_with_promtool(what: &str, text: &str) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(err) => {
+            assert!(
+                std::env::var("NETAWARE_REQUIRE_ROOT").as_deref() != Ok("1"),
+                "promtool is needed in CI: {err}"
+            );
+            eprintln!("skipping promtool check of {what}: {err}");
+            return;
+        }
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "promtool check metrics on {what}:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The port of the test agents' /metrics, on each agent's own address.
+pub const AGENT_METRICS_PORT: u16 = 9471;
+
+/// An agent with short windows (1 s) and fast probes (100 ms), serving
+/// /metrics on its address and [`AGENT_METRICS_PORT`].
 pub fn start_agent(
     name: &str,
     address: &str,
@@ -56,6 +98,7 @@ pub fn start_agent(
         interval: Duration::from_millis(100),
         window: Duration::from_secs(1),
         probe_timeout: Duration::from_millis(500),
+        metrics_port: Some(AGENT_METRICS_PORT),
         ..AgentConfig::new(
             name,
             vec![address],

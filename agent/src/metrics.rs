@@ -1,0 +1,135 @@
+//! The agent's Prometheus metrics on /metrics (with /healthz beside them):
+//! its own work, from [`Counters`]. What it measures goes to the collector,
+//! which exports the matrix; the agent says only whether it is doing its job.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::header::CONTENT_TYPE;
+use axum::routing::get;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+
+use crate::counters::Counters;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+/// The metrics text for the counters now.
+pub fn exposition(counters: &Counters) -> String {
+    let get = Counters::get;
+    let mut registry = Registry::with_prefix("netaware_agent");
+    for (name, help, value) in [
+        (
+            "probes_sent",
+            "ICMP echo requests sent",
+            get(&counters.probes_sent),
+        ),
+        (
+            "probe_errors",
+            "Probes that could not be sent",
+            get(&counters.probe_errors),
+        ),
+        (
+            "windows_sent",
+            "Windows sent to the collector, replays included",
+            get(&counters.windows_sent),
+        ),
+        (
+            "windows_acked",
+            "Windows the collector accepted",
+            get(&counters.windows_acked),
+        ),
+        (
+            "windows_rejected",
+            "Windows the collector refused as invalid",
+            get(&counters.windows_rejected),
+        ),
+        (
+            "windows_dropped",
+            "Windows pushed out of the full buffer before an ack",
+            get(&counters.windows_dropped),
+        ),
+        (
+            "reconnects",
+            "Sessions with the collector opened after the first",
+            get(&counters.reconnects),
+        ),
+        (
+            "throughput_orders_refused",
+            "Throughput orders that could not be carried out",
+            get(&counters.throughput_orders_refused),
+        ),
+    ] {
+        let counter = Counter::<u64>::default();
+        counter.inc_by(value);
+        registry.register(name, help, counter);
+    }
+    let tests = Family::<OutcomeLabels, Counter>::default();
+    let failed = get(&counters.throughput_failures);
+    tests
+        .get_or_create(&OutcomeLabels { outcome: "ok" })
+        .inc_by(get(&counters.throughput_tests).saturating_sub(failed));
+    tests
+        .get_or_create(&OutcomeLabels { outcome: "failed" })
+        .inc_by(failed);
+    registry.register(
+        "throughput_tests",
+        "Throughput tests run as the client, by outcome",
+        tests,
+    );
+    let buffered = Gauge::<i64>::default();
+    buffered.set(i64::try_from(get(&counters.windows_buffered)).unwrap_or(i64::MAX));
+    registry.register(
+        "windows_buffered",
+        "Windows waiting for the collector's ack",
+        buffered,
+    );
+    let mut text = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
+    text
+}
+
+/// Serves /metrics and /healthz on `listener` until `shutdown`.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    counters: Arc<Counters>,
+    shutdown: CancellationToken,
+) {
+    let app = Router::new()
+        .route(
+            "/metrics",
+            get(move || {
+                let counters = Arc::clone(&counters);
+                async move {
+                    (
+                        [(CONTENT_TYPE, netaware_runtime::PROMETHEUS_CONTENT_TYPE)],
+                        netaware_runtime::prometheus_text(&exposition(&counters)),
+                    )
+                }
+            }),
+        )
+        .route("/healthz", get(|| async { "ok\n" }));
+    if let Err(err) = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+    {
+        tracing::error!(%err, "metrics server failed");
+    }
+}
+
+/// Binds the metrics listener (outside async code: the agent starts
+/// synchronously).
+pub fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let listener = std::net::TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    tokio::net::TcpListener::from_std(listener)
+}

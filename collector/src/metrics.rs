@@ -1,0 +1,398 @@
+//! The collector's Prometheus metrics on /metrics.
+//!
+//! Two kinds: counters of the collector's own work ([`WorkMetrics`],
+//! updated as sessions, windows and test results come and go), and what the
+//! matrix says at the moment of the scrape ([`exposition`], pure: built from
+//! a snapshot): per zone pair always, per node pair while the cluster has at
+//! most [`DEFAULT_PAIR_NODE_LIMIT`] nodes (a pair series per node pair
+//! grows with the square of the nodes), each node's score and staleness.
+//! Units are the base units of the Prometheus conventions: seconds, bytes,
+//! ratios.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+use netaware_core::snapshot::ScoredMatrix;
+
+use crate::state::ThroughputCounts;
+
+/// Node pairs are exported while the cluster has at most this many nodes.
+pub const DEFAULT_PAIR_NODE_LIMIT: usize = 100;
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// One node.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NodeLabels {
+    /// Node name.
+    pub node: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ZoneNodeLabels {
+    node: String,
+    zone: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ZonePairLabels {
+    src_zone: String,
+    dst_zone: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PairLabels {
+    src: String,
+    dst: String,
+    src_zone: String,
+    dst_zone: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+/// Counters of the collector's work, shared by the sessions.
+#[derive(Debug, Default)]
+pub struct WorkMetrics {
+    /// Agent sessions opened.
+    pub sessions_opened: Counter,
+    /// Windows that entered the matrix, by node.
+    pub windows_accepted: Family<NodeLabels, Counter>,
+    /// Windows acknowledged as duplicates (replays), by node.
+    pub windows_duplicate: Family<NodeLabels, Counter>,
+    /// Windows refused as invalid, by node.
+    pub windows_rejected: Family<NodeLabels, Counter>,
+}
+
+/// Everything a scrape shows besides [`WorkMetrics`].
+#[derive(Debug, Clone, Copy)]
+pub struct ScrapeFacts {
+    /// Open agent sessions.
+    pub open_sessions: usize,
+    /// What became of throughput tests.
+    pub throughput: ThroughputCounts,
+    /// Export node pairs while there are at most this many nodes.
+    pub pair_node_limit: usize,
+}
+
+/// The metrics text of a scrape: the work counters and the matrix as of
+/// the snapshot.
+pub fn exposition(work: &WorkMetrics, snapshot: &ScoredMatrix, facts: &ScrapeFacts) -> String {
+    let mut registry = Registry::with_prefix("netaware");
+    register_work(&mut registry, work, facts);
+    register_matrix(&mut registry, snapshot, facts.pair_node_limit);
+    let mut text = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
+    text
+}
+
+fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFacts) {
+    let collector = registry.sub_registry_with_prefix("collector");
+    collector.register(
+        "sessions_opened",
+        "Agent sessions opened",
+        work.sessions_opened.clone(),
+    );
+    let open = Gauge::<i64>::default();
+    open.set(i64::try_from(facts.open_sessions).unwrap_or(i64::MAX));
+    collector.register("sessions_open", "Agent sessions open now", open);
+    collector.register(
+        "windows_accepted",
+        "Windows that entered the matrix, by node",
+        work.windows_accepted.clone(),
+    );
+    collector.register(
+        "windows_duplicate",
+        "Windows acknowledged as replays of accepted ones, by node",
+        work.windows_duplicate.clone(),
+    );
+    collector.register(
+        "windows_rejected",
+        "Windows refused as invalid, by node",
+        work.windows_rejected.clone(),
+    );
+    let orders = Counter::<u64>::default();
+    orders.inc_by(facts.throughput.ordered);
+    collector.register(
+        "throughput_tests_ordered",
+        "Throughput tests ordered",
+        orders,
+    );
+    let results = Family::<OutcomeLabels, Counter>::default();
+    let counts = facts.throughput;
+    for (outcome, count) in [
+        ("measured", counts.measured),
+        ("failed", counts.failed),
+        ("ignored", counts.ignored),
+    ] {
+        results
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc_by(count);
+    }
+    collector.register(
+        "throughput_results",
+        "Throughput results by outcome: measured, failed, or ignored (not ordered by this collector)",
+        results,
+    );
+}
+
+fn register_matrix(registry: &mut Registry, snapshot: &ScoredMatrix, pair_node_limit: usize) {
+    let nodes = snapshot.nodes();
+    let zone_nodes = |i: usize| ZoneNodeLabels {
+        node: nodes[i].info.name.clone(),
+        zone: nodes[i].info.zone.clone(),
+    };
+    let stale = Family::<ZoneNodeLabels, Gauge>::default();
+    let score = Family::<ZoneNodeLabels, FloatGauge>::default();
+    for (i, node) in nodes.iter().enumerate() {
+        stale
+            .get_or_create(&zone_nodes(i))
+            .set(i64::from(node.stale));
+        // A node's score: the mean quality of its links inside its zone,
+        // both ways, what placement starts from.
+        let in_zone: Vec<f64> = snapshot
+            .links(i)
+            .filter(|p| nodes[p.src].info.zone == nodes[p.dst].info.zone)
+            .map(|p| p.quality)
+            .collect();
+        if !in_zone.is_empty() {
+            let mean = in_zone.iter().sum::<f64>() / in_zone.len() as f64;
+            score.get_or_create(&zone_nodes(i)).set(mean);
+        }
+    }
+    registry.register("node_stale", "1 when the node has no fresh reports", stale);
+    registry.register(
+        "node_score",
+        "Mean quality (0 to 1) of the node's links inside its zone, both ways",
+        score,
+    );
+
+    let summary = snapshot.zones();
+    let zone_pair = |src: &str, dst: &str| ZonePairLabels {
+        src_zone: src.to_owned(),
+        dst_zone: dst.to_owned(),
+    };
+    let families = PairFamilies::default();
+    for z in &summary.zone_pairs {
+        let labels = zone_pair(&z.src_zone, &z.dst_zone);
+        families.set(
+            &labels,
+            z.rtt_median_ms.map(seconds),
+            None,
+            z.loss_ratio,
+            z.throughput_bps,
+            z.quality,
+        );
+    }
+    families.register(
+        registry,
+        "zone_pair",
+        "zone pair: mean over its measured node pairs",
+    );
+
+    if nodes.len() <= pair_node_limit {
+        let families = PairFamilies::default();
+        for p in snapshot.pairs() {
+            let labels = PairLabels {
+                src: nodes[p.src].info.name.clone(),
+                dst: nodes[p.dst].info.name.clone(),
+                src_zone: nodes[p.src].info.zone.clone(),
+                dst_zone: nodes[p.dst].info.zone.clone(),
+            };
+            let s = &p.summary;
+            families.set(
+                &labels,
+                s.rtt_median_ms.map(seconds),
+                s.jitter_ms.map(seconds),
+                s.loss_ratio,
+                s.throughput.map(|t| t.bps),
+                p.quality,
+            );
+        }
+        families.register(registry, "pair", "node pair src -> dst");
+    }
+}
+
+fn seconds(ms: f64) -> f64 {
+    ms / 1e3
+}
+
+/// What a label set of a pair family must be.
+trait PairLabelSet:
+    EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send + Sync + 'static
+{
+}
+
+impl PairLabelSet for ZonePairLabels {}
+impl PairLabelSet for PairLabels {}
+
+/// The same five figures for zone pairs and node pairs.
+struct PairFamilies<L: PairLabelSet> {
+    rtt: Family<L, FloatGauge>,
+    jitter: Family<L, FloatGauge>,
+    loss: Family<L, FloatGauge>,
+    goodput: Family<L, FloatGauge>,
+    quality: Family<L, FloatGauge>,
+}
+
+impl<L: PairLabelSet> Default for PairFamilies<L> {
+    fn default() -> Self {
+        Self {
+            rtt: Family::default(),
+            jitter: Family::default(),
+            loss: Family::default(),
+            goodput: Family::default(),
+            quality: Family::default(),
+        }
+    }
+}
+
+impl<L: PairLabelSet> PairFamilies<L> {
+    /// Sets what is known; a figure that does not exist gets no sample
+    /// rather than a made-up 0.
+    fn set(
+        &self,
+        labels: &L,
+        rtt_s: Option<f64>,
+        jitter_s: Option<f64>,
+        loss: Option<f64>,
+        goodput_bps: Option<f64>,
+        quality: f64,
+    ) {
+        for (family, value) in [
+            (&self.rtt, rtt_s),
+            (&self.jitter, jitter_s),
+            (&self.loss, loss),
+            (&self.goodput, goodput_bps.map(|bps| bps / 8.0)),
+            (&self.quality, Some(quality)),
+        ] {
+            if let Some(value) = value {
+                family.get_or_create(labels).set(value);
+            }
+        }
+    }
+
+    fn register(self, registry: &mut Registry, prefix: &str, what: &str) {
+        registry.register(
+            format!("{prefix}_rtt_seconds"),
+            format!("Median round-trip time of the {what}"),
+            self.rtt,
+        );
+        registry.register(
+            format!("{prefix}_jitter_seconds"),
+            format!("Jitter of the {what}"),
+            self.jitter,
+        );
+        registry.register(
+            format!("{prefix}_loss_ratio"),
+            format!("Round-trip loss (0 to 1) of the {what}"),
+            self.loss,
+        );
+        registry.register(
+            format!("{prefix}_goodput_bytes_per_second"),
+            format!("Last measured TCP goodput of the {what}"),
+            self.goodput,
+        );
+        registry.register(
+            format!("{prefix}_quality"),
+            format!("Pair quality (0 to 1) of the {what}"),
+            self.quality,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::{CollectorState, ModelConfig};
+    use netaware_proto::v1::{Hello, PeerWindow, Window};
+
+    fn state() -> CollectorState {
+        let mut state = CollectorState::new(ModelConfig::default(), Vec::new());
+        for (node, zone) in [("a1", "a"), ("a2", "a"), ("b1", "b")] {
+            let hello = Hello {
+                node: node.into(),
+                addresses: vec!["127.0.0.2".into()],
+                zone: zone.into(),
+                agent_version: "test".into(),
+                window_ms: 1_000,
+                probe_interval_ms: 100,
+                instance: 1,
+                ..Hello::default()
+            };
+            state.hello(&hello, 1_000).unwrap();
+        }
+        let peer = |name: &str, rtt: f64, received: u32| PeerWindow {
+            peer: name.into(),
+            sent: 10,
+            received,
+            rtt_min_ms: rtt,
+            rtt_median_ms: rtt,
+            rtt_p90_ms: rtt,
+            rtt_p99_ms: rtt,
+            rtt_max_ms: rtt,
+            jitter_ms: 0.01,
+            ..PeerWindow::default()
+        };
+        let window = Window {
+            seq: 1,
+            start_unix_ms: 1_000,
+            end_unix_ms: 2_000,
+            peers: vec![peer("a2", 0.25, 10), peer("b1", 5.0, 8)],
+            ..Window::default()
+        };
+        state.ingest("a1", &window, 2_000).unwrap();
+        state
+    }
+
+    fn facts(limit: usize) -> ScrapeFacts {
+        ScrapeFacts {
+            open_sessions: 2,
+            throughput: ThroughputCounts {
+                ordered: 4,
+                measured: 3,
+                failed: 1,
+                ignored: 0,
+            },
+            pair_node_limit: limit,
+        }
+    }
+
+    #[test]
+    fn exports_zone_pairs_node_pairs_nodes_and_work_in_base_units() {
+        let work = WorkMetrics::default();
+        work.windows_accepted
+            .get_or_create(&NodeLabels { node: "a1".into() })
+            .inc();
+        let text = exposition(&work, &state().snapshot(2_000), &facts(100));
+        for line in [
+            r#"netaware_pair_rtt_seconds{src="a1",dst="a2",src_zone="a",dst_zone="a"} 0.00025"#,
+            r#"netaware_pair_loss_ratio{src="a1",dst="b1",src_zone="a",dst_zone="b"} 0.2"#,
+            r#"netaware_zone_pair_rtt_seconds{src_zone="a",dst_zone="b"} 0.005"#,
+            r#"netaware_node_stale{node="a1",zone="a"} 0"#,
+            r#"netaware_collector_windows_accepted_total{node="a1"} 1"#,
+            r#"netaware_collector_sessions_open 2"#,
+            r#"netaware_collector_throughput_results_total{outcome="failed"} 1"#,
+        ] {
+            assert!(text.contains(line), "missing {line}:\n{text}");
+        }
+        assert!(text.contains("netaware_node_score{node=\"a1\",zone=\"a\"}"));
+        // No goodput was measured: no sample rather than a made-up 0.
+        assert!(!text.contains("netaware_pair_goodput_bytes_per_second{"));
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn node_pairs_stop_above_the_node_limit() {
+        let text = exposition(&WorkMetrics::default(), &state().snapshot(2_000), &facts(2));
+        assert!(!text.contains("netaware_pair_rtt_seconds{"));
+        assert!(text.contains("netaware_zone_pair_rtt_seconds{"));
+    }
+}
