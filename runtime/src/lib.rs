@@ -48,20 +48,6 @@ pub fn prometheus_text(openmetrics: &str) -> String {
     text
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counters_are_named_by_their_total_series_and_eof_goes() {
-        let openmetrics = "# HELP x_requests Requests.\n# TYPE x_requests counter\nx_requests_total{verb=\"a\"} 3\n# HELP x_open Open.\n# TYPE x_open gauge\nx_open 2\n# EOF\n";
-        assert_eq!(
-            prometheus_text(openmetrics),
-            "# HELP x_requests_total Requests.\n# TYPE x_requests_total counter\nx_requests_total{verb=\"a\"} 3\n# HELP x_open Open.\n# TYPE x_open gauge\nx_open 2\n"
-        );
-    }
-}
-
 /// Logs to stderr at `default_level` unless `RUST_LOG` says otherwise.
 pub fn init_logging(default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -86,4 +72,18 @@ pub fn shutdown_on_signal() -> std::io::Result<CancellationToken> {
         cancel.cancel();
     });
     Ok(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_named_by_their_total_series_and_eof_goes() {
+        let openmetrics = "# HELP x_requests Requests.\n# TYPE x_requests counter\nx_requests_total{verb=\"a\"} 3\n# HELP x_open Open.\n# TYPE x_open gauge\nx_open 2\n# EOF\n";
+        assert_eq!(
+            prometheus_text(openmetrics),
+            "# HELP x_requests_total Requests.\n# TYPE x_requests_total counter\nx_requests_total{verb=\"a\"} 3\n# HELP x_open Open.\n# TYPE x_open gauge\nx_open 2\n"
+        );
+    }
 }
