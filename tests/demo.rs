@@ -22,7 +22,7 @@ fn loopback_demo_prints_zones_matrix_and_a_placement_then_stops() {
             "demo",
             "--loopback",
             "--duration",
-            "6s",
+            "10s",
             "--listen",
             "127.0.0.1:0",
             "--metrics-listen",

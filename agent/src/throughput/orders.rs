@@ -25,6 +25,9 @@ use crate::quiet::QuietPeers;
 const CLOCK_SKEW_MS: u64 = 2_000;
 /// How long before a test probes to its other end stop.
 const PAUSE_BEFORE_MS: u64 = 200;
+/// How long after the sending ends they stay stopped: the client's tail
+/// and the queue draining.
+const PAUSE_AFTER_MS: u64 = 500;
 
 /// Carries out orders.
 #[derive(Clone)]
@@ -51,12 +54,14 @@ impl Orders {
     pub fn handle(&self, order: ThroughputOrder) {
         let checked = check(&order);
         if checked.is_ok() {
-            // The probes of the last RTT before the start would meet the
-            // test's first bytes too.
+            // While data flows: from just before the start (the probes of
+            // the last RTT before it would meet the first bytes) to the end
+            // of the sending and its drain, not to the end of the slot.
+            let sending = u64::from(order.omit_ms) + u64::from(order.duration_ms);
             self.quiet.pause(
                 &order.peer,
                 order.start_unix_ms.saturating_sub(PAUSE_BEFORE_MS),
-                order.expires_unix_ms,
+                (order.start_unix_ms + sending + PAUSE_AFTER_MS).min(order.expires_unix_ms),
             );
         }
         let outcome = match (checked, order.role()) {
