@@ -2,7 +2,7 @@
 //! smoothed RTT, for a throughput test's sender; and `SO_RCVLOWAT`, which
 //! lets the receiver wake once per batch of data instead of per packet.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 
 /// What `TCP_INFO` says about a socket.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,20 +42,9 @@ pub fn read(socket: &impl AsRawFd) -> Option<TcpFacts> {
 /// Linux clamps the TCP window to the low-water mark when the receive
 /// buffer must grow to hold twice the mark, which would cap the goodput; so
 /// the mark is set only where the buffer already holds four times it.
-pub fn set_receive_low_water(socket: &impl AsRawFd, bytes: u32) {
-    let mut buffer: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt writes one c_int into a valid pointer.
-    let rc = unsafe {
-        libc::getsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            (&raw mut buffer).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 || i64::from(buffer) < 4 * i64::from(bytes) {
+pub fn set_receive_low_water(socket: &(impl AsRawFd + AsFd), bytes: u32) {
+    let buffer = socket2::SockRef::from(socket).recv_buffer_size();
+    if buffer.map_or(true, |b| (b as u64) < 4 * u64::from(bytes)) {
         return;
     }
     let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
