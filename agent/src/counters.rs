@@ -10,6 +10,8 @@ pub struct Counters {
     pub probes_sent: AtomicU64,
     /// Probes that could not be sent or whose peer address is invalid.
     pub probe_errors: AtomicU64,
+    /// Failed reads of ICMP replies or of inbound echo requests.
+    pub receive_errors: AtomicU64,
     /// Windows sent to the collector (replays included).
     pub windows_sent: AtomicU64,
     /// Windows the collector acknowledged as accepted.
@@ -40,6 +42,10 @@ impl Counters {
         self.probe_errors.fetch_add(1, Relaxed);
     }
 
+    pub(crate) fn receive_error(&self) {
+        self.receive_errors.fetch_add(1, Relaxed);
+    }
+
     /// The current value of a counter.
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Relaxed)
@@ -49,9 +55,10 @@ impl Counters {
     pub fn summary(&self) -> String {
         let get = Self::get;
         format!(
-            "probes_sent={} probe_errors={} windows_sent={} windows_acked={} windows_rejected={} windows_dropped={} reconnects={} throughput_tests={} throughput_failures={} throughput_orders_refused={}",
+            "probes_sent={} probe_errors={} receive_errors={} windows_sent={} windows_acked={} windows_rejected={} windows_dropped={} reconnects={} throughput_tests={} throughput_failures={} throughput_orders_refused={}",
             get(&self.probes_sent),
             get(&self.probe_errors),
+            get(&self.receive_errors),
             get(&self.windows_sent),
             get(&self.windows_acked),
             get(&self.windows_rejected),

@@ -30,6 +30,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::oneshot;
 
 use crate::AgentError;
+use crate::counters::Counters;
 
 /// Bytes of payload per echo request, as ping(8) sends by default.
 const PAYLOAD_LEN: usize = 56;
@@ -100,7 +101,12 @@ impl Drop for Icmp {
 impl Icmp {
     /// Opens the sockets, bound to the agent's own addresses when given so
     /// that probes leave from the address peers know the agent by.
-    pub fn open(bind_v4: Option<Ipv4Addr>, bind_v6: Option<Ipv6Addr>) -> Result<Self, AgentError> {
+    /// Read errors count in `counters`.
+    pub fn open(
+        bind_v4: Option<Ipv4Addr>,
+        bind_v6: Option<Ipv6Addr>,
+        counters: Arc<Counters>,
+    ) -> Result<Self, AgentError> {
         let ident: u16 = rand::random();
         let v4 = EchoSocket::open(Family::V4, bind_v4.map(IpAddr::V4), ident)
             .map(Arc::new)
@@ -112,9 +118,13 @@ impl Icmp {
                 None
             }
         };
-        let mut receivers = vec![tokio::spawn(receive(Arc::clone(&v4), ident))];
+        let mut receivers = vec![tokio::spawn(receive(
+            Arc::clone(&v4),
+            ident,
+            Arc::clone(&counters),
+        ))];
         if let Some(v6) = &v6 {
-            receivers.push(tokio::spawn(receive(Arc::clone(v6), ident)));
+            receivers.push(tokio::spawn(receive(Arc::clone(v6), ident, counters)));
         }
         Ok(Self {
             v4,
@@ -222,7 +232,7 @@ impl EchoSocket {
 }
 
 /// Reads replies and hands each, with its kernel timestamp, to its probe.
-async fn receive(socket: Arc<EchoSocket>, ident: u16) {
+async fn receive(socket: Arc<EchoSocket>, ident: u16, counters: Arc<Counters>) {
     let mut buffer = [0u8; 2048];
     loop {
         let received = socket
@@ -233,6 +243,7 @@ async fn receive(socket: Arc<EchoSocket>, ident: u16) {
             Ok(received) => received,
             Err(err) if err.kind() == ErrorKind::Interrupted => continue,
             Err(err) => {
+                counters.receive_error();
                 tracing::warn!(%err, "reading ICMP replies");
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;

@@ -13,10 +13,13 @@ use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::mem::MaybeUninit;
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
 
 use socket2::{Domain, Protocol, SockFilter, Socket, Type};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc;
+
+use crate::counters::Counters;
 
 /// One echo request seen arriving.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,7 +145,12 @@ pub fn open(local: Ipv4Addr) -> std::io::Result<(AsyncFd<Socket>, Ipv4Addr)> {
 }
 
 /// Reads echo requests until the receiver of `requests` is dropped.
-pub async fn watch(socket: AsyncFd<Socket>, local: Ipv4Addr, requests: mpsc::Sender<Request>) {
+pub async fn watch(
+    socket: AsyncFd<Socket>,
+    local: Ipv4Addr,
+    requests: mpsc::Sender<Request>,
+    counters: Arc<Counters>,
+) {
     let mut buffer = [MaybeUninit::<u8>::uninit(); 2048];
     loop {
         // Stop with the measuring loop, even when no request comes.
@@ -169,6 +177,7 @@ pub async fn watch(socket: AsyncFd<Socket>, local: Ipv4Addr, requests: mpsc::Sen
                     break;
                 }
                 Err(err) => {
+                    counters.receive_error();
                     tracing::warn!(%err, "reading inbound echo requests");
                     return;
                 }

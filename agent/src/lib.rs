@@ -154,7 +154,7 @@ impl AgentConfig {
 /// Checks that this process may open the ICMP socket that probing needs,
 /// so that callers can say so before starting anything else.
 pub fn check_icmp_permission() -> Result<(), AgentError> {
-    icmp::Icmp::open(None, None).map(drop)
+    icmp::Icmp::open(None, None, Arc::default()).map(drop)
 }
 
 /// A running agent.
@@ -176,8 +176,8 @@ impl Agent {
             IpAddr::V6(v6) => Some(*v6),
             IpAddr::V4(_) => None,
         });
-        let icmp = Arc::new(icmp::Icmp::open(v4, v6)?);
         let counters = Arc::new(Counters::default());
+        let icmp = Arc::new(icmp::Icmp::open(v4, v6, Arc::clone(&counters))?);
         let (peers_tx, peers_rx) = watch::channel(Vec::new());
         let (windows_tx, windows_rx) = mpsc::channel(16);
         let hello = Hello {
@@ -232,7 +232,12 @@ impl Agent {
         let (requests_tx, requests_rx) = mpsc::channel(1024);
         match v4.map(inbound::open).transpose() {
             Ok(Some((socket, local))) => {
-                tasks.spawn(inbound::watch(socket, local, requests_tx));
+                tasks.spawn(inbound::watch(
+                    socket,
+                    local,
+                    requests_tx,
+                    Arc::clone(&counters),
+                ));
             }
             Ok(None) => {
                 tracing::info!("no IPv4 address: one-way loss towards this node is not measured")

@@ -38,6 +38,11 @@ pub fn exposition(counters: &Counters) -> String {
             get(&counters.probe_errors),
         ),
         (
+            "receive_errors",
+            "Failed reads of ICMP replies or inbound echo requests",
+            get(&counters.receive_errors),
+        ),
+        (
             "windows_sent",
             "Windows sent to the collector, replays included",
             get(&counters.windows_sent),
