@@ -96,7 +96,7 @@ async fn main() -> anyhow::Result<()> {
         _ => "warn",
     });
     match command {
-        Command::Agent(args) => Ok(netaware_agent::run_until_signal(args.config()).await?),
+        Command::Agent(args) => Ok(netaware_agent::run_until_signal(args.config().await?).await?),
         Command::Collector(args) => Ok(netaware_collector::run_until_signal(args.config()?).await?),
         Command::Lab { topology, duration } => {
             netaware::lab_command::run(&topology, duration, netaware_runtime::shutdown_on_signal()?)

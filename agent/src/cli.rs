@@ -5,6 +5,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::AgentConfig;
+use crate::node_topology::{self, NodeTopology, NodeTopologyError};
 
 /// The agent's command-line flags (each also read from the environment
 /// where noted, for the DaemonSet's downward API).
@@ -22,11 +23,19 @@ pub struct AgentArgs {
     )]
     pub addresses: Vec<IpAddr>,
     /// Zone of this node.
-    #[arg(long, env = "NETAWARE_ZONE")]
-    pub zone: String,
+    #[arg(
+        long,
+        env = "NETAWARE_ZONE",
+        required_unless_present = "zone_from_node"
+    )]
+    pub zone: Option<String>,
     /// Region of this node.
-    #[arg(long, env = "NETAWARE_REGION", default_value = "")]
-    pub region: String,
+    #[arg(long, env = "NETAWARE_REGION")]
+    pub region: Option<String>,
+    /// Read the zone and region from this node's Kubernetes Node labels
+    /// (topology.kubernetes.io/zone and /region), as a DaemonSet does.
+    #[arg(long, env = "NETAWARE_ZONE_FROM_NODE", conflicts_with = "zone")]
+    pub zone_from_node: bool,
     /// Collector URL.
     #[arg(
         long,
@@ -60,10 +69,24 @@ pub struct AgentArgs {
 }
 
 impl AgentArgs {
-    /// The configuration these flags describe.
-    pub fn config(self) -> AgentConfig {
+    /// The configuration these flags describe; with `--zone-from-node`, asks
+    /// the Kubernetes API for the node's zone and region.
+    pub async fn config(self) -> Result<AgentConfig, NodeTopologyError> {
+        let topology = match self.zone.clone() {
+            Some(zone) => NodeTopology {
+                zone,
+                region: String::new(),
+            },
+            None => node_topology::read_in_cluster(&self.node).await?,
+        };
+        // An explicit --region wins over the label.
+        let region = self.region.clone().unwrap_or(topology.region);
+        Ok(self.config_in(&topology.zone, region))
+    }
+
+    fn config_in(self, zone: &str, region: String) -> AgentConfig {
         AgentConfig {
-            region: self.region,
+            region,
             interval: self.interval,
             window: self.window,
             probe_timeout: self.probe_timeout,
@@ -71,7 +94,7 @@ impl AgentArgs {
             throughput_port: (self.throughput_port != 0).then_some(self.throughput_port),
             throughput_buffer: (self.throughput_buffer != 0).then_some(self.throughput_buffer),
             metrics_port: (self.metrics_port != 0).then_some(self.metrics_port),
-            ..AgentConfig::new(&self.node, self.addresses, &self.zone, &self.collector)
+            ..AgentConfig::new(&self.node, self.addresses, zone, &self.collector)
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod inbound;
 pub mod measure;
 pub mod metrics;
 pub mod node_stats;
+pub mod node_topology;
 pub mod quiet;
 pub mod schedule;
 pub mod session;

@@ -1,0 +1,130 @@
+//! The node's zone and region from its Kubernetes Node object's topology
+//! labels. The downward API gives a pod its node's name and address but not
+//! the node's labels, so a DaemonSet agent reads its own Node once at start
+//! (RBAC: `get` on nodes, nothing else).
+//!
+//! The label logic is pure ([`from_labels`]); [`read`] is the one API call.
+
+use std::collections::BTreeMap;
+
+/// The well-known label of a node's zone.
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+/// The well-known label of a node's region.
+pub const REGION_LABEL: &str = "topology.kubernetes.io/region";
+/// Older clusters' labels, still set by some cloud providers.
+const LEGACY_ZONE_LABEL: &str = "failure-domain.beta.kubernetes.io/zone";
+const LEGACY_REGION_LABEL: &str = "failure-domain.beta.kubernetes.io/region";
+
+/// Where a node sits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeTopology {
+    /// The zone (never empty).
+    pub zone: String,
+    /// The region (empty when the node has no region label).
+    pub region: String,
+}
+
+/// Why the node's topology could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeTopologyError {
+    /// No in-cluster or kubeconfig credentials.
+    #[error("no Kubernetes API credentials (is the agent running in a pod?): {0}")]
+    Credentials(#[source] kube::Error),
+    /// The API server refused or failed the request.
+    #[error("reading Node {node}: {source}")]
+    Api {
+        node: String,
+        #[source]
+        source: kube::Error,
+    },
+    /// The node carries no zone label.
+    #[error("Node {node} has no {ZONE_LABEL} label: set it, or pass --zone")]
+    NoZone { node: String },
+}
+
+/// The zone and region that `labels` give to `node`: the well-known labels,
+/// else their deprecated `failure-domain.beta` forms.
+pub fn from_labels(
+    node: &str,
+    labels: &BTreeMap<String, String>,
+) -> Result<NodeTopology, NodeTopologyError> {
+    let label = |current: &str, legacy: &str| {
+        [current, legacy]
+            .into_iter()
+            .filter_map(|key| labels.get(key))
+            .map(|value| value.trim())
+            .find(|value| !value.is_empty())
+            .map(str::to_owned)
+    };
+    let zone = label(ZONE_LABEL, LEGACY_ZONE_LABEL).ok_or_else(|| NodeTopologyError::NoZone {
+        node: node.to_owned(),
+    })?;
+    let region = label(REGION_LABEL, LEGACY_REGION_LABEL).unwrap_or_default();
+    Ok(NodeTopology { zone, region })
+}
+
+/// Reads `node`'s Node object through `client` and returns its topology.
+pub async fn read(client: kube::Client, node: &str) -> Result<NodeTopology, NodeTopologyError> {
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client);
+    let object = nodes
+        .get(node)
+        .await
+        .map_err(|source| NodeTopologyError::Api {
+            node: node.to_owned(),
+            source,
+        })?;
+    from_labels(node, &object.metadata.labels.unwrap_or_default())
+}
+
+/// Reads `node`'s topology with the pod's own credentials (or a
+/// kubeconfig, outside a cluster).
+pub async fn read_in_cluster(node: &str) -> Result<NodeTopology, NodeTopologyError> {
+    let client = kube::Client::try_default()
+        .await
+        .map_err(NodeTopologyError::Credentials)?;
+    read(client, node).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_well_known_labels_win_over_the_legacy_ones() {
+        let topology = from_labels(
+            "gpu-1",
+            &labels(&[
+                (ZONE_LABEL, "us-east-1a"),
+                (LEGACY_ZONE_LABEL, "old"),
+                (LEGACY_REGION_LABEL, "us-east-1"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(topology.zone, "us-east-1a");
+        assert_eq!(topology.region, "us-east-1", "legacy region as a fallback");
+    }
+
+    #[test]
+    fn a_node_without_a_zone_is_an_error_that_names_it() {
+        let err =
+            from_labels("gpu-1", &labels(&[(ZONE_LABEL, "  "), (REGION_LABEL, "r")])).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.contains("gpu-1") && message.contains(ZONE_LABEL),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn the_region_may_be_missing() {
+        let topology = from_labels("n", &labels(&[(ZONE_LABEL, "z1")])).unwrap();
+        assert_eq!(topology.region, "");
+    }
+}
