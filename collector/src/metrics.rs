@@ -70,6 +70,23 @@ pub struct WorkMetrics {
     pub windows_rejected: Family<NodeLabels, Counter>,
 }
 
+impl WorkMetrics {
+    /// Starts `node`'s window counters at 0, so that rates over them exist
+    /// (and read 0) before the first rejection or replay.
+    pub fn node_seen(&self, node: &str) {
+        let labels = NodeLabels {
+            node: node.to_owned(),
+        };
+        for family in [
+            &self.windows_accepted,
+            &self.windows_duplicate,
+            &self.windows_rejected,
+        ] {
+            drop(family.get_or_create(&labels));
+        }
+    }
+}
+
 /// Everything a scrape shows besides [`WorkMetrics`].
 #[derive(Debug, Clone, Copy)]
 pub struct ScrapeFacts {

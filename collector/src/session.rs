@@ -49,6 +49,7 @@ impl pb::agent_session_server::AgentSession for SessionService {
             shared.membership.send_modify(|v| *v += 1);
         }
         shared.work.sessions_opened.inc();
+        shared.work.node_seen(&node);
         tracing::info!(%node, zone = %hello.zone, "agent session opened");
         let (down, down_rx) = mpsc::channel(256);
         tokio::spawn(serve_session(shared, node, inbound, down));

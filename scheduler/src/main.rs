@@ -11,7 +11,7 @@ use netaware_scheduler::cache::ScoreCache;
 use netaware_scheduler::placements::Placements;
 use netaware_scheduler::pods;
 use netaware_scheduler::policy::PolicyConfig;
-use netaware_scheduler::server::{Extender, router};
+use netaware_scheduler::server::{Extender, observability_router, router};
 use tokio::sync::RwLock;
 
 /// Filters and scores nodes for kube-scheduler from netaware's measurements.
@@ -28,6 +28,10 @@ struct Cli {
     /// HTTP address for kube-scheduler.
     #[arg(long, default_value = "127.0.0.1:8888")]
     listen: SocketAddr,
+    /// Also serve /metrics and /healthz (only those) on this address, for
+    /// Prometheus, when the extender listens on localhost.
+    #[arg(long)]
+    metrics_listen: Option<SocketAddr>,
     /// Scores older than this count as missing (answers turn neutral).
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     max_score_age: Duration,
@@ -66,11 +70,28 @@ async fn main() -> anyhow::Result<()> {
         strict_zone: cli.strict_zone,
         ..PolicyConfig::default()
     };
-    let app = router(Arc::new(Extender::new(cache, placements, config, kube)));
+    let extender = Arc::new(Extender::new(cache, placements, config, kube));
     let listener = tokio::net::TcpListener::bind(cli.listen).await?;
     tracing::info!(listen = %cli.listen, collector = %cli.collector, "extender listening");
-    axum::serve(listener, app)
+    let metrics = match cli.metrics_listen {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            tracing::info!(listen = %addr, "metrics listening");
+            let app = observability_router(Arc::clone(&extender));
+            let shutdown = shutdown.clone();
+            Some(tokio::spawn(async move {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(shutdown.cancelled_owned())
+                    .await
+            }))
+        }
+        None => None,
+    };
+    axum::serve(listener, router(extender))
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await?;
+    if let Some(metrics) = metrics {
+        metrics.await??;
+    }
     Ok(())
 }

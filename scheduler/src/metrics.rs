@@ -32,6 +32,13 @@ pub struct ReasonLabels {
     pub reason: &'static str,
 }
 
+/// The extender's verbs.
+pub const VERBS: [&str; 3] = ["filter", "prioritize", "bind"];
+/// How a call can end.
+pub const OUTCOMES: [&str; 3] = ["ok", "bad_request", "error"];
+/// Why an answer can be neutral.
+pub const NEUTRAL_REASONS: [&str; 2] = ["no_scores", "no_job"];
+
 /// The extender's metrics and their registry.
 pub struct Metrics {
     registry: Registry,
@@ -68,6 +75,17 @@ impl Metrics {
             "Answers without an opinion (all nodes pass, equal scores), by reason",
             neutral.clone(),
         );
+        // Every series exists from the start, at 0, so that a rate over it
+        // reads 0 rather than nothing.
+        for verb in VERBS {
+            drop(duration.get_or_create(&VerbLabels { verb }));
+            for outcome in OUTCOMES {
+                drop(requests.get_or_create(&OutcomeLabels { verb, outcome }));
+            }
+        }
+        for reason in NEUTRAL_REASONS {
+            drop(neutral.get_or_create(&ReasonLabels { reason }));
+        }
         Self {
             registry,
             requests,

@@ -128,6 +128,15 @@ pub fn router(extender: Arc<Extender>) -> Router {
                 measured(&e, "bind", bind(&e, body)).await
             }),
         )
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(Arc::clone(&extender))
+        .merge(observability_router(extender))
+}
+
+/// GET /metrics and GET /healthz alone: what `--metrics-listen` serves, so
+/// that Prometheus can scrape the extender without reaching its verbs.
+pub fn observability_router(extender: Arc<Extender>) -> Router {
+    Router::new()
         .route(
             "/metrics",
             get(|State(e): State<Arc<Extender>>| async move {
@@ -138,7 +147,6 @@ pub fn router(extender: Arc<Extender>) -> Router {
             }),
         )
         .route("/healthz", get(|| async { "ok\n" }))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(extender)
 }
 
