@@ -1,21 +1,242 @@
-//! The deployment manifests agree with the code: the scheduler
-//! configuration points its extender at the address, verbs and mode the
-//! extender serves, and no container runs privileged, as root, or as a
-//! shell. (Schema validation is kubernetes-validate's job, in scripts/test.)
+//! The deployment (deploy/, rendered by `kubectl kustomize` as a user
+//! installs it) agrees with the code and with least privilege: the
+//! containers' command lines parse with the binaries' own flag parsers, the
+//! scheduler configuration points at the address and verbs the extender
+//! serves, no container runs privileged or as a shell, only the agent runs
+//! as uid 0 and with NET_RAW alone, the monitors select what exists, and the
+//! dashboard ConfigMap carries the dashboard file. (Schema validation of the
+//! built-in kinds is kubernetes-validate's job, in scripts/test.)
 
+use std::process::Command;
+
+use clap::Parser;
 use serde::Deserialize;
 use serde_yaml::Value;
 
-fn documents(path: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+/// The base as `kubectl kustomize deploy/` renders it.
+fn rendered() -> Vec<Value> {
+    let output = Command::new("kubectl")
+        .args(["kustomize", "deploy/"])
+        .output()
+        .expect("kubectl (scripts/test installs it)");
+    assert!(
+        output.status.success(),
+        "kubectl kustomize deploy/: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).unwrap();
     serde_yaml::Deserializer::from_str(&text)
         .map(|doc| Value::deserialize(doc).unwrap())
         .collect()
 }
 
+fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    objects
+        .iter()
+        .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind}/{name} in the rendered base"))
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_sequence()
+        .map(|s| {
+            s.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn container<'a>(workload: &'a Value, name: &str) -> &'a Value {
+    workload["spec"]["template"]["spec"]["containers"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no container {name}"))
+}
+
+/// Every pod template in the base, with its object's kind and name.
+fn pod_templates(objects: &[Value]) -> Vec<(String, &Value)> {
+    objects
+        .iter()
+        .filter(|o| {
+            ["Deployment", "DaemonSet", "StatefulSet"].contains(&o["kind"].as_str().unwrap())
+        })
+        .map(|o| {
+            let name = format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            );
+            (name, &o["spec"]["template"])
+        })
+        .collect()
+}
+
+#[derive(Parser)]
+struct AgentCommand {
+    #[command(flatten)]
+    args: netaware_agent::cli::AgentArgs,
+}
+
+#[derive(Parser)]
+struct CollectorCommand {
+    #[command(flatten)]
+    args: netaware_collector::cli::CollectorArgs,
+}
+
+#[test]
+fn everything_lands_in_the_netaware_namespace() {
+    let objects = rendered();
+    for object in &objects {
+        let kind = object["kind"].as_str().unwrap();
+        if ["Namespace", "ClusterRole", "ClusterRoleBinding"].contains(&kind) {
+            continue;
+        }
+        let namespace = object["metadata"]["namespace"].as_str().unwrap_or("");
+        // kube-scheduler reads its auth config in kube-system, as every
+        // second scheduler does.
+        let expected = if kind == "RoleBinding" && namespace == "kube-system" {
+            "kube-system"
+        } else {
+            "netaware"
+        };
+        assert_eq!(
+            namespace, expected,
+            "{kind}/{:?}",
+            object["metadata"]["name"]
+        );
+    }
+    assert_eq!(find(&objects, "Namespace", "netaware")["kind"], "Namespace");
+}
+
+#[test]
+fn the_agent_daemonset_runs_everywhere_with_net_raw_only() {
+    let objects = rendered();
+    let daemonset = find(&objects, "DaemonSet", "netaware-agent");
+    let pod = &daemonset["spec"]["template"]["spec"];
+    assert_eq!(pod["hostNetwork"], true);
+    assert_eq!(
+        pod["dnsPolicy"], "ClusterFirstWithHostNet",
+        "Service DNS on the host network"
+    );
+    let tolerations = pod["tolerations"].as_sequence().unwrap();
+    assert!(
+        tolerations
+            .iter()
+            .any(|t| t["operator"] == "Exists" && t.get("key").is_none()),
+        "tolerates every taint (GPU nodes included): {tolerations:?}"
+    );
+    let agent = container(daemonset, "agent");
+    let security = &agent["securityContext"];
+    assert_eq!(strings(&security["capabilities"]["drop"]), ["ALL"]);
+    assert_eq!(strings(&security["capabilities"]["add"]), ["NET_RAW"]);
+    assert_eq!(security["allowPrivilegeEscalation"], false);
+    assert_eq!(security["readOnlyRootFilesystem"], true);
+    assert!(agent["resources"]["requests"]["cpu"].is_string());
+    assert!(agent["resources"]["limits"]["memory"].is_string());
+
+    // Name and address from the downward API; the zone from the Node.
+    let env = agent["env"].as_sequence().unwrap();
+    let field = |name: &str| {
+        env.iter().find(|e| e["name"] == name).unwrap()["valueFrom"]["fieldRef"]["fieldPath"]
+            .clone()
+    };
+    assert_eq!(field("NODE_NAME"), "spec.nodeName");
+    assert_eq!(field("HOST_IP"), "status.hostIP");
+    let command = strings(&agent["command"]);
+    assert_eq!(command[..2], ["netaware", "agent"]);
+    // The command line parses with the agent's own flags (Kubernetes
+    // expands $(NODE_NAME) and $(HOST_IP) first).
+    let expanded = command[1..].iter().map(|a| {
+        a.replace("$(NODE_NAME)", "gpu-1")
+            .replace("$(HOST_IP)", "10.1.2.3")
+    });
+    let args = AgentCommand::try_parse_from(expanded)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .args;
+    assert!(args.zone_from_node && args.zone.is_none());
+    assert_eq!(args.node, "gpu-1");
+    assert_eq!(
+        args.addresses,
+        ["10.1.2.3".parse::<std::net::IpAddr>().unwrap()]
+    );
+    assert_eq!(
+        args.collector,
+        "http://netaware-collector.netaware.svc:7470"
+    );
+    let metrics_port = agent["ports"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "metrics")
+        .unwrap();
+    assert_eq!(
+        metrics_port["containerPort"].as_u64(),
+        Some(u64::from(args.metrics_port))
+    );
+
+    // RBAC: get on nodes, nothing more.
+    let role = find(&objects, "ClusterRole", "netaware-agent");
+    let rules = role["rules"].as_sequence().unwrap();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(strings(&rules[0]["resources"]), ["nodes"]);
+    assert_eq!(strings(&rules[0]["verbs"]), ["get"]);
+    assert_eq!(pod["serviceAccountName"], "netaware-agent");
+}
+
+#[test]
+fn the_collector_is_probed_over_grpc_and_reached_through_its_service() {
+    let objects = rendered();
+    let deployment = find(&objects, "Deployment", "netaware-collector");
+    let collector = container(deployment, "collector");
+    let command = strings(&collector["command"]);
+    let args = CollectorCommand::try_parse_from(&command[1..])
+        .unwrap_or_else(|e| panic!("{e}"))
+        .args;
+    let grpc_port = args.listen.port();
+    for probe in ["startupProbe", "livenessProbe", "readinessProbe"] {
+        assert_eq!(
+            collector[probe]["grpc"]["port"].as_u64(),
+            Some(u64::from(grpc_port)),
+            "{probe}"
+        );
+    }
+    let service = find(&objects, "Service", "netaware-collector");
+    let pod_labels = &deployment["spec"]["template"]["metadata"]["labels"];
+    for (key, value) in service["spec"]["selector"].as_mapping().unwrap() {
+        assert_eq!(
+            &pod_labels[key.as_str().unwrap()],
+            value,
+            "the Service selects the collector"
+        );
+    }
+    let ports = service["spec"]["ports"].as_sequence().unwrap();
+    let port = |name: &str| {
+        ports.iter().find(|p| p["name"] == name).unwrap()["port"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(port("grpc"), u64::from(grpc_port));
+    assert_eq!(port("metrics"), u64::from(args.metrics_listen.port()));
+    assert_eq!(deployment["spec"]["replicas"], 1, "one matrix");
+    let pdb = find(&objects, "PodDisruptionBudget", "netaware-collector");
+    assert_eq!(
+        pdb["spec"]["selector"]["matchLabels"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["automountServiceAccountToken"],
+        false
+    );
+}
+
 #[test]
 fn the_scheduler_configuration_matches_the_extender() {
-    let config_map = &documents("deploy/scheduler/scheduler-config.yaml")[0];
+    let objects = rendered();
+    let config_map = find(&objects, "ConfigMap", "netaware-scheduler-config");
     let embedded = config_map["data"]["scheduler-config.yaml"]
         .as_str()
         .unwrap();
@@ -35,39 +256,127 @@ fn the_scheduler_configuration_matches_the_extender() {
     );
     assert!(extender["weight"].as_i64().unwrap() > 0);
 
-    let deployment = &documents("deploy/scheduler/deployment.yaml")[0];
-    let containers = deployment["spec"]["template"]["spec"]["containers"]
-        .as_sequence()
-        .unwrap();
-    let sidecar = containers.iter().find(|c| c["name"] == "extender").unwrap();
-    let command: Vec<&str> = sidecar["command"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert!(command.contains(&"--listen=127.0.0.1:8888"), "{command:?}");
+    let deployment = find(&objects, "Deployment", "netaware-scheduler");
+    let command = strings(&container(deployment, "extender")["command"]);
     assert_eq!(command[0], "netaware-scheduler");
+    assert!(
+        command.contains(&"--listen=127.0.0.1:8888".to_owned()),
+        "{command:?}"
+    );
+    assert!(
+        command.contains(&"--metrics-listen=0.0.0.0:9472".to_owned()),
+        "{command:?}"
+    );
 }
 
 #[test]
-fn no_container_runs_privileged_as_root_or_as_a_shell() {
-    for path in ["deploy/scheduler/deployment.yaml"] {
-        for doc in documents(path) {
-            let pod = &doc["spec"]["template"]["spec"];
-            assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{path}");
-            for container in pod["containers"].as_sequence().unwrap() {
-                let name = container["name"].as_str().unwrap();
-                let security = &container["securityContext"];
-                assert_ne!(security["privileged"], true, "{path} {name}");
-                assert_eq!(security["allowPrivilegeEscalation"], false, "{path} {name}");
-                assert_eq!(security["capabilities"]["drop"][0], "ALL", "{path} {name}");
-                let program = container["command"][0].as_str().unwrap_or("");
+fn no_container_runs_privileged_or_as_a_shell_and_only_the_agent_as_root() {
+    let objects = rendered();
+    let templates = pod_templates(&objects);
+    assert_eq!(templates.len(), 3, "agent, collector, scheduler");
+    for (workload, template) in templates {
+        let pod = &template["spec"];
+        assert_eq!(
+            pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault",
+            "{workload}"
+        );
+        for container in pod["containers"].as_sequence().unwrap() {
+            let name = format!("{workload} {}", container["name"].as_str().unwrap());
+            let security = &container["securityContext"];
+            assert_ne!(security["privileged"], true, "{name}");
+            assert_eq!(security["allowPrivilegeEscalation"], false, "{name}");
+            assert_eq!(security["readOnlyRootFilesystem"], true, "{name}");
+            assert_eq!(
+                strings(&security["capabilities"]["drop"]),
+                ["ALL"],
+                "{name}"
+            );
+            let program = container["command"][0].as_str().unwrap_or("");
+            assert!(
+                !["sh", "bash", "/bin/sh", "/bin/bash"].contains(&program),
+                "{name} runs a shell"
+            );
+            if workload != "DaemonSet/netaware-agent" {
                 assert!(
-                    !["sh", "bash", "/bin/sh", "/bin/bash"].contains(&program),
-                    "{path} {name} runs a shell"
+                    security["capabilities"]["add"].is_null(),
+                    "{name} adds capabilities"
                 );
+                assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{name}");
+                assert_ne!(security["runAsUser"], 0, "{name}");
             }
         }
     }
+}
+
+#[test]
+fn the_monitors_select_what_exists_and_the_dashboard_ships_as_is() {
+    let objects = rendered();
+    let labels_of = |kind: &str, name: &str| {
+        let object = find(&objects, kind, name);
+        match kind {
+            "Service" => object["metadata"]["labels"].clone(),
+            _ => object["spec"]["template"]["metadata"]["labels"].clone(),
+        }
+    };
+    let selects = |selector: &Value, labels: &Value| {
+        selector["matchLabels"]
+            .as_mapping()
+            .unwrap()
+            .iter()
+            .all(|(k, v)| &labels[k.as_str().unwrap()] == v)
+    };
+    // The collector's Service, by its metrics port.
+    let monitor = find(&objects, "ServiceMonitor", "netaware-collector");
+    assert!(selects(
+        &monitor["spec"]["selector"],
+        &labels_of("Service", "netaware-collector")
+    ));
+    let service = find(&objects, "Service", "netaware-collector");
+    let endpoint_port = &monitor["spec"]["endpoints"][0]["port"];
+    assert!(
+        service["spec"]["ports"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .any(|p| &p["name"] == endpoint_port)
+    );
+    // The agents and the scheduler, by their pods' metrics ports.
+    for (kind, name, container_name) in [
+        ("DaemonSet", "netaware-agent", "agent"),
+        ("Deployment", "netaware-scheduler", "extender"),
+    ] {
+        let monitor = find(&objects, "PodMonitor", name);
+        assert!(
+            selects(&monitor["spec"]["selector"], &labels_of(kind, name)),
+            "{name}"
+        );
+        let port = &monitor["spec"]["podMetricsEndpoints"][0]["port"];
+        let ports = container(find(&objects, kind, name), container_name)["ports"].clone();
+        assert!(
+            ports
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .any(|p| &p["name"] == port),
+            "{name} has no port {port:?}"
+        );
+    }
+    // The alert rules are the file tests/observability.rs checks.
+    let rules = find(&objects, "PrometheusRule", "netaware");
+    assert!(
+        rules["spec"]["groups"][0]["rules"]
+            .as_sequence()
+            .unwrap()
+            .len()
+            >= 4
+    );
+
+    let dashboard = find(&objects, "ConfigMap", "netaware-dashboard");
+    assert_eq!(dashboard["metadata"]["labels"]["grafana_dashboard"], "1");
+    let shipped: serde_json::Value =
+        serde_json::from_str(dashboard["data"]["netaware.json"].as_str().unwrap()).unwrap();
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("deploy/grafana/netaware.json").unwrap())
+            .unwrap();
+    assert_eq!(shipped, file);
 }
