@@ -192,7 +192,17 @@ pub async fn serve_extender(
     extender: std::sync::Arc<netaware_scheduler::server::Extender>,
     shutdown: &CancellationToken,
 ) -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    serve_extender_on("127.0.0.1:0".parse().unwrap(), extender, shutdown).await
+}
+
+/// Serves the extender's routes on `addr` until `shutdown`; returns the
+/// address bound.
+pub async fn serve_extender_on(
+    addr: std::net::SocketAddr,
+    extender: std::sync::Arc<netaware_scheduler::server::Extender>,
+    shutdown: &CancellationToken,
+) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let app = netaware_scheduler::server::router(extender);
     tokio::spawn(
