@@ -380,3 +380,73 @@ fn the_monitors_select_what_exists_and_the_dashboard_ships_as_is() {
             .unwrap();
     assert_eq!(shipped, file);
 }
+
+/// The programs the Dockerfile copies into the image.
+fn image_programs() -> Vec<String> {
+    let dockerfile = std::fs::read_to_string("Dockerfile").unwrap();
+    dockerfile
+        .split_whitespace()
+        .filter_map(|word| word.strip_prefix("target/release/"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_image_holds_every_program_the_manifests_run_and_runs_as_non_root() {
+    let programs = image_programs();
+    // Each is a binary the workspace builds.
+    let metadata = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .output()
+        .unwrap();
+    let metadata: serde_json::Value = serde_json::from_slice(&metadata.stdout).unwrap();
+    let binaries: Vec<&str> = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap())
+        .filter(|t| t["kind"][0] == "bin")
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for program in &programs {
+        assert!(
+            binaries.contains(&program.as_str()),
+            "{program} is not a binary of the workspace: {binaries:?}"
+        );
+        assert!(
+            std::fs::read_to_string("Dockerfile")
+                .unwrap()
+                .contains(&format!("--bin {program}")),
+            "the Dockerfile copies {program} without building it"
+        );
+    }
+    let objects = rendered();
+    for (workload, template) in pod_templates(&objects) {
+        for container in template["spec"]["containers"].as_sequence().unwrap() {
+            if !container["image"].as_str().unwrap().starts_with("netaware") {
+                continue;
+            }
+            let program = container["command"][0].as_str().unwrap();
+            assert!(
+                programs.iter().any(|p| p == program),
+                "{workload} runs {program}, not in the image: {programs:?}"
+            );
+        }
+    }
+    let dockerfile = std::fs::read_to_string("Dockerfile").unwrap();
+    let last_user = dockerfile
+        .lines()
+        .filter_map(|l| l.strip_prefix("USER "))
+        .last();
+    assert_eq!(
+        last_user,
+        Some("65532:65532"),
+        "the image runs as non-root by default"
+    );
+}
