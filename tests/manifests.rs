@@ -443,7 +443,7 @@ fn the_image_holds_every_program_the_manifests_run_and_runs_as_non_root() {
     let last_user = dockerfile
         .lines()
         .filter_map(|l| l.strip_prefix("USER "))
-        .last();
+        .next_back();
     assert_eq!(
         last_user,
         Some("65532:65532"),
