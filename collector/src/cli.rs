@@ -9,7 +9,7 @@ use netaware_core::placement::PlacementConfig;
 use netaware_core::score::{ScoreConfig, Weights};
 
 use crate::state::ThroughputConfig;
-use crate::{CollectorConfig, CollectorError, ModelConfig, inventory};
+use crate::{CollectorConfig, CollectorError, ModelConfig, StateConfig, inventory};
 
 /// The collector's command-line flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -23,6 +23,13 @@ pub struct CollectorArgs {
     /// YAML list of nodes that run no agent: [{name, address, zone, region}].
     #[arg(long)]
     pub inventory: Option<PathBuf>,
+    /// Save the state (scores, exactly-once marks) in this directory and
+    /// restore it at start.
+    #[arg(long, env = "NETAWARE_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Time between two saves of the state (one more on shutdown).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub state_interval: Duration,
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -159,6 +166,10 @@ impl CollectorArgs {
             metrics_listen: self.metrics_listen,
             inventory,
             model: self.model.model()?,
+            state: self.state_dir.clone().map(|dir| StateConfig {
+                dir,
+                every: self.state_interval.max(Duration::from_millis(100)),
+            }),
         })
     }
 }

@@ -20,6 +20,8 @@ pub mod convert;
 pub mod http;
 pub mod inventory;
 pub mod metrics;
+pub mod persist;
+pub mod saved;
 pub mod scores;
 pub mod session;
 pub mod shared;
@@ -78,6 +80,17 @@ pub struct CollectorConfig {
     pub inventory: Vec<NodeInfo>,
     /// Score model and placement.
     pub model: ModelConfig,
+    /// Where the state is saved, and how often (`None`: nowhere).
+    pub state: Option<StateConfig>,
+}
+
+/// `--state-dir` and `--state-interval`.
+#[derive(Debug, Clone)]
+pub struct StateConfig {
+    /// The directory of `state.json`.
+    pub dir: std::path::PathBuf,
+    /// Time between saves (and one more on shutdown).
+    pub every: std::time::Duration,
 }
 
 /// A running collector.
@@ -112,10 +125,11 @@ impl Collector {
             source,
         })?;
 
-        let shared = Shared::new(
-            CollectorState::new(config.model, config.inventory),
-            shutdown.clone(),
-        );
+        let state = match &config.state {
+            Some(saving) => initial_state(&config, saving)?,
+            None => CollectorState::new(config.model, config.inventory.clone()),
+        };
+        let shared = Shared::new(state, shutdown.clone());
         let (health_reporter, health) = tonic_health::server::health_reporter();
         health_reporter
             .set_serving::<ScoresServer<ScoresService>>()
@@ -153,6 +167,13 @@ impl Collector {
             }
         });
         tasks.spawn(throughput::run(Arc::clone(&shared)));
+        if let Some(saving) = &config.state {
+            tasks.spawn(persist::run(
+                Arc::clone(&shared),
+                saving.dir.clone(),
+                saving.every,
+            ));
+        }
         let app = http::router(Arc::clone(&shared));
         tasks.spawn(async move {
             let served = axum::serve(http, app)
@@ -180,6 +201,43 @@ impl Collector {
     pub async fn wait(mut self) {
         while self.tasks.join_next().await.is_some() {}
     }
+}
+
+/// The state saved in `--state-dir`, or an empty one when there is none or
+/// it cannot be used (then the file is set aside and the log says why).
+fn initial_state(
+    config: &CollectorConfig,
+    saving: &StateConfig,
+) -> Result<CollectorState, CollectorError> {
+    let empty = || CollectorState::new(config.model, config.inventory.clone());
+    persist::prepare(&saving.dir).map_err(|e| CollectorError::Config(e.to_string()))?;
+    let problem = match persist::load(&saving.dir) {
+        Ok(None) => return Ok(empty()),
+        Ok(Some(saved)) => {
+            match CollectorState::restored(config.model, config.inventory.clone(), &saved) {
+                Ok(state) => {
+                    tracing::info!(
+                        nodes = saved.nodes.len(),
+                        pairs = saved.pairs.len(),
+                        saved_at = saved.saved_at,
+                        "state restored"
+                    );
+                    return Ok(state);
+                }
+                Err(invalid) => invalid.0,
+            }
+        }
+        Err(err) => err.to_string(),
+    };
+    match persist::set_aside(&saving.dir) {
+        Ok(aside) => tracing::error!(
+            problem,
+            aside = %aside.display(),
+            "the saved state cannot be used: starting empty"
+        ),
+        Err(err) => tracing::error!(problem, %err, "the saved state cannot be used: starting empty"),
+    }
+    Ok(empty())
 }
 
 /// Runs a collector until SIGINT or SIGTERM: the body of

@@ -68,6 +68,10 @@ pub struct WorkMetrics {
     pub windows_duplicate: Family<NodeLabels, Counter>,
     /// Windows refused as invalid, by node.
     pub windows_rejected: Family<NodeLabels, Counter>,
+    /// State saves to `--state-dir` that succeeded.
+    pub state_saves: Counter,
+    /// State saves that failed.
+    pub state_save_errors: Counter,
 }
 
 impl WorkMetrics {
@@ -88,7 +92,7 @@ impl WorkMetrics {
 }
 
 /// Everything a scrape shows besides [`WorkMetrics`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ScrapeFacts {
     /// Open agent sessions.
     pub open_sessions: usize,
@@ -96,6 +100,9 @@ pub struct ScrapeFacts {
     pub throughput: ThroughputCounts,
     /// Export node pairs while there are at most this many nodes.
     pub pair_node_limit: usize,
+    /// Each agent's node and the sequence number of its last accepted
+    /// window.
+    pub last_seqs: Vec<(String, u64)>,
 }
 
 /// The metrics text of a scrape: the work counters and the matrix as of
@@ -134,6 +141,27 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
         "windows_rejected",
         "Windows refused as invalid, by node",
         work.windows_rejected.clone(),
+    );
+    let last_seq = Family::<NodeLabels, Gauge>::default();
+    for (node, seq) in &facts.last_seqs {
+        last_seq
+            .get_or_create(&NodeLabels { node: node.clone() })
+            .set(i64::try_from(*seq).unwrap_or(i64::MAX));
+    }
+    collector.register(
+        "window_seq",
+        "Sequence number of the node's last accepted window (its agent numbers them from 1, without gaps)",
+        last_seq,
+    );
+    collector.register(
+        "state_saves",
+        "State saves to --state-dir",
+        work.state_saves.clone(),
+    );
+    collector.register(
+        "state_save_errors",
+        "State saves to --state-dir that failed",
+        work.state_save_errors.clone(),
     );
     let orders = Counter::<u64>::default();
     orders.inc_by(facts.throughput.ordered);
@@ -379,6 +407,7 @@ mod tests {
                 ignored: 0,
             },
             pair_node_limit: limit,
+            last_seqs: vec![("a1".into(), 7)],
         }
     }
 
@@ -396,6 +425,7 @@ mod tests {
             r#"netaware_node_stale{node="a1",zone="a"} 0"#,
             r#"netaware_collector_windows_accepted_total{node="a1"} 1"#,
             r#"netaware_collector_sessions_open 2"#,
+            r#"netaware_collector_window_seq{node="a1"} 7"#,
             r#"netaware_collector_throughput_results_total{outcome="failed"} 1"#,
         ] {
             assert!(text.contains(line), "missing {line}:\n{text}");

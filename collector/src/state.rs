@@ -16,6 +16,7 @@ use netaware_core::throughput_plan::{PlanConfig, PlanError, Planner};
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};
 use netaware_proto::v1::{Hello, NodeStats, Peer, ThroughputOrder, Window, throughput_order};
 
+use crate::saved::{self, SavedNode, SavedState};
 use crate::validate::{self, Invalid};
 
 /// How the collector scores and places.
@@ -173,6 +174,83 @@ impl CollectorState {
             throughput_counts: ThroughputCounts::default(),
             version: 1,
         }
+    }
+
+    /// A state rebuilt from a saved one, every node and figure checked as
+    /// if it came from the network; all or nothing. Nodes come back as
+    /// last seen when saved, so they are stale until their agents report,
+    /// unless the restart was short.
+    pub fn restored(
+        config: ModelConfig,
+        inventory: Vec<NodeInfo>,
+        saved: &SavedState,
+    ) -> Result<Self, Invalid> {
+        if saved.format != saved::FORMAT {
+            return Err(Invalid(format!(
+                "saved format {} is not {}",
+                saved.format,
+                saved::FORMAT
+            )));
+        }
+        let mut state = Self::new(config, inventory);
+        for node in &saved.nodes {
+            let refuse = |why: Invalid| Invalid(format!("node {:?}: {}", node.name, why.0));
+            state.hello(&node.hello(), node.last_seen).map_err(refuse)?;
+            if let Some(mark) = state.seq_marks.get_mut(&node.name) {
+                mark.last_seq = node.last_seq;
+            }
+        }
+        let skipped = saved::restore_pairs(&mut state, saved)?;
+        if skipped > 0 {
+            tracing::warn!(skipped, "saved pairs of unknown nodes left out");
+        }
+        Ok(state)
+    }
+
+    /// The agents' nodes with what a restart must keep of each.
+    pub fn saved_nodes(&self) -> Vec<SavedNode> {
+        self.registry
+            .nodes()
+            .filter(|entry| entry.info.kind == NodeKind::Agent)
+            .filter_map(|entry| {
+                let mark = self.seq_marks.get(&entry.info.name)?;
+                Some(SavedNode {
+                    name: entry.info.name.clone(),
+                    address: entry.info.address.clone(),
+                    zone: entry.info.zone.clone(),
+                    region: entry.info.region.clone(),
+                    window_ms: entry.window_ms,
+                    throughput_port: self
+                        .throughput_ports
+                        .get(&entry.info.name)
+                        .copied()
+                        .unwrap_or(0),
+                    instance: mark.instance,
+                    last_seq: mark.last_seq,
+                    last_seen: entry.last_seen.unwrap_or(0),
+                })
+            })
+            .collect()
+    }
+
+    /// The pair matrix.
+    pub fn matrix(&self) -> &PairMatrix {
+        &self.matrix
+    }
+
+    pub(crate) fn matrix_mut(&mut self) -> &mut PairMatrix {
+        self.version += 1;
+        &mut self.matrix
+    }
+
+    /// Whether `node` is registered.
+    pub fn knows(&self, node: &str) -> bool {
+        self.registry.get(node).is_some()
+    }
+
+    /// The sequence number of the last window accepted from `node`.
+    pub fn last_seq(&self, node: &str) -> Option<u64> {
+        self.seq_marks.get(node).map(|mark| mark.last_seq)
     }
 
     /// The model configuration.

@@ -30,7 +30,8 @@ pub const MIN_WINDOW_MS: u64 = 100;
 /// Most throughput results in one window.
 pub const MAX_RESULTS_PER_WINDOW: usize = 64;
 /// Highest goodput believed: 10 Tbit/s.
-pub const MAX_GOODPUT_BPS: f64 = 1e13;
+#[doc(inline)]
+pub use netaware_core::matrix::MAX_GOODPUT_BPS;
 /// Longest error text of a failed test.
 pub const MAX_ERROR_LEN: usize = 1_024;
 
@@ -220,11 +221,6 @@ fn throughput_result(
     }
     let outcome = if result.error.is_empty() {
         let goodput = result.goodput_bps;
-        if !(goodput.is_finite() && (0.0..=MAX_GOODPUT_BPS).contains(&goodput)) {
-            return refuse(format!(
-                "goodput {goodput} is not between 0 and {MAX_GOODPUT_BPS}"
-            ));
-        }
         if result.measured_ms == 0 {
             return refuse("measured for 0 ms".into());
         }
@@ -238,18 +234,15 @@ fn throughput_result(
                 result.bytes, result.measured_ms
             ));
         }
-        if result
-            .tcp_rtt_ms
-            .is_some_and(|rtt| !(rtt.is_finite() && rtt >= 0.0))
-        {
-            return refuse("tcp_rtt_ms is negative or not a number".into());
+        match Throughput::new(
+            goodput,
+            result.end_unix_ms,
+            result.retransmits,
+            result.tcp_rtt_ms,
+        ) {
+            Ok(throughput) => Ok(throughput),
+            Err(err) => return refuse(err.to_string()),
         }
-        Ok(Throughput {
-            bps: goodput,
-            at: result.end_unix_ms,
-            retransmits: result.retransmits,
-            tcp_rtt_ms: result.tcp_rtt_ms,
-        })
     } else {
         Err(result.error.clone())
     };

@@ -14,6 +14,9 @@ use crate::UnixMillis;
 /// broken clock or a broken agent, not a network.
 pub const MAX_RTT_MS: f64 = 60_000.0;
 
+/// Highest goodput a test may claim (10 Tbit/s).
+pub const MAX_GOODPUT_BPS: f64 = 1e13;
+
 /// Most probes one pair may claim in one window.
 pub const MAX_PROBES_PER_WINDOW: u32 = 1_000_000;
 
@@ -69,6 +72,12 @@ pub enum WindowError {
         /// Its value.
         value: f64,
     },
+    /// A goodput that is NaN, infinite, negative or absurdly large.
+    #[error("goodput {0} is not between 0 and {MAX_GOODPUT_BPS} bit/s")]
+    BadGoodput(f64),
+    /// A TCP RTT that is NaN, infinite or negative.
+    #[error("tcp_rtt_ms {0} is negative or not a number")]
+    BadTcpRtt(f64),
     /// Quantiles out of order (min <= median <= p90 <= p99 <= max).
     #[error(
         "RTT quantiles out of order: min {min}, median {median}, p90 {p90}, p99 {p99}, max {max}"
@@ -189,6 +198,29 @@ pub struct Throughput {
     pub tcp_rtt_ms: Option<f64>,
 }
 
+impl Throughput {
+    /// Checks a measurement.
+    pub fn new(
+        bps: f64,
+        at: UnixMillis,
+        retransmits: Option<u32>,
+        tcp_rtt_ms: Option<f64>,
+    ) -> Result<Self, WindowError> {
+        if !(bps.is_finite() && (0.0..=MAX_GOODPUT_BPS).contains(&bps)) {
+            return Err(WindowError::BadGoodput(bps));
+        }
+        if let Some(rtt) = tcp_rtt_ms.filter(|rtt| !(rtt.is_finite() && *rtt >= 0.0)) {
+            return Err(WindowError::BadTcpRtt(rtt));
+        }
+        Ok(Self {
+            bps,
+            at,
+            retransmits,
+            tcp_rtt_ms,
+        })
+    }
+}
+
 /// What the recent windows of one pair add up to.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct PairSummary {
@@ -229,6 +261,21 @@ fn insert_ordered<T>(
     while deque.len() > kept {
         deque.pop_front();
     }
+}
+
+/// Everything kept of one pair: what a saved state holds.
+#[derive(Debug, Clone, Copy)]
+pub struct KeptPair<'a> {
+    /// Source node.
+    pub src: &'a str,
+    /// Destination node.
+    pub dst: &'a str,
+    /// Recent windows, oldest first.
+    pub windows: &'a VecDeque<PairWindow>,
+    /// Recent one-way windows, oldest first.
+    pub one_way: &'a VecDeque<OneWayWindow>,
+    /// Last goodput.
+    pub throughput: Option<Throughput>,
 }
 
 /// Directed pairs and their recent windows, keyed by node names.
@@ -289,6 +336,17 @@ impl PairMatrix {
     pub fn summary(&self, src: &str, dst: &str) -> PairSummary {
         let key = (src.to_owned(), dst.to_owned());
         self.pairs.get(&key).map(summarize).unwrap_or_default()
+    }
+
+    /// Everything kept, pair by pair (for saving the state).
+    pub fn kept(&self) -> impl Iterator<Item = KeptPair<'_>> {
+        self.pairs.iter().map(|((src, dst), history)| KeptPair {
+            src,
+            dst,
+            windows: &history.windows,
+            one_way: &history.one_way,
+            throughput: history.throughput,
+        })
     }
 
     /// Every pair that has any data, with its summary.

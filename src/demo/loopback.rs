@@ -54,6 +54,7 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
             )?
             .model
             .model()?,
+            state: None,
         },
         shutdown.clone(),
     )

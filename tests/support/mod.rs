@@ -29,6 +29,15 @@ pub fn have_root(test: &str) -> bool {
 /// short (0.2 s warm-up, 0.5 s measured) and may take all of a node's
 /// time, so that a few agents have every pair measured within seconds.
 pub async fn start_collector(inventory: Vec<NodeInfo>, shutdown: &CancellationToken) -> Collector {
+    start_collector_with(inventory, None, shutdown).await
+}
+
+/// [`start_collector`], saving its state as `state` says.
+pub async fn start_collector_with(
+    inventory: Vec<NodeInfo>,
+    state: Option<netaware_collector::StateConfig>,
+    shutdown: &CancellationToken,
+) -> Collector {
     let config = CollectorConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         metrics_listen: "127.0.0.1:0".parse().unwrap(),
@@ -37,6 +46,7 @@ pub async fn start_collector(inventory: Vec<NodeInfo>, shutdown: &CancellationTo
             throughput: Some(ThroughputConfig::new(1.0, 200, 500, 1, false, None).unwrap()),
             ..ModelConfig::default()
         },
+        state,
     };
     Collector::start(config, shutdown.clone())
         .await

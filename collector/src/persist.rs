@@ -1,0 +1,138 @@
+//! `--state-dir`: the collector's state on disk, so that scores and the
+//! exactly-once marks survive a restart.
+//!
+//! One file, `state.json` ([`crate::saved::SavedState`]), written every
+//! `--state-interval` and once more on shutdown, each time whole to a
+//! temporary file that is synced and then renamed over the old one, so that
+//! a crash leaves the old file or the new one, never half of one. A file
+//! that cannot be read, parsed or checked is moved aside
+//! (`state.json.damaged`) and the collector starts empty, saying why.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::saved::SavedState;
+use crate::shared::{Shared, now_ms};
+
+/// The file in the state directory.
+pub const FILE_NAME: &str = "state.json";
+/// The largest state file read back (a 2,000-node cluster's is tens of MB).
+pub const MAX_STATE_BYTES: u64 = 1 << 30;
+
+/// Why a state directory could not be used or read.
+#[derive(Debug, thiserror::Error)]
+pub enum PersistError {
+    /// The directory or file could not be created, read or written.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is too big to be a state file.
+    #[error("{path}: {size} bytes, more than the {MAX_STATE_BYTES} a state file may have")]
+    TooBig { path: PathBuf, size: u64 },
+    /// The file is not a state file.
+    #[error("{path}: not a netaware state file: {message}")]
+    Damaged { path: PathBuf, message: String },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> PersistError + '_ {
+    move |source| PersistError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Makes sure `dir` exists and is writable (at start, so that a bad
+/// `--state-dir` stops the collector at once rather than at its first save).
+pub fn prepare(dir: &Path) -> Result<(), PersistError> {
+    std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+    let probe = dir.join(".write-test");
+    std::fs::write(&probe, b"").map_err(io_error(&probe))?;
+    std::fs::remove_file(&probe).map_err(io_error(&probe))
+}
+
+/// Reads the saved state in `dir`: `None` when there is none.
+pub fn load(dir: &Path) -> Result<Option<SavedState>, PersistError> {
+    let path = dir.join(FILE_NAME);
+    let size = match std::fs::metadata(&path) {
+        Ok(metadata) => metadata.len(),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(PersistError::Io { path, source }),
+    };
+    if size > MAX_STATE_BYTES {
+        return Err(PersistError::TooBig { path, size });
+    }
+    let bytes = std::fs::read(&path).map_err(io_error(&path))?;
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|err| PersistError::Damaged {
+            path,
+            message: err.to_string(),
+        })
+}
+
+/// Moves a state file that could not be used out of the way, keeping it
+/// for a look; returns where it went.
+pub fn set_aside(dir: &Path) -> Result<PathBuf, PersistError> {
+    let from = dir.join(FILE_NAME);
+    let to = dir.join(format!("{FILE_NAME}.damaged"));
+    std::fs::rename(&from, &to).map_err(io_error(&from))?;
+    Ok(to)
+}
+
+/// Writes `state` to `dir`, atomically.
+pub fn write(dir: &Path, state: &SavedState) -> Result<(), PersistError> {
+    let path = dir.join(FILE_NAME);
+    let temporary = dir.join(format!("{FILE_NAME}.tmp"));
+    let bytes = serde_json::to_vec(state).map_err(|err| PersistError::Damaged {
+        path: path.clone(),
+        message: err.to_string(),
+    })?;
+    let mut file = std::fs::File::create(&temporary).map_err(io_error(&temporary))?;
+    file.write_all(&bytes).map_err(io_error(&temporary))?;
+    file.sync_all().map_err(io_error(&temporary))?;
+    std::fs::rename(&temporary, &path).map_err(io_error(&path))?;
+    // The rename itself is durable once the directory is synced.
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_error(dir))
+}
+
+/// Saves the state every `every` until shutdown, then once more.
+pub async fn run(shared: Arc<Shared>, dir: PathBuf, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        let last = tokio::select! {
+            _ = tick.tick() => false,
+            () = shared.shutdown.cancelled() => true,
+        };
+        save(&shared, &dir).await;
+        if last {
+            return;
+        }
+    }
+}
+
+async fn save(shared: &Shared, dir: &Path) {
+    let saved = SavedState::of(&*shared.state.lock().await, now_ms());
+    let dir = dir.to_owned();
+    let written = tokio::task::spawn_blocking(move || write(&dir, &saved)).await;
+    let failure = match written {
+        Ok(Ok(())) => None,
+        Ok(Err(err)) => Some(err.to_string()),
+        Err(err) => Some(err.to_string()),
+    };
+    match failure {
+        None => shared.work.state_saves.inc(),
+        Some(err) => {
+            tracing::error!(%err, "saving the state");
+            shared.work.state_save_errors.inc()
+        }
+    };
+}

@@ -1,0 +1,343 @@
+//! The collector's state as it is saved to disk (`--state-dir`), and back:
+//! the agents it knows (with the sequence number of each one's last
+//! accepted window, so that windows replayed after a restart are still
+//! taken exactly once) and every pair's kept windows and last goodput.
+//!
+//! Pure: [`SavedState::of`] reads a state, [`CollectorState::restored`]
+//! builds one, checking everything as if it came from the network (a file
+//! is input too). The file I/O is in [`crate::persist`].
+
+use netaware_core::UnixMillis;
+use netaware_core::matrix::{OneWayWindow, PairWindow, RttStats, Throughput};
+use netaware_proto::v1::Hello;
+use serde::{Deserialize, Serialize};
+
+use crate::state::CollectorState;
+use crate::validate::Invalid;
+
+/// The version of the saved format; another version is refused.
+pub const FORMAT: u32 = 1;
+
+/// Everything the collector keeps across a restart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedState {
+    /// [`FORMAT`].
+    pub format: u32,
+    /// When it was saved (Unix ms).
+    pub saved_at: UnixMillis,
+    /// The agents' nodes.
+    pub nodes: Vec<SavedNode>,
+    /// Every pair with data.
+    pub pairs: Vec<SavedPair>,
+}
+
+/// An agent's node as its hello described it, and its last window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedNode {
+    pub name: String,
+    pub address: String,
+    pub zone: String,
+    pub region: String,
+    pub window_ms: u64,
+    pub throughput_port: u32,
+    /// The agent process's instance, and the sequence number of its last
+    /// accepted window.
+    pub instance: u64,
+    pub last_seq: u64,
+    /// When its last report arrived.
+    pub last_seen: UnixMillis,
+}
+
+/// One pair's kept windows and last goodput.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedPair {
+    pub src: String,
+    pub dst: String,
+    pub windows: Vec<SavedWindow>,
+    pub one_way: Vec<SavedOneWay>,
+    pub throughput: Option<SavedThroughput>,
+}
+
+/// A [`PairWindow`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedWindow {
+    pub end: UnixMillis,
+    pub sent: u32,
+    pub received: u32,
+    /// min, median, p90, p99, max, jitter (ms); absent when none came back.
+    pub rtt_ms: Option<[f64; 6]>,
+}
+
+/// A [`OneWayWindow`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedOneWay {
+    pub end: UnixMillis,
+    pub expected: u32,
+    pub received: u32,
+}
+
+/// A [`Throughput`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedThroughput {
+    pub bps: f64,
+    pub at: UnixMillis,
+    pub retransmits: Option<u32>,
+    pub tcp_rtt_ms: Option<f64>,
+}
+
+impl SavedWindow {
+    fn of(window: &PairWindow) -> Self {
+        Self {
+            end: window.end,
+            sent: window.sent,
+            received: window.received,
+            rtt_ms: window
+                .rtt
+                .map(|r| [r.min, r.median, r.p90, r.p99, r.max, r.jitter]),
+        }
+    }
+
+    fn checked(&self) -> Result<PairWindow, String> {
+        let [min, median, p90, p99, max, jitter] = self.rtt_ms.unwrap_or_default();
+        let rtt = RttStats {
+            min,
+            median,
+            p90,
+            p99,
+            max,
+            jitter,
+        };
+        if self.received > 0 && self.rtt_ms.is_none() {
+            return Err("a window with replies but no RTT".into());
+        }
+        PairWindow::new(self.end, self.sent, self.received, rtt).map_err(|e| e.to_string())
+    }
+}
+
+impl SavedState {
+    /// What `state` holds now.
+    pub fn of(state: &CollectorState, now: UnixMillis) -> Self {
+        let pairs = state
+            .matrix()
+            .kept()
+            .map(|pair| SavedPair {
+                src: pair.src.to_owned(),
+                dst: pair.dst.to_owned(),
+                windows: pair.windows.iter().map(SavedWindow::of).collect(),
+                one_way: pair
+                    .one_way
+                    .iter()
+                    .map(|w| SavedOneWay {
+                        end: w.end,
+                        expected: w.expected,
+                        received: w.received,
+                    })
+                    .collect(),
+                throughput: pair.throughput.map(|t| SavedThroughput {
+                    bps: t.bps,
+                    at: t.at,
+                    retransmits: t.retransmits,
+                    tcp_rtt_ms: t.tcp_rtt_ms,
+                }),
+            })
+            .collect();
+        Self {
+            format: FORMAT,
+            saved_at: now,
+            nodes: state.saved_nodes(),
+            pairs,
+        }
+    }
+}
+
+impl SavedNode {
+    /// The hello that registered this node.
+    pub(crate) fn hello(&self) -> Hello {
+        Hello {
+            node: self.name.clone(),
+            addresses: vec![self.address.clone()],
+            zone: self.zone.clone(),
+            region: self.region.clone(),
+            window_ms: u32::try_from(self.window_ms).unwrap_or(u32::MAX),
+            // Not kept, and not used past the hello's check.
+            probe_interval_ms: u32::try_from(self.window_ms).unwrap_or(u32::MAX),
+            instance: self.instance,
+            throughput_port: self.throughput_port,
+            ..Hello::default()
+        }
+    }
+}
+
+/// Applies the pairs of `saved` to `state`, checking every figure; pairs of
+/// nodes the state does not know are skipped (their count is returned).
+pub(crate) fn restore_pairs(
+    state: &mut CollectorState,
+    saved: &SavedState,
+) -> Result<usize, Invalid> {
+    let mut skipped = 0;
+    for pair in &saved.pairs {
+        if !state.knows(&pair.src) || !state.knows(&pair.dst) || pair.src == pair.dst {
+            skipped += 1;
+            continue;
+        }
+        let refuse = |why: String| Invalid(format!("pair {} -> {}: {why}", pair.src, pair.dst));
+        let matrix = state.matrix_mut();
+        for window in &pair.windows {
+            matrix.record(&pair.src, &pair.dst, window.checked().map_err(refuse)?);
+        }
+        for window in &pair.one_way {
+            let checked = OneWayWindow::new(window.end, window.expected, window.received)
+                .map_err(|e| refuse(e.to_string()))?;
+            matrix.record_one_way(&pair.src, &pair.dst, checked);
+        }
+        if let Some(t) = &pair.throughput {
+            let checked = Throughput::new(t.bps, t.at, t.retransmits, t.tcp_rtt_ms)
+                .map_err(|e| refuse(e.to_string()))?;
+            matrix.record_throughput(&pair.src, &pair.dst, checked);
+        }
+    }
+    Ok(skipped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::{Ingested, ModelConfig};
+    use netaware_proto::v1::{PeerWindow, Window};
+
+    fn hello(node: &str, instance: u64) -> Hello {
+        Hello {
+            node: node.into(),
+            addresses: vec!["10.0.0.1".into()],
+            zone: "a".into(),
+            region: "r".into(),
+            window_ms: 1_000,
+            probe_interval_ms: 100,
+            instance,
+            throughput_port: 7471,
+            ..Hello::default()
+        }
+    }
+
+    fn window(seq: u64, end: u64, peer: &str, received: u32) -> Window {
+        Window {
+            seq,
+            start_unix_ms: end - 1_000,
+            end_unix_ms: end,
+            peers: vec![PeerWindow {
+                peer: peer.into(),
+                sent: 10,
+                received,
+                rtt_min_ms: 1.0,
+                rtt_median_ms: 2.0,
+                rtt_p90_ms: 3.0,
+                rtt_p99_ms: 4.0,
+                rtt_max_ms: 5.0,
+                jitter_ms: 0.5,
+                ..PeerWindow::default()
+            }],
+            ..Window::default()
+        }
+    }
+
+    /// Two agents, a few windows each way, one of them lossless.
+    fn busy_state() -> CollectorState {
+        let mut state = CollectorState::new(ModelConfig::default(), Vec::new());
+        state.hello(&hello("n1", 7), 1_000).unwrap();
+        state.hello(&hello("n2", 8), 1_000).unwrap();
+        for seq in 1..=3 {
+            let end = 1_000 + seq * 1_000;
+            state.ingest("n1", &window(seq, end, "n2", 9), end).unwrap();
+            state.ingest("n2", &window(seq, end, "n1", 10), end).unwrap();
+        }
+        state
+    }
+
+    fn through_json(saved: &SavedState) -> SavedState {
+        serde_json::from_str(&serde_json::to_string(saved).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_restored_state_scores_the_same_and_still_knows_what_it_took() {
+        let state = busy_state();
+        let saved = through_json(&SavedState::of(&state, 5_000));
+        let mut restored =
+            CollectorState::restored(ModelConfig::default(), Vec::new(), &saved).unwrap();
+        let summaries = |s: &CollectorState| {
+            let mut pairs: Vec<_> = s
+                .matrix()
+                .pairs()
+                .map(|(a, b, summary)| (a.to_owned(), b.to_owned(), summary))
+                .collect();
+            pairs.sort_by(|x, y| (&x.0, &x.1).cmp(&(&y.0, &y.1)));
+            pairs
+        };
+        assert_eq!(summaries(&restored), summaries(&state));
+        assert_eq!(restored.snapshot(5_000).pairs().len(), 2);
+        assert_eq!(restored.last_seq("n1"), Some(3));
+        // The agent's replay of a window taken before the restart is a
+        // duplicate; its next one is new.
+        restored.hello(&hello("n1", 7), 5_000).unwrap();
+        assert_eq!(
+            restored.ingest("n1", &window(3, 4_000, "n2", 0), 5_000),
+            Ok(Ingested::Duplicate)
+        );
+        assert_eq!(
+            restored.ingest("n1", &window(4, 5_000, "n2", 0), 5_000),
+            Ok(Ingested::Accepted)
+        );
+    }
+
+    #[test]
+    fn a_damaged_state_is_refused_whole() {
+        let good = SavedState::of(&busy_state(), 5_000);
+        let restore = |saved: &SavedState| {
+            CollectorState::restored(ModelConfig::default(), Vec::new(), saved)
+        };
+        assert!(restore(&good).is_ok());
+
+        let mut other_format = good.clone();
+        other_format.format = FORMAT + 1;
+        assert!(restore(&other_format).unwrap_err().0.contains("format"));
+
+        let mut negative_rtt = good.clone();
+        negative_rtt.pairs[0].windows[0].rtt_ms = Some([-1.0, 1.0, 1.0, 1.0, 1.0, 0.0]);
+        assert!(restore(&negative_rtt).unwrap_err().0.contains("rtt_min_ms"));
+
+        let mut more_received_than_sent = good.clone();
+        more_received_than_sent.pairs[0].windows[0].received = 11;
+        assert!(restore(&more_received_than_sent).is_err());
+
+        let mut replies_without_rtt = good.clone();
+        replies_without_rtt.pairs[0].windows[0].rtt_ms = None;
+        assert!(restore(&replies_without_rtt).is_err());
+
+        let mut bad_goodput = good.clone();
+        bad_goodput.pairs[0].throughput = Some(SavedThroughput {
+            bps: -5.0,
+            at: 1,
+            retransmits: None,
+            tcp_rtt_ms: None,
+        });
+        assert!(restore(&bad_goodput).unwrap_err().0.contains("goodput"));
+
+        let mut bad_node = good.clone();
+        bad_node.nodes[0].address = "not an address".into();
+        assert!(restore(&bad_node).unwrap_err().0.contains("address"));
+
+        // NaN cannot even be written: JSON has no NaN, and a null where a
+        // number belongs does not parse.
+        let text = serde_json::to_string(&good).unwrap().replacen("2.0", "null", 1);
+        assert!(serde_json::from_str::<SavedState>(&text).is_err());
+    }
+
+    #[test]
+    fn pairs_of_unknown_nodes_are_left_out() {
+        let mut saved = SavedState::of(&busy_state(), 5_000);
+        saved.nodes.retain(|n| n.name == "n1");
+        let restored =
+            CollectorState::restored(ModelConfig::default(), Vec::new(), &saved).unwrap();
+        assert_eq!(restored.matrix().kept().count(), 0);
+        assert_eq!(restored.node_count(), 1);
+    }
+}
