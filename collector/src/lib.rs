@@ -235,7 +235,9 @@ fn initial_state(
             aside = %aside.display(),
             "the saved state cannot be used: starting empty"
         ),
-        Err(err) => tracing::error!(problem, %err, "the saved state cannot be used: starting empty"),
+        Err(err) => {
+            tracing::error!(problem, %err, "the saved state cannot be used: starting empty")
+        }
     }
     Ok(empty())
 }

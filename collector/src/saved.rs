@@ -248,7 +248,9 @@ mod tests {
         for seq in 1..=3 {
             let end = 1_000 + seq * 1_000;
             state.ingest("n1", &window(seq, end, "n2", 9), end).unwrap();
-            state.ingest("n2", &window(seq, end, "n1", 10), end).unwrap();
+            state
+                .ingest("n2", &window(seq, end, "n1", 10), end)
+                .unwrap();
         }
         state
     }
@@ -327,7 +329,9 @@ mod tests {
 
         // NaN cannot even be written: JSON has no NaN, and a null where a
         // number belongs does not parse.
-        let text = serde_json::to_string(&good).unwrap().replacen("2.0", "null", 1);
+        let text = serde_json::to_string(&good)
+            .unwrap()
+            .replacen("2.0", "null", 1);
         assert!(serde_json::from_str::<SavedState>(&text).is_err());
     }
 
