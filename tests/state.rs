@@ -44,7 +44,10 @@ async fn scores_and_exactly_once_survive_a_restart() {
         assert_eq!((ack.code, ack.message.as_str()), (0, ""), "{ack:?}");
     }
     let before = pairs(&first).await;
-    assert!(before.contains(&("a".to_owned(), "b".to_owned())), "{before:?}");
+    assert!(
+        before.contains(&("a".to_owned(), "b".to_owned())),
+        "{before:?}"
+    );
     let figures_before = first.shared().matrix().await.pairs;
     shutdown.cancel();
     first.wait().await;
@@ -60,6 +63,14 @@ async fn scores_and_exactly_once_survive_a_restart() {
             (old.rtt_median_ms, old.loss_ratio, old.samples, old.quality),
             (new.rtt_median_ms, new.loss_ratio, new.samples, new.quality),
         );
+    }
+    // And the count of windows taken goes on from where it was.
+    let (_, metrics) = support::get(second.http_addr, "/metrics").await;
+    for line in [
+        r#"netaware_collector_windows_accepted_total{node="a"} 3"#,
+        r#"netaware_collector_window_seq{node="a"} 3"#,
+    ] {
+        assert!(metrics.contains(line), "{line} not in:\n{metrics}");
     }
     let url = format!("http://{}", second.grpc_addr);
     let mut a = Session::hello(&url, "a").await;

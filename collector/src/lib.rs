@@ -125,11 +125,22 @@ impl Collector {
             source,
         })?;
 
-        let state = match &config.state {
+        let (state, accepted) = match &config.state {
             Some(saving) => initial_state(&config, saving)?,
-            None => CollectorState::new(config.model, config.inventory.clone()),
+            None => (
+                CollectorState::new(config.model, config.inventory.clone()),
+                Vec::new(),
+            ),
         };
         let shared = Shared::new(state, shutdown.clone());
+        for (node, count) in accepted {
+            shared.work.node_seen(&node);
+            shared
+                .work
+                .windows_accepted
+                .get_or_create(&metrics::NodeLabels { node })
+                .inc_by(count);
+        }
         let (health_reporter, health) = tonic_health::server::health_reporter();
         health_reporter
             .set_serving::<ScoresServer<ScoresService>>()
@@ -203,13 +214,19 @@ impl Collector {
     }
 }
 
-/// The state saved in `--state-dir`, or an empty one when there is none or
-/// it cannot be used (then the file is set aside and the log says why).
+/// The state saved in `--state-dir` and the windows accepted from each
+/// node so far, or an empty state when there is none or it cannot be used
+/// (then the file is set aside and the log says why).
 fn initial_state(
     config: &CollectorConfig,
     saving: &StateConfig,
-) -> Result<CollectorState, CollectorError> {
-    let empty = || CollectorState::new(config.model, config.inventory.clone());
+) -> Result<(CollectorState, Vec<(String, u64)>), CollectorError> {
+    let empty = || {
+        (
+            CollectorState::new(config.model, config.inventory.clone()),
+            Vec::new(),
+        )
+    };
     persist::prepare(&saving.dir).map_err(|e| CollectorError::Config(e.to_string()))?;
     let problem = match persist::load(&saving.dir) {
         Ok(None) => return Ok(empty()),
@@ -222,7 +239,12 @@ fn initial_state(
                         saved_at = saved.saved_at,
                         "state restored"
                     );
-                    return Ok(state);
+                    let accepted = saved
+                        .nodes
+                        .into_iter()
+                        .map(|n| (n.name, n.accepted))
+                        .collect();
+                    return Ok((state, accepted));
                 }
                 Err(invalid) => invalid.0,
             }

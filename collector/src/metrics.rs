@@ -75,6 +75,15 @@ pub struct WorkMetrics {
 }
 
 impl WorkMetrics {
+    /// Windows accepted from `node` so far.
+    pub fn accepted(&self, node: &str) -> u64 {
+        self.windows_accepted
+            .get_or_create(&NodeLabels {
+                node: node.to_owned(),
+            })
+            .get()
+    }
+
     /// Starts `node`'s window counters at 0, so that rates over them exist
     /// (and read 0) before the first rejection or replay.
     pub fn node_seen(&self, node: &str) {

@@ -120,7 +120,10 @@ pub async fn run(shared: Arc<Shared>, dir: PathBuf, every: Duration) {
 }
 
 async fn save(shared: &Shared, dir: &Path) {
-    let saved = SavedState::of(&*shared.state.lock().await, now_ms());
+    let mut saved = SavedState::of(&*shared.state.lock().await, now_ms());
+    for node in &mut saved.nodes {
+        node.accepted = shared.work.accepted(&node.name);
+    }
     let dir = dir.to_owned();
     let written = tokio::task::spawn_blocking(move || write(&dir, &saved)).await;
     let failure = match written {

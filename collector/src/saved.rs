@@ -46,6 +46,11 @@ pub struct SavedNode {
     pub last_seq: u64,
     /// When its last report arrived.
     pub last_seen: UnixMillis,
+    /// Windows accepted from the node over the collector's lifetimes, so
+    /// that `netaware_collector_windows_accepted_total` goes on counting
+    /// across restarts.
+    #[serde(default)]
+    pub accepted: u64,
 }
 
 /// One pair's kept windows and last goodput.

@@ -228,6 +228,8 @@ impl CollectorState {
                     instance: mark.instance,
                     last_seq: mark.last_seq,
                     last_seen: entry.last_seen.unwrap_or(0),
+                    // The shell's counter, filled in when it saves.
+                    accepted: 0,
                 })
             })
             .collect()
