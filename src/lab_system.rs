@@ -19,6 +19,8 @@ use crate::json::{MatrixJson, RankJson, ZonesJson};
 
 /// The collector's gRPC port in the control host.
 pub const COLLECTOR_PORT: u16 = 7470;
+/// The collector's HTTP port (/metrics, /healthz) in the control host.
+pub const METRICS_PORT: u16 = 9470;
 
 /// How the agents measure.
 #[derive(Debug, Clone, Copy)]
@@ -35,6 +37,7 @@ pub struct AgentTiming {
 pub struct LabSystem {
     lab: Lab,
     collector: Option<u32>,
+    collector_flags: Vec<String>,
     exe: PathBuf,
     url: String,
     agents: BTreeMap<String, u32>,
@@ -60,27 +63,15 @@ impl LabSystem {
         let exe_str = exe
             .to_str()
             .context("the netaware binary's path is not UTF-8")?;
-        let mut collector = lab.command(&lab.control().spec.name, exe_str)?;
-        collector
-            .args([
-                "collector",
-                "--listen",
-                // Every address of the control host: the lab's, and a side
-                // door a test may open (Lab::open_access).
-                &format!("0.0.0.0:{COLLECTOR_PORT}"),
-            ])
-            .args(["--metrics-listen", &format!("{control}:9470")])
-            .args(collector_flags)
-            .env("RUST_LOG", "error")
-            .stdout(Stdio::null());
-        let collector = lab.spawn(collector)?;
         let mut system = Self {
-            collector: Some(collector),
+            collector: None,
+            collector_flags: collector_flags.to_vec(),
             lab,
             exe: exe.to_owned(),
             url,
             agents: BTreeMap::new(),
         };
+        system.start_collector()?;
         let workers: Vec<_> = system.lab.workers().map(|h| h.spec.clone()).collect();
         for host in workers {
             let mut agent = system.lab.command(&host.name, exe_str)?;
@@ -123,6 +114,34 @@ impl LabSystem {
     /// The collector's URL, valid inside the lab's hosts.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// Starts the collector in the control host (again, after
+    /// [`LabSystem::stop_collector`]), with the flags the system started
+    /// with.
+    pub fn start_collector(&mut self) -> anyhow::Result<()> {
+        if self.collector.is_some() {
+            bail!("the collector runs already");
+        }
+        let exe = self
+            .exe
+            .to_str()
+            .context("the netaware binary's path is not UTF-8")?;
+        let mut collector = self.lab.command(&self.lab.control().spec.name, exe)?;
+        collector
+            .args([
+                "collector",
+                "--listen",
+                // Every address of the control host: the lab's, and a side
+                // door a test may open (Lab::open_access).
+                &format!("0.0.0.0:{COLLECTOR_PORT}"),
+            ])
+            .args(["--metrics-listen", &format!("0.0.0.0:{METRICS_PORT}")])
+            .args(&self.collector_flags)
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::null());
+        self.collector = Some(self.lab.spawn(collector)?);
+        Ok(())
     }
 
     /// Stops the collector (SIGTERM).
