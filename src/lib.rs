@@ -1,6 +1,7 @@
 //! The `netaware` command line: `demo` runs the whole system on this
 //! machine; `matrix`, `zones` and `rank` ask a running collector;
-//! `throughput` runs one test by hand ([`throughput_command`]).
+//! `throughput` runs one test by hand ([`throughput_command`]); `loadgen`
+//! drives simulated agents against a collector ([`loadgen`]).
 //!
 //! [`client`] talks to the collector, [`json`] holds the `--json` contracts,
 //! [`render`] the tables for people, and [`demo`] the in-process demo.
@@ -10,5 +11,6 @@ pub mod demo;
 pub mod json;
 pub mod lab_command;
 pub mod lab_system;
+pub mod loadgen;
 pub mod render;
 pub mod throughput_command;

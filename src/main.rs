@@ -36,6 +36,9 @@ enum Command {
     /// Run one throughput test by hand (server and client, like iperf3).
     #[command(subcommand)]
     Throughput(netaware::throughput_command::ThroughputCommand),
+    /// Drive many simulated agents against a collector and report its
+    /// throughput, ack latency and memory.
+    Loadgen(netaware::loadgen::LoadOptions),
     /// Print the node pair matrix.
     Matrix {
         #[command(flatten)]
@@ -103,6 +106,16 @@ async fn main() -> anyhow::Result<()> {
                 .await
         }
         Command::Demo(options) => demo::run(options, netaware_runtime::shutdown_on_signal()?).await,
+        Command::Loadgen(options) => {
+            let report =
+                netaware::loadgen::run(&options, netaware_runtime::shutdown_on_signal()?).await?;
+            if options.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{report}");
+            }
+            Ok(())
+        }
         Command::Throughput(command) => {
             netaware::throughput_command::run(command, netaware_runtime::shutdown_on_signal()?)
                 .await
