@@ -61,6 +61,11 @@ pub struct ModelArgs {
     /// Windows kept per pair.
     #[arg(long, default_value_t = 6)]
     pub windows_kept: usize,
+    /// Most peers each agent probes: its zone first, then a few of every
+    /// other zone (0: everyone probes everyone; set it above a few hundred
+    /// nodes).
+    #[arg(long, default_value_t = 0)]
+    pub max_peers: usize,
     /// Loss to a placed worker above which placement fails a node.
     #[arg(long, default_value_t = 0.05)]
     pub loss_threshold: f64,
@@ -148,6 +153,7 @@ impl ModelArgs {
                 out_of_zone_factor: self.out_of_zone_factor,
             },
             windows_kept: self.windows_kept,
+            max_peers: self.max_peers,
         })
     }
 }

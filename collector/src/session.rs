@@ -57,6 +57,9 @@ impl pb::agent_session_server::AgentSession for SessionService {
     }
 }
 
+/// Least time between two peer sets down one session.
+const PEER_SET_SPACING: std::time::Duration = std::time::Duration::from_secs(1);
+
 async fn serve_session(
     shared: Arc<Shared>,
     node: String,
@@ -66,7 +69,10 @@ async fn serve_session(
     // A newer session of the same node replaces this one.
     shared.sessions().insert(node.clone(), down.clone());
     let mut membership = shared.membership.subscribe();
-    membership.mark_changed();
+    // The first peer set at once; later ones at most one per spacing, so
+    // that a thousand agents joining do not send a thousand sets each.
+    let mut peer_set_due = true;
+    let mut next_peer_set = tokio::time::Instant::now();
     let by_node = NodeLabels { node: node.clone() };
     let message = |body| Ok(pb::CollectorMessage { body: Some(body) });
     loop {
@@ -75,7 +81,10 @@ async fn serve_session(
                 let _ = down.send(Err(Status::unavailable("collector shutting down"))).await;
                 break;
             }
-            Ok(()) = membership.changed() => {
+            Ok(()) = membership.changed() => peer_set_due = true,
+            () = tokio::time::sleep_until(next_peer_set), if peer_set_due => {
+                peer_set_due = false;
+                next_peer_set = tokio::time::Instant::now() + PEER_SET_SPACING;
                 let peers = shared.state.lock().await.peer_set(&node);
                 if down.send(message(collector_message::Body::PeerSet(pb::PeerSet { peers }))).await.is_err() {
                     break;

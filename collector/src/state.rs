@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use netaware_core::matrix::PairMatrix;
+use netaware_core::peers;
 use netaware_core::placement::PlacementConfig;
 use netaware_core::registry::Registry;
 use netaware_core::score::ScoreConfig;
@@ -30,6 +31,9 @@ pub struct ModelConfig {
     pub windows_kept: usize,
     /// Throughput tests; `None` plans none.
     pub throughput: Option<ThroughputConfig>,
+    /// Most peers an agent probes (0: every other node); see
+    /// [`netaware_core::peers`].
+    pub max_peers: usize,
 }
 
 impl Default for ModelConfig {
@@ -39,6 +43,7 @@ impl Default for ModelConfig {
             placement: PlacementConfig::default(),
             windows_kept: 6,
             throughput: Some(ThroughputConfig::default()),
+            max_peers: 0,
         }
     }
 }
@@ -290,16 +295,28 @@ impl CollectorState {
         Ok((name, changed))
     }
 
-    /// The peers that `node` must probe: every other node.
+    /// The peers that `node` must probe: every other node, or
+    /// `max_peers` of them, its zone first.
     pub fn peer_set(&self, node: &str) -> Vec<Peer> {
-        self.registry
-            .nodes()
-            .filter(|entry| entry.info.name != node)
-            .map(|entry| Peer {
-                name: entry.info.name.clone(),
-                address: entry.info.address.clone(),
-                zone: entry.info.zone.clone(),
-                region: entry.info.region.clone(),
+        let entries: Vec<_> = self.registry.nodes().collect();
+        let candidates: Vec<_> = entries
+            .iter()
+            .map(|e| (e.info.name.as_str(), e.info.zone.as_str()))
+            .collect();
+        let zone = self
+            .registry
+            .get(node)
+            .map_or("", |entry| entry.info.zone.as_str());
+        peers::choose(node, zone, &candidates, self.config.max_peers)
+            .into_iter()
+            .map(|i| {
+                let info = &entries[i].info;
+                Peer {
+                    name: info.name.clone(),
+                    address: info.address.clone(),
+                    zone: info.zone.clone(),
+                    region: info.region.clone(),
+                }
             })
             .collect()
     }

@@ -14,6 +14,7 @@
 //! - [`throughput_plan`]: which throughput tests run when, within a budget.
 
 pub mod matrix;
+pub mod peers;
 pub mod placement;
 pub mod registry;
 pub mod score;

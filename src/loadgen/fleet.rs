@@ -52,7 +52,12 @@ impl Fleet {
         pb::Hello {
             node: self.name(i),
             // 10.0.0.0/8 holds 16 million: one address each.
-            addresses: vec![format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255)],
+            addresses: vec![format!(
+                "10.{}.{}.{}",
+                (i >> 16) & 255,
+                (i >> 8) & 255,
+                i & 255
+            )],
             zone: format!("zone-{}", self.zone(i)),
             region: "region-1".into(),
             agent_version: format!("loadgen {}", env!("CARGO_PKG_VERSION")),
@@ -80,7 +85,11 @@ impl Fleet {
             .map(|&j| {
                 // A cheap hash: every pair and window a little different.
                 let h = (i as u64 * 31 + j as u64 * 17 + seq * 13) % 97;
-                let base = if self.zone(i) == self.zone(j) { 0.2 } else { 5.0 };
+                let base = if self.zone(i) == self.zone(j) {
+                    0.2
+                } else {
+                    5.0
+                };
                 let median = base + h as f64 / 1_000.0;
                 let lost = u32::from(h == 0);
                 pb::PeerWindow {

@@ -69,7 +69,12 @@ pub async fn run(options: &LoadOptions, shutdown: CancellationToken) -> anyhow::
         .ok()
         .filter(|ms| (100..=600_000).contains(ms))
         .context("--window must be between 100 ms and 10 min")?;
-    let fleet = Arc::new(Fleet::new(options.agents, options.peers, options.zones, window_ms));
+    let fleet = Arc::new(Fleet::new(
+        options.agents,
+        options.peers,
+        options.zones,
+        window_ms,
+    ));
     let (results_tx, mut results) = mpsc::unbounded_channel::<(Outcome, u32)>();
     // Every agent connects and says hello, then all start together: a
     // window may name any agent as a peer, so all must be known first.
@@ -77,7 +82,11 @@ pub async fn run(options: &LoadOptions, shutdown: CancellationToken) -> anyhow::
     let connecting = Arc::new(Semaphore::new(CONNECTING_AT_ONCE));
     let stop = shutdown.child_token();
     let started = Instant::now();
-    eprintln!("connecting {} agents to {} ...", fleet.len(), options.collector);
+    eprintln!(
+        "connecting {} agents to {} ...",
+        fleet.len(),
+        options.collector
+    );
     let mut agents = tokio::task::JoinSet::new();
     for i in 0..fleet.len() {
         agents.spawn(simulate(
@@ -96,11 +105,16 @@ pub async fn run(options: &LoadOptions, shutdown: CancellationToken) -> anyhow::
         () = shutdown.cancelled() => anyhow::bail!("interrupted while connecting"),
     }
     let connect_s = started.elapsed().as_secs_f64();
-    eprintln!("all connected in {connect_s:.1} s; sending for {:?}", options.duration);
+    eprintln!(
+        "all connected in {connect_s:.1} s; sending for {:?}",
+        options.duration
+    );
 
     let sending = Instant::now();
     let deadline = tokio::time::Instant::now() + options.duration;
     let mut total = Tally::default();
+    // After warm-up only: what the collector does once the fleet is in.
+    let mut steady = Tally::default();
     let mut interval = Tally::default();
     let mut memory = Vec::new();
     let mut tick = tokio::time::interval(PROGRESS_EVERY);
@@ -115,6 +129,7 @@ pub async fn run(options: &LoadOptions, shutdown: CancellationToken) -> anyhow::
                 let rss = options.collector_pid.and_then(resident_mb);
                 if sending.elapsed() >= options.warm_up {
                     memory.extend(rss);
+                    steady.merge(&interval);
                 }
                 progress(sending.elapsed(), &interval, rss);
                 total.merge(&interval);
@@ -126,13 +141,17 @@ pub async fn run(options: &LoadOptions, shutdown: CancellationToken) -> anyhow::
     }
     total.merge(&interval);
     while agents.join_next().await.is_some() {}
-    let duration_s = sending.elapsed().as_secs_f64().min(options.duration.as_secs_f64());
+    let duration_s = sending
+        .elapsed()
+        .as_secs_f64()
+        .min(options.duration.as_secs_f64());
     let due = (duration_s * 1_000.0 / f64::from(window_ms)) as u64 * fleet.len() as u64;
     Ok(LoadReport::new(
         (fleet.len(), options.peers.min(fleet.len() - 1), window_ms),
         connect_s,
         duration_s,
         &total,
+        &steady,
         due,
         Memory::of(&memory),
     ))

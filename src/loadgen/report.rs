@@ -104,6 +104,9 @@ pub struct LoadReport {
     pub ack_p50_ms: Option<f64>,
     pub ack_p99_ms: Option<f64>,
     pub ack_max_ms: Option<f64>,
+    /// The ack latency after warm-up (the goal: p99 under 100 ms).
+    pub steady_ack_p50_ms: Option<f64>,
+    pub steady_ack_p99_ms: Option<f64>,
     /// Peer entries (pair windows) accepted per second.
     pub pair_windows_per_s: f64,
     /// The collector's memory after warm-up, when its pid was given.
@@ -117,11 +120,18 @@ impl LoadReport {
         connect_s: f64,
         duration_s: f64,
         tally: &Tally,
+        steady: &Tally,
         due: u64,
         memory: Option<Memory>,
     ) -> Self {
         let (agents, peers, window_ms) = fleet;
-        let per_s = |n: u64| if duration_s > 0.0 { n as f64 / duration_s } else { 0.0 };
+        let per_s = |n: u64| {
+            if duration_s > 0.0 {
+                n as f64 / duration_s
+            } else {
+                0.0
+            }
+        };
         Self {
             agents,
             peers,
@@ -137,6 +147,8 @@ impl LoadReport {
             ack_p50_ms: tally.latency_ms(0.5),
             ack_p99_ms: tally.latency_ms(0.99),
             ack_max_ms: tally.latency_ms(1.0),
+            steady_ack_p50_ms: steady.latency_ms(0.5),
+            steady_ack_p99_ms: steady.latency_ms(0.99),
             pair_windows_per_s: per_s(tally.accepted * peers as u64),
             collector_memory: memory,
         }
@@ -164,10 +176,12 @@ impl std::fmt::Display for LoadReport {
         )?;
         writeln!(
             f,
-            "ack latency: p50 {}, p99 {}, max {}",
+            "ack latency: p50 {}, p99 {}, max {}; after warm-up p50 {}, p99 {}",
             ms(self.ack_p50_ms),
             ms(self.ack_p99_ms),
-            ms(self.ack_max_ms)
+            ms(self.ack_max_ms),
+            ms(self.steady_ack_p50_ms),
+            ms(self.steady_ack_p99_ms)
         )?;
         if let Some(m) = self.collector_memory {
             writeln!(
@@ -197,7 +211,7 @@ mod tests {
         assert_eq!(tally.latency_ms(0.5), Some(51.0));
         assert_eq!(tally.latency_ms(0.99), Some(99.0));
         assert_eq!(tally.latency_ms(1.0), Some(100.0));
-        let report = LoadReport::new((10, 5, 1_000), 0.5, 10.0, &tally, 100, None);
+        let report = LoadReport::new((10, 5, 1_000), 0.5, 10.0, &tally, &tally, 100, None);
         assert_eq!(report.accepted_per_s, 10.0);
         assert_eq!(report.pair_windows_per_s, 50.0);
         assert_eq!((report.rejected, report.lost), (1, 1));
