@@ -15,8 +15,15 @@ pub struct ScoresConnection {
 impl ScoresConnection {
     /// Connects to the collector at `url` (such as `http://127.0.0.1:7470`).
     pub async fn connect(url: &str) -> anyhow::Result<Self> {
-        let channel = Channel::from_shared(url.to_owned())
-            .map_err(|err| anyhow::anyhow!("invalid collector URL {url:?}: {err}"))?
+        Self::connect_with(url, None).await
+    }
+
+    /// Connects to the collector at `url`, over TLS when `tls` is given.
+    pub async fn connect_with(
+        url: &str,
+        tls: Option<&netaware_runtime::tls::Tls>,
+    ) -> anyhow::Result<Self> {
+        let channel = netaware_runtime::tls::endpoint(url, tls)?
             .connect()
             .await
             .map_err(|err| anyhow::anyhow!("cannot reach the collector at {url}: {err}"))?;

@@ -74,6 +74,9 @@ struct Target {
     /// Print JSON for programs instead of a table.
     #[arg(long)]
     json: bool,
+    /// TLS towards the collector.
+    #[command(flatten)]
+    tls: netaware_runtime::tls::TlsArgs,
 }
 
 /// Prints `value` as JSON for programs, or `table` for people.
@@ -121,19 +124,21 @@ async fn main() -> anyhow::Result<()> {
                 .await
         }
         Command::Matrix { target } => {
-            let matrix = ScoresConnection::connect(&target.collector)
-                .await?
-                .matrix()
-                .await?;
+            let matrix =
+                ScoresConnection::connect_with(&target.collector, target.tls.load()?.as_ref())
+                    .await?
+                    .matrix()
+                    .await?;
             print_answer(target.json, json::MatrixJson::from(&matrix), || {
                 render::matrix(&matrix)
             })
         }
         Command::Zones { target } => {
-            let zones = ScoresConnection::connect(&target.collector)
-                .await?
-                .zones()
-                .await?;
+            let zones =
+                ScoresConnection::connect_with(&target.collector, target.tls.load()?.as_ref())
+                    .await?
+                    .zones()
+                    .await?;
             print_answer(target.json, json::ZonesJson::from(&zones), || {
                 render::zones(&zones)
             })
@@ -144,10 +149,11 @@ async fn main() -> anyhow::Result<()> {
             peers,
         } => {
             anyhow::ensure!(size >= 1, "--size must be at least 1");
-            let ranking = ScoresConnection::connect(&target.collector)
-                .await?
-                .rank(size, &peers)
-                .await?;
+            let ranking =
+                ScoresConnection::connect_with(&target.collector, target.tls.load()?.as_ref())
+                    .await?
+                    .rank(size, &peers)
+                    .await?;
             print_answer(target.json, json::RankJson::from(&ranking), || {
                 render::rank(&ranking, size)
             })

@@ -203,8 +203,15 @@ fn matrix_matches_the_topology_and_ping_and_placement_follows_it() {
         });
         for (src, dst, ping) in pinged {
             let agent = pair(&matrix, src, dst).rtt_median_ms.unwrap();
-            let tolerance = (ping * 0.03).max(0.2);
-            if (agent - ping).abs() > tolerance {
+            let off = |ping: f64| (agent - ping).abs() > (ping * 0.03).max(0.2);
+            // ping has bad seconds too (a busy CPU): a pair that is off is
+            // pinged once more, longer, before it counts as off.
+            let ping = if off(ping) {
+                ping_median(&system, src, dst, 40)
+            } else {
+                ping
+            };
+            if off(ping) {
                 failures.push(format!(
                     "{src} -> {dst}: agent median {agent:.3} ms, ping median {ping:.3} ms"
                 ));

@@ -124,6 +124,7 @@ async fn a_state_dir_that_cannot_be_written_stops_the_start() {
         inventory: Vec::new(),
         model: netaware_collector::ModelConfig::default(),
         state: saving(&not_a_dir),
+        tls: None,
     };
     let err = netaware_collector::Collector::start(config, CancellationToken::new())
         .await

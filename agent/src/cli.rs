@@ -7,6 +7,17 @@ use std::time::Duration;
 use crate::AgentConfig;
 use crate::node_topology::{self, NodeTopology, NodeTopologyError};
 
+/// Why the flags do not make a configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The node's zone could not be read.
+    #[error(transparent)]
+    Topology(#[from] NodeTopologyError),
+    /// The TLS files could not be read.
+    #[error(transparent)]
+    Tls(#[from] netaware_runtime::tls::TlsError),
+}
+
 /// The agent's command-line flags (each also read from the environment
 /// where noted, for the DaemonSet's downward API).
 #[derive(Debug, Clone, clap::Args)]
@@ -63,6 +74,9 @@ pub struct AgentArgs {
     /// tune it.
     #[arg(long, default_value_t = 0)]
     pub throughput_buffer: u32,
+    /// TLS towards the collector (mutual with --tls-cert and --tls-key).
+    #[command(flatten)]
+    pub tls: netaware_runtime::tls::TlsArgs,
     /// Port of /metrics and /healthz on this node's first address (0: none).
     #[arg(long, env = "NETAWARE_METRICS_PORT", default_value_t = crate::DEFAULT_METRICS_PORT)]
     pub metrics_port: u16,
@@ -71,7 +85,7 @@ pub struct AgentArgs {
 impl AgentArgs {
     /// The configuration these flags describe; with `--zone-from-node`, asks
     /// the Kubernetes API for the node's zone and region.
-    pub async fn config(self) -> Result<AgentConfig, NodeTopologyError> {
+    pub async fn config(self) -> Result<AgentConfig, ConfigError> {
         let topology = match self.zone.clone() {
             Some(zone) => NodeTopology {
                 zone,
@@ -81,7 +95,11 @@ impl AgentArgs {
         };
         // An explicit --region wins over the label.
         let region = self.region.clone().unwrap_or(topology.region);
-        Ok(self.config_in(&topology.zone, region))
+        let tls = self.tls.load()?;
+        Ok(AgentConfig {
+            tls,
+            ..self.config_in(&topology.zone, region)
+        })
     }
 
     fn config_in(self, zone: &str, region: String) -> AgentConfig {

@@ -109,6 +109,8 @@ pub struct AgentConfig {
     /// Port of /metrics and /healthz on the node's first address; `None`
     /// serves none.
     pub metrics_port: Option<u16>,
+    /// TLS towards the collector (`None`: plain text).
+    pub tls: Option<netaware_runtime::tls::Tls>,
 }
 
 impl AgentConfig {
@@ -128,6 +130,7 @@ impl AgentConfig {
             throughput_port: Some(DEFAULT_THROUGHPUT_PORT),
             throughput_buffer: None,
             metrics_port: None,
+            tls: None,
         }
     }
 
@@ -263,8 +266,10 @@ impl Agent {
             peers: peers_tx,
             orders,
         };
+        let collector = netaware_runtime::tls::endpoint(&config.collector, config.tls.as_ref())
+            .map_err(|e| AgentError::Config(e.to_string()))?;
         tasks.spawn(session::run(
-            config.collector,
+            collector,
             hello,
             links,
             session::Outbox::new(config.max_buffered_windows),

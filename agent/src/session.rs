@@ -107,7 +107,7 @@ pub struct Links {
 
 /// Keeps a session with the collector open until `shutdown`.
 pub async fn run(
-    collector: String,
+    collector: tonic::transport::Endpoint,
     hello: Hello,
     mut links: Links,
     mut outbox: Outbox,
@@ -128,11 +128,11 @@ pub async fn run(
         match ended {
             Ended::Shutdown => return,
             Ended::Failed(reason) => {
-                tracing::warn!(%collector, %reason, buffered = outbox.len(), "no session; retrying");
+                tracing::warn!(collector = %collector.uri(), %reason, buffered = outbox.len(), "no session; retrying");
             }
             Ended::Lost(reason) => {
                 backoff = BACKOFF_MIN;
-                tracing::warn!(%collector, %reason, buffered = outbox.len(), "session lost; reconnecting");
+                tracing::warn!(collector = %collector.uri(), %reason, buffered = outbox.len(), "session lost; reconnecting");
             }
         }
         // Wait before the next attempt, still taking in windows meanwhile.
@@ -173,16 +173,16 @@ fn keep(
 }
 
 async fn session(
-    collector: &str,
+    collector: &tonic::transport::Endpoint,
     hello: &Hello,
     links: &mut Links,
     outbox: &mut Outbox,
     counters: &Counters,
     shutdown: &CancellationToken,
 ) -> Ended {
-    let mut client = match AgentSessionClient::connect(collector.to_owned()).await {
-        Ok(client) => client,
-        Err(err) => return Ended::Failed(format!("connect: {err}")),
+    let mut client = match collector.connect().await {
+        Ok(channel) => AgentSessionClient::new(channel),
+        Err(err) => return Ended::Failed(format!("connect: {err:?}")),
     };
     let (up, up_rx) = mpsc::channel::<AgentMessage>(1024);
     let send = |window: Window| AgentMessage {
@@ -210,7 +210,7 @@ async fn session(
             return Ended::Lost("stream closed during replay".into());
         }
     }
-    tracing::info!(%collector, "session open");
+    tracing::info!(collector = %collector.uri(), "session open");
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return Ended::Shutdown,

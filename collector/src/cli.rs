@@ -27,6 +27,9 @@ pub struct CollectorArgs {
     /// restore it at start.
     #[arg(long, env = "NETAWARE_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
+    /// TLS on the gRPC port.
+    #[command(flatten)]
+    pub tls: netaware_runtime::tls::TlsArgs,
     /// Time between two saves of the state (one more on shutdown).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub state_interval: Duration,
@@ -172,6 +175,10 @@ impl CollectorArgs {
             metrics_listen: self.metrics_listen,
             inventory,
             model: self.model.model()?,
+            tls: self
+                .tls
+                .load()
+                .map_err(|e| CollectorError::Config(e.to_string()))?,
             state: self.state_dir.clone().map(|dir| StateConfig {
                 dir,
                 every: self.state_interval.max(Duration::from_millis(100)),

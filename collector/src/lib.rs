@@ -82,6 +82,9 @@ pub struct CollectorConfig {
     pub model: ModelConfig,
     /// Where the state is saved, and how often (`None`: nowhere).
     pub state: Option<StateConfig>,
+    /// TLS on the gRPC port (`None`: plain text); with a client CA, mutual
+    /// TLS and node identity.
+    pub tls: Option<netaware_runtime::tls::Tls>,
 }
 
 /// `--state-dir` and `--state-interval`.
@@ -132,7 +135,11 @@ impl Collector {
                 Vec::new(),
             ),
         };
-        let shared = Shared::new(state, shutdown.clone());
+        let node_identity = config
+            .tls
+            .as_ref()
+            .is_some_and(netaware_runtime::tls::Tls::requires_client_certificates);
+        let shared = Shared::new(state, shutdown.clone(), node_identity);
         for (node, count) in accepted {
             shared.work.node_seen(&node);
             shared
@@ -153,7 +160,16 @@ impl Collector {
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
             .build_v1()
             .map_err(|e| CollectorError::Reflection(e.to_string()))?;
-        let router = tonic::transport::Server::builder()
+        let mut server = tonic::transport::Server::builder();
+        if let Some(tls) = &config.tls {
+            let tls = tls
+                .server()
+                .map_err(|e| CollectorError::Config(e.to_string()))?;
+            server = server
+                .tls_config(tls)
+                .map_err(|e| CollectorError::Config(format!("TLS: {e}")))?;
+        }
+        let router = server
             .add_service(health)
             .add_service(reflection)
             .add_service(

@@ -25,6 +25,10 @@ impl pb::agent_session_server::AgentSession for SessionService {
         &self,
         request: Request<Streaming<pb::AgentMessage>>,
     ) -> Result<Response<Self::SessionStream>, Status> {
+        // Under mutual TLS, the client's certificate says which node it is.
+        let certificate = request
+            .peer_certs()
+            .and_then(|certs| certs.first().map(|c| c.to_vec()));
         let mut inbound = request.into_inner();
         let hello = match inbound.message().await? {
             Some(pb::AgentMessage {
@@ -37,6 +41,18 @@ impl pb::agent_session_server::AgentSession for SessionService {
             }
         };
         let shared = Arc::clone(&self.0);
+        if shared.node_identity {
+            let named = certificate
+                .as_deref()
+                .is_some_and(|der| netaware_runtime::tls::certificate_names(der, &hello.node));
+            if !named {
+                tracing::warn!(node = %hello.node, "session refused: the client certificate is not for this node");
+                return Err(Status::permission_denied(format!(
+                    "the client certificate is not for node {:?}",
+                    hello.node
+                )));
+            }
+        }
         let (node, changed) = {
             let mut state = shared.state.lock().await;
             let result = state

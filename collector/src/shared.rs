@@ -45,11 +45,18 @@ pub struct Shared {
     sessions: std::sync::Mutex<HashMap<String, SessionSender>>,
     /// Counters of the collector's work, for /metrics.
     pub work: WorkMetrics,
+    /// Whether an agent may report only for the node its client
+    /// certificate names (mutual TLS).
+    pub node_identity: bool,
 }
 
 impl Shared {
     /// Shared state around `state`.
-    pub fn new(state: CollectorState, shutdown: CancellationToken) -> Arc<Self> {
+    pub fn new(
+        state: CollectorState,
+        shutdown: CancellationToken,
+        node_identity: bool,
+    ) -> Arc<Self> {
         let version = state.version();
         Arc::new(Self {
             state: Mutex::new(state),
@@ -58,6 +65,7 @@ impl Shared {
             shutdown,
             sessions: std::sync::Mutex::default(),
             work: WorkMetrics::default(),
+            node_identity,
         })
     }
 

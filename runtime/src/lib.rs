@@ -7,6 +7,9 @@
 //!   server and task watches to drain and stop.
 //! - [`prometheus_text`] and [`PROMETHEUS_CONTENT_TYPE`]: what every
 //!   /metrics endpoint answers with.
+//! - [`tls`]: the TLS flags and set-up every gRPC server and client shares.
+
+pub mod tls;
 
 use tokio_util::sync::CancellationToken;
 

@@ -71,9 +71,21 @@ impl ScoreCache {
         self.updates.fetch_add(1, Relaxed);
     }
 
+    /// Follows the collector at `url` (plain text) until `shutdown`.
+    pub async fn follow(self, url: String, shutdown: CancellationToken) {
+        match netaware_runtime::tls::endpoint(&url, None) {
+            Ok(collector) => self.follow_endpoint(collector, shutdown).await,
+            Err(err) => tracing::error!(%err, "cannot follow the collector"),
+        }
+    }
+
     /// Follows the collector's watch stream until `shutdown`, reconnecting
     /// after every fault.
-    pub async fn follow(self, collector: String, shutdown: CancellationToken) {
+    pub async fn follow_endpoint(
+        self,
+        collector: tonic::transport::Endpoint,
+        shutdown: CancellationToken,
+    ) {
         let mut backoff = Duration::from_millis(200);
         loop {
             let followed = tokio::select! {
@@ -83,7 +95,7 @@ impl ScoreCache {
             match followed {
                 Ok(()) => backoff = Duration::from_millis(200),
                 Err(err) => {
-                    tracing::warn!(%collector, %err, "score stream lost; answering neutrally until it is back")
+                    tracing::warn!(collector = %collector.uri(), %err, "score stream lost; answering neutrally until it is back")
                 }
             }
             tokio::select! {
@@ -94,18 +106,22 @@ impl ScoreCache {
         }
     }
 
-    async fn follow_once(&self, collector: &str) -> Result<(), tonic::Status> {
-        let mut client = ScoresClient::connect(collector.to_owned())
+    async fn follow_once(
+        &self,
+        collector: &tonic::transport::Endpoint,
+    ) -> Result<(), tonic::Status> {
+        let channel = collector
+            .connect()
             .await
-            .map_err(|err| tonic::Status::unavailable(err.to_string()))?
-            .max_decoding_message_size(MAX_MATRIX_BYTES);
+            .map_err(|err| tonic::Status::unavailable(format!("{err:?}")))?;
+        let mut client = ScoresClient::new(channel).max_decoding_message_size(MAX_MATRIX_BYTES);
         let mut stream = client
             .watch_matrix(pb::WatchRequest {
                 min_interval_ms: 1_000,
             })
             .await?
             .into_inner();
-        tracing::info!(%collector, "following the collector's scores");
+        tracing::info!(collector = %collector.uri(), "following the collector's scores");
         while let Some(matrix) = stream.message().await? {
             self.store(&matrix).await;
         }

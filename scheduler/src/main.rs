@@ -38,6 +38,9 @@ struct Cli {
     /// Fail nodes outside the job's zone instead of scoring them low.
     #[arg(long)]
     strict_zone: bool,
+    /// TLS towards the collector.
+    #[command(flatten)]
+    tls: netaware_runtime::tls::TlsArgs,
 }
 
 #[tokio::main]
@@ -46,11 +49,8 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let shutdown = netaware_runtime::shutdown_on_signal()?;
     let cache = ScoreCache::new(cli.max_score_age);
-    tokio::spawn(
-        cache
-            .clone()
-            .follow(cli.collector.clone(), shutdown.clone()),
-    );
+    let collector = netaware_runtime::tls::endpoint(&cli.collector, cli.tls.load()?.as_ref())?;
+    tokio::spawn(cache.clone().follow_endpoint(collector, shutdown.clone()));
     let placements = Arc::new(RwLock::new(Placements::new()));
     let kube = match kube::Client::try_default().await {
         Ok(client) => {

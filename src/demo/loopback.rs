@@ -55,6 +55,7 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
             .model
             .model()?,
             state: None,
+            tls: None,
         },
         shutdown.clone(),
     )

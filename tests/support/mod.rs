@@ -47,6 +47,7 @@ pub async fn start_collector_with(
             ..ModelConfig::default()
         },
         state,
+        tls: None,
     };
     Collector::start(config, shutdown.clone())
         .await
@@ -284,9 +285,22 @@ pub struct Session {
 
 impl Session {
     pub async fn open(url: &str, first: pb::AgentMessage) -> Result<Self, tonic::Status> {
+        let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned()).unwrap();
+        Self::open_with(endpoint, first).await
+    }
+
+    /// A session over `endpoint` (TLS or not) opened with `first`.
+    pub async fn open_with(
+        endpoint: tonic::transport::Endpoint,
+        first: pb::AgentMessage,
+    ) -> Result<Self, tonic::Status> {
         let (up, rx) = mpsc::channel(16);
         up.send(first).await.unwrap();
-        let mut client = AgentSessionClient::connect(url.to_owned()).await.unwrap();
+        let channel = endpoint
+            .connect()
+            .await
+            .map_err(|e| tonic::Status::unavailable(format!("{e:?}")))?;
+        let mut client = AgentSessionClient::new(channel);
         let down = client.session(ReceiverStream::new(rx)).await?.into_inner();
         Ok(Self { up, down })
     }
