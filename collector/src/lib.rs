@@ -21,6 +21,7 @@ pub mod http;
 pub mod inventory;
 pub mod metrics;
 pub mod persist;
+pub mod robustness;
 pub mod saved;
 pub mod scores;
 pub mod session;

@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod placements;
 pub mod pods;
 pub mod policy;
+pub mod robustness;
 pub mod server;
 pub mod wire;
 
