@@ -126,3 +126,40 @@ async fn strangers_get_at_most_a_status_byte_and_are_closed_within_a_second() {
     assert!(started.elapsed() < Duration::from_secs(1));
     shutdown.cancel();
 }
+
+#[tokio::test]
+async fn connections_past_the_cap_are_closed_at_once() {
+    use netaware_agent::throughput::MAX_CONNECTIONS;
+    let shutdown = CancellationToken::new();
+    let (_server, addr) = server("127.0.0.1:0", &shutdown);
+    // Fill every slot with a silent stranger (each held up to the header
+    // timeout).
+    let mut held = Vec::new();
+    for _ in 0..MAX_CONNECTIONS {
+        held.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // One more: closed at once, unread.
+    let mut extra = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let started = Instant::now();
+    let mut received = Vec::new();
+    let _ = extra.read_to_end(&mut received).await;
+    assert!(received.is_empty());
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "closed after {:?}",
+        started.elapsed()
+    );
+    // Once the silent ones time out, there is room again: a new
+    // connection is held, not closed at once.
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let mut later = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let started = Instant::now();
+    let _ = later.read_to_end(&mut Vec::new()).await;
+    assert!(
+        started.elapsed() > Duration::from_millis(500),
+        "a free slot holds the connection until its header timeout"
+    );
+    shutdown.cancel();
+}

@@ -31,6 +31,9 @@ pub const CHUNK_BYTES: usize = 128 * 1024;
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(1);
 /// Most parallel streams in one test.
 pub const MAX_STREAMS: u8 = 16;
+/// Most connections a throughput server holds at once (a test needs at
+/// most [`MAX_STREAMS`]); one more is closed at once, unread.
+pub const MAX_CONNECTIONS: usize = 64;
 
 /// Why a throughput test failed.
 #[derive(Debug, thiserror::Error)]

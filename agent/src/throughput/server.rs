@@ -11,12 +11,13 @@ use std::time::Duration;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 use tokio::time::{Instant, sleep_until, timeout, timeout_at};
 use tokio_util::sync::CancellationToken;
 
 use super::tokens::{BookFull, Expected, TokenBook};
 use super::wire::{Counted, HEADER_LEN, Header, Status, Token};
-use super::{CHUNK_BYTES, HEADER_TIMEOUT, tcp_info};
+use super::{CHUNK_BYTES, HEADER_TIMEOUT, MAX_CONNECTIONS, tcp_info};
 use crate::measure::unix_ms_now as now_ms;
 
 /// How long after its measured part a stream may keep sending before the
@@ -31,9 +32,20 @@ type Running = Mutex<HashMap<Token, Arc<AtomicU64>>>;
 
 /// The throughput server's token book, shared by its listeners (one per
 /// address family); clone it to add expected tests.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ServerHandle {
     book: Arc<Mutex<TokenBook>>,
+    /// Connection slots, shared by the listeners.
+    slots: Arc<Semaphore>,
+}
+
+impl Default for ServerHandle {
+    fn default() -> Self {
+        Self {
+            book: Arc::default(),
+            slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+        }
+    }
 }
 
 impl ServerHandle {
@@ -50,6 +62,7 @@ impl ServerHandle {
     /// Serves `listener` with this book until `shutdown`.
     pub fn serve(&self, listener: TcpListener, shutdown: CancellationToken) {
         let book = Arc::clone(&self.book);
+        let slots = Arc::clone(&self.slots);
         tokio::spawn(async move {
             let running: Arc<Running> = Arc::default();
             loop {
@@ -64,8 +77,13 @@ impl ServerHandle {
                         }
                     },
                 };
+                let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+                    tracing::debug!(%peer, "throughput server full: connection closed");
+                    continue;
+                };
                 let (book, running) = (Arc::clone(&book), Arc::clone(&running));
                 tokio::spawn(async move {
+                    let _slot = slot;
                     if let Err(reason) = stream_session(stream, peer.ip(), &book, &running).await {
                         tracing::debug!(%peer, %reason, "throughput stream closed");
                     }
