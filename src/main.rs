@@ -7,6 +7,7 @@ use netaware::demo::{self, DemoOptions};
 use netaware::{json, render};
 use netaware_agent::cli::AgentArgs;
 use netaware_collector::cli::CollectorArgs;
+use netaware_scheduler::cli::SchedulerArgs;
 
 /// Network-aware placement for distributed training.
 #[derive(Debug, Parser)]
@@ -22,6 +23,9 @@ enum Command {
     Agent(AgentArgs),
     /// Run the collector (the same as the netaware-collector binary).
     Collector(CollectorArgs),
+    /// Run the kube-scheduler extender (the same as the netaware-scheduler
+    /// binary).
+    Scheduler(SchedulerArgs),
     /// Run the whole system on this machine: on the lab as root, else on loopback.
     Demo(DemoOptions),
     /// Build a lab (hosts in network namespaces, emulated links) and keep it up.
@@ -98,12 +102,15 @@ async fn main() -> anyhow::Result<()> {
     let command = Cli::parse().command;
     // The services log what they do; the tools only warn.
     netaware_runtime::init_logging(match command {
-        Command::Agent(_) | Command::Collector(_) => "info",
+        Command::Agent(_) | Command::Collector(_) | Command::Scheduler(_) => "info",
         _ => "warn",
     });
     match command {
         Command::Agent(args) => Ok(netaware_agent::run_until_signal(args.config().await?).await?),
         Command::Collector(args) => Ok(netaware_collector::run_until_signal(args.config()?).await?),
+        Command::Scheduler(args) => {
+            Ok(netaware_scheduler::cli::run(args, netaware_runtime::shutdown_on_signal()?).await?)
+        }
         Command::Lab { topology, duration } => {
             netaware::lab_command::run(&topology, duration, netaware_runtime::shutdown_on_signal()?)
                 .await

@@ -29,7 +29,7 @@ use netaware_scheduler::placements::Placements;
 use netaware_scheduler::policy::PolicyConfig;
 use netaware_scheduler::server::Extender;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::prometheus::{self, prometheus_get, query};
 use tokio_util::sync::CancellationToken;
 
 const RULES: &str = "deploy/monitoring/prometheus-rule.yaml";
@@ -186,49 +186,6 @@ fn every_panel_takes_its_data_source_from_the_variable() {
     }
 }
 
-/// GETs `path_and_query` from Prometheus and returns the JSON `data`
-/// (HTTP/1.0, so that the answer is not chunked).
-async fn prometheus_get(prometheus: SocketAddr, path_and_query: &str) -> Result<Value, String> {
-    let mut stream = tokio::net::TcpStream::connect(prometheus)
-        .await
-        .map_err(|e| e.to_string())?;
-    let head = format!("GET {path_and_query} HTTP/1.0\r\nHost: prometheus\r\n\r\n");
-    stream
-        .write_all(head.as_bytes())
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut response = Vec::new();
-    stream
-        .read_to_end(&mut response)
-        .await
-        .map_err(|e| e.to_string())?;
-    let text = String::from_utf8_lossy(&response);
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    let answer: Value = serde_json::from_str(body).map_err(|e| format!("{e}: {text}"))?;
-    if answer["status"] != "success" {
-        return Err(answer["error"].to_string());
-    }
-    Ok(answer["data"].clone())
-}
-
-/// Percent-encodes a query parameter.
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// The series an instant query returns.
-async fn query(prometheus: SocketAddr, expr: &str) -> Result<Vec<Value>, String> {
-    let data = prometheus_get(prometheus, &format!("/api/v1/query?query={}", encode(expr))).await?;
-    Ok(data["result"].as_array().cloned().unwrap_or_default())
-}
-
 /// The label sets of the alerts named `name` that fire now.
 async fn firing(prometheus: SocketAddr, name: &str) -> Vec<BTreeMap<String, String>> {
     let Ok(data) = prometheus_get(prometheus, "/api/v1/alerts").await else {
@@ -293,17 +250,7 @@ fn a_real_prometheus_answers_every_panel_and_fires_every_alert() {
     if !root_or_skip("Prometheus on the lab") {
         return;
     }
-    if Command::new("prometheus")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_err()
-    {
-        assert!(
-            std::env::var("NETAWARE_REQUIRE_ROOT").as_deref() != Ok("1"),
-            "prometheus is needed in CI (scripts/test installs it)"
-        );
-        eprintln!("skipping: no prometheus");
+    if !prometheus::available() {
         return;
     }
     let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));

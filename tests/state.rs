@@ -125,6 +125,7 @@ async fn a_state_dir_that_cannot_be_written_stops_the_start() {
         model: netaware_collector::ModelConfig::default(),
         state: saving(&not_a_dir),
         tls: None,
+        http_tls: None,
     };
     let err = netaware_collector::Collector::start(config, CancellationToken::new())
         .await

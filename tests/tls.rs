@@ -3,7 +3,9 @@
 //! an agent may report only for the node its certificate names; a client
 //! with another node's certificate, without a certificate, or in plain
 //! text is refused; the score readers (CLI, scheduler) connect with their
-//! own certificates.
+//! own certificates. The HTTP endpoints (/metrics, /healthz, the
+//! extender) serve HTTPS to curl and to a real Prometheus, and refuse plain
+//! HTTP and, when told to, clients without a certificate from the CA.
 
 mod support;
 
@@ -12,8 +14,15 @@ use netaware_collector::{Collector, CollectorConfig, ModelConfig};
 use netaware_proto::v1 as pb;
 use netaware_proto::v1::agent_message;
 use netaware_runtime::tls::{self, Tls};
-use rcgen::{BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair,
+};
+use std::time::Duration;
+use support::prometheus::{self, prometheus_get};
 use support::{Session, good_peer, window};
+
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 /// A CA and what it signs, all PEM.
@@ -26,6 +35,11 @@ impl Pki {
     fn new() -> Self {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        // Distinct subjects, or OpenSSL (curl) takes a leaf for self-signed.
+        params.distinguished_name = DistinguishedName::new();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "netaware test CA");
         let key = KeyPair::generate().unwrap();
         let ca_pem = params.self_signed(&key).unwrap().pem();
         Self {
@@ -34,21 +48,23 @@ impl Pki {
         }
     }
 
-    /// A certificate for `names` and its key, for a server or a client.
-    fn issue(&self, names: &[&str], purpose: ExtendedKeyUsagePurpose) -> (String, String) {
-        let (cert, key) = self.issue_der(names, purpose);
+    /// A certificate for `names` and its key, for a server, a client or both.
+    fn issue(&self, names: &[&str], purposes: &[ExtendedKeyUsagePurpose]) -> (String, String) {
+        let (cert, key) = self.issue_der(names, purposes);
         (cert.pem(), key.serialize_pem())
     }
 
     fn issue_der(
         &self,
         names: &[&str],
-        purpose: ExtendedKeyUsagePurpose,
+        purposes: &[ExtendedKeyUsagePurpose],
     ) -> (rcgen::Certificate, KeyPair) {
         let mut params =
             CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
                 .unwrap();
-        params.extended_key_usages = vec![purpose];
+        params.extended_key_usages = purposes.to_vec();
+        params.distinguished_name = DistinguishedName::new();
+        params.distinguished_name.push(DnType::CommonName, names[0]);
         let key = KeyPair::generate().unwrap();
         let cert = params.signed_by(&key, &self.issuer).unwrap();
         (cert, key)
@@ -56,7 +72,7 @@ impl Pki {
 
     /// Client material: this CA, and a certificate for `node`.
     fn client(&self, node: &str) -> Tls {
-        let (cert, key) = self.issue(&[node], ExtendedKeyUsagePurpose::ClientAuth);
+        let (cert, key) = self.issue(&[node], &[ExtendedKeyUsagePurpose::ClientAuth]);
         Tls::from_pem(
             Some(self.ca_pem.as_bytes()),
             Some((cert.as_bytes(), key.as_bytes())),
@@ -66,9 +82,23 @@ impl Pki {
 
 /// A collector serving mutual TLS on loopback.
 async fn collector(pki: &Pki, shutdown: &CancellationToken) -> (Collector, String) {
+    collector_with_https(pki, None, shutdown).await
+}
+
+/// A collector serving mutual TLS on loopback, and HTTPS on its HTTP port
+/// when `https` says whether client certificates are required there.
+async fn collector_with_https(
+    pki: &Pki,
+    https: Option<bool>,
+    shutdown: &CancellationToken,
+) -> (Collector, String) {
     let (cert, key) = pki.issue(
         &["localhost", "127.0.0.1"],
-        ExtendedKeyUsagePurpose::ServerAuth,
+        &[ExtendedKeyUsagePurpose::ServerAuth],
+    );
+    let tls = Tls::from_pem(
+        Some(pki.ca_pem.as_bytes()),
+        Some((cert.as_bytes(), key.as_bytes())),
     );
     let config = CollectorConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
@@ -76,10 +106,8 @@ async fn collector(pki: &Pki, shutdown: &CancellationToken) -> (Collector, Strin
         inventory: Vec::new(),
         model: ModelConfig::default(),
         state: None,
-        tls: Some(Tls::from_pem(
-            Some(pki.ca_pem.as_bytes()),
-            Some((cert.as_bytes(), key.as_bytes())),
-        )),
+        http_tls: https.map(|client_certificates| tls.http_server(client_certificates).unwrap()),
+        tls: Some(tls),
     };
     let collector = Collector::start(config, shutdown.clone()).await.unwrap();
     let url = format!("https://127.0.0.1:{}", collector.grpc_addr.port());
@@ -168,7 +196,7 @@ fn a_certificate_names_its_node_and_no_other() {
     let pki = Pki::new();
     let (cert, _) = pki.issue_der(
         &["gpu-7.example", "gpu-7"],
-        ExtendedKeyUsagePurpose::ClientAuth,
+        &[ExtendedKeyUsagePurpose::ClientAuth],
     );
     let der = cert.der().to_vec();
     assert!(tls::certificate_names(&der, "gpu-7"));
@@ -176,4 +204,263 @@ fn a_certificate_names_its_node_and_no_other() {
     assert!(!tls::certificate_names(&der, "gpu-8"));
     assert!(!tls::certificate_names(&der, "not a name"));
     assert!(!tls::certificate_names(b"garbage", "gpu-7"));
+}
+
+/// PEM files for the HTTPS tests: the CA, a server certificate for
+/// 127.0.0.1, a client certificate from the CA and one from a stranger CA.
+struct PemFiles {
+    dir: tempfile::TempDir,
+}
+
+impl PemFiles {
+    fn new(pki: &Pki) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        write("ca.pem", &pki.ca_pem);
+        // The extender's: it serves HTTPS and is a client of the collector.
+        let (cert, key) = pki.issue(
+            &["127.0.0.1"],
+            &[
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
+        );
+        write("server.pem", &cert);
+        write("server-key.pem", &key);
+        let (cert, key) = pki.issue(&["prometheus"], &[ExtendedKeyUsagePurpose::ClientAuth]);
+        write("client.pem", &cert);
+        write("client-key.pem", &key);
+        let (cert, key) = Pki::new().issue(&["prometheus"], &[ExtendedKeyUsagePurpose::ClientAuth]);
+        write("stranger.pem", &cert);
+        write("stranger-key.pem", &key);
+        Self { dir }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+}
+
+/// Which certificate curl presents.
+#[derive(Clone, Copy)]
+enum ClientCert {
+    None,
+    FromTheCa,
+    FromAStranger,
+}
+
+/// GETs `url` with curl, trusting the test CA: the body, or curl's error.
+fn curl(url: &str, files: &PemFiles, client: ClientCert) -> Result<String, String> {
+    let mut command = std::process::Command::new("curl");
+    command.args(["-sS", "--fail", "--max-time", "5", "--cacert"]);
+    command.arg(files.path("ca.pem"));
+    let pair = match client {
+        ClientCert::None => None,
+        ClientCert::FromTheCa => Some(("client.pem", "client-key.pem")),
+        ClientCert::FromAStranger => Some(("stranger.pem", "stranger-key.pem")),
+    };
+    if let Some((cert, key)) = pair {
+        command.arg("--cert").arg(files.path(cert));
+        command.arg("--key").arg(files.path(key));
+    }
+    let output = command.arg(url).output().expect("curl runs");
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
+/// curl is a real client, but one that CI installs: skip without it
+/// unless NETAWARE_REQUIRE_ROOT=1 says this is CI.
+fn have_curl() -> bool {
+    if std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        return true;
+    }
+    assert!(
+        std::env::var("NETAWARE_REQUIRE_ROOT").as_deref() != Ok("1"),
+        "curl is needed in CI (scripts/test installs it)"
+    );
+    eprintln!("skipping: no curl");
+    false
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn https_metrics_require_a_client_certificate_from_the_ca_when_told_to() {
+    if !have_curl() {
+        return;
+    }
+    let pki = Pki::new();
+    let files = PemFiles::new(&pki);
+    let shutdown = CancellationToken::new();
+    let (collector, _) = collector_with_https(&pki, Some(true), &shutdown).await;
+    let https = format!("https://127.0.0.1:{}", collector.http_addr.port());
+    let get = |path: &str, client| {
+        let url = format!("{https}{path}");
+        let files = &files;
+        async move { tokio::task::block_in_place(|| curl(&url, files, client)) }
+    };
+    let metrics = get("/metrics", ClientCert::FromTheCa)
+        .await
+        .expect("scraped");
+    assert!(
+        metrics.contains("netaware_collector_sessions_open"),
+        "{metrics}"
+    );
+    let health = get("/healthz", ClientCert::FromTheCa).await.unwrap();
+    assert!(health.starts_with("ok"), "{health}");
+    let refused = get("/metrics", ClientCert::None)
+        .await
+        .expect_err("no certificate");
+    println!("without a certificate: {refused}");
+    get("/metrics", ClientCert::FromAStranger)
+        .await
+        .expect_err("a stranger's certificate");
+    let plain = https.replace("https://", "http://");
+    tokio::task::block_in_place(|| {
+        curl(&format!("{plain}/metrics"), &files, ClientCert::FromTheCa)
+    })
+    .expect_err("plain HTTP on the HTTPS port");
+    shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn https_without_client_certificates_serves_whoever_trusts_the_ca() {
+    if !have_curl() {
+        return;
+    }
+    let pki = Pki::new();
+    let files = PemFiles::new(&pki);
+    let shutdown = CancellationToken::new();
+    let (collector, _) = collector_with_https(&pki, Some(false), &shutdown).await;
+    let url = format!("https://127.0.0.1:{}/metrics", collector.http_addr.port());
+    let metrics = tokio::task::block_in_place(|| curl(&url, &files, ClientCert::None));
+    assert!(
+        metrics
+            .expect("scraped")
+            .contains("netaware_collector_sessions_open")
+    );
+    let plain = url.replace("https://", "http://");
+    tokio::task::block_in_place(|| curl(&plain, &files, ClientCert::None))
+        .expect_err("plain HTTP on the HTTPS port");
+    shutdown.cancel();
+}
+
+/// A free loopback port (bound, then let go).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process killed when the test ends, however it ends.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_prometheus_scrapes_the_collector_and_the_extender_over_mutual_tls() {
+    if !have_curl() || !prometheus::available() {
+        return;
+    }
+    let pki = Pki::new();
+    let files = PemFiles::new(&pki);
+    let shutdown = CancellationToken::new();
+    let (collector, grpc_url) = collector_with_https(&pki, Some(true), &shutdown).await;
+
+    // The extender as it runs in the cluster: `netaware scheduler`, its
+    // client certificate towards the collector serving HTTPS too.
+    let (extender_port, metrics_port) = (free_port(), free_port());
+    let _extender = Child(
+        std::process::Command::new(env!("CARGO_BIN_EXE_netaware"))
+            .arg("scheduler")
+            .args(["--collector", &grpc_url])
+            .args(["--listen", &format!("127.0.0.1:{extender_port}")])
+            .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
+            .args(["--tls-ca", &files.path("ca.pem")])
+            .args(["--tls-cert", &files.path("server.pem")])
+            .args(["--tls-key", &files.path("server-key.pem")])
+            .arg("--tls-http-client-certs")
+            .env("KUBECONFIG", "/nonexistent")
+            .spawn()
+            .unwrap(),
+    );
+    let extender = format!("https://127.0.0.1:{extender_port}/healthz");
+    let healthy =
+        support::wait_for("the extender over HTTPS", Duration::from_secs(20), || {
+            let extender = extender.clone();
+            let files = &files;
+            async move {
+                tokio::task::block_in_place(|| curl(&extender, files, ClientCert::FromTheCa)).ok()
+            }
+        })
+        .await;
+    assert_eq!(healthy, "ok\n");
+    let plain = extender.replace("https://", "http://");
+    tokio::task::block_in_place(|| curl(&plain, &files, ClientCert::FromTheCa))
+        .expect_err("plain HTTP on the extender");
+    tokio::task::block_in_place(|| curl(&extender, &files, ClientCert::None))
+        .expect_err("no client certificate on the extender");
+
+    // Prometheus with the scrape configuration the README gives for TLS.
+    let prometheus_port = free_port();
+    let tls_config = json!({
+        "ca_file": files.path("ca.pem"),
+        "cert_file": files.path("client.pem"),
+        "key_file": files.path("client-key.pem"),
+    });
+    let job = |name: &str, port: u16| {
+        json!({"job_name": name, "scheme": "https", "tls_config": tls_config,
+               "static_configs": [{"targets": [format!("127.0.0.1:{port}")]}]})
+    };
+    let config = json!({
+        "global": {"scrape_interval": "1s", "scrape_timeout": "900ms"},
+        "scrape_configs": [
+            job("netaware-collector", collector.http_addr.port()),
+            job("netaware-scheduler", metrics_port),
+        ]
+    });
+    let config_file = files.dir.path().join("prometheus.yml");
+    std::fs::write(&config_file, config.to_string()).unwrap();
+    let _prometheus = Child(
+        std::process::Command::new("prometheus")
+            .arg(format!("--config.file={}", config_file.display()))
+            .arg(format!("--storage.tsdb.path={}", files.path("data")))
+            .arg(format!("--web.listen-address=127.0.0.1:{prometheus_port}"))
+            .arg("--log.level=warn")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let prometheus: std::net::SocketAddr = ([127, 0, 0, 1], prometheus_port).into();
+    let targets = support::wait_for("both targets up", Duration::from_secs(60), || async {
+        let data = prometheus_get(prometheus, "/api/v1/targets").await.ok()?;
+        let active = data["activeTargets"].as_array()?.clone();
+        (active.len() == 2 && active.iter().all(|t| t["health"] == "up")).then_some(active)
+    })
+    .await;
+    for target in &targets {
+        assert!(
+            target["scrapeUrl"]
+                .as_str()
+                .unwrap()
+                .starts_with("https://")
+        );
+    }
+    let series = prometheus::query(prometheus, "netaware_scheduler_requests_total")
+        .await
+        .unwrap();
+    assert!(!series.is_empty(), "the extender's own metrics were read");
+    shutdown.cancel();
 }

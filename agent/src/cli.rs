@@ -77,6 +77,9 @@ pub struct AgentArgs {
     /// TLS towards the collector (mutual with --tls-cert and --tls-key).
     #[command(flatten)]
     pub tls: netaware_runtime::tls::TlsArgs,
+    /// HTTPS on /metrics and /healthz (with --tls-cert).
+    #[command(flatten)]
+    pub http_tls: netaware_runtime::tls::HttpTlsArgs,
     /// Port of /metrics and /healthz on this node's first address (0: none).
     #[arg(long, env = "NETAWARE_METRICS_PORT", default_value_t = crate::DEFAULT_METRICS_PORT)]
     pub metrics_port: u16,
@@ -96,8 +99,10 @@ impl AgentArgs {
         // An explicit --region wins over the label.
         let region = self.region.clone().unwrap_or(topology.region);
         let tls = self.tls.load()?;
+        let metrics_tls = self.http_tls.server(tls.as_ref())?;
         Ok(AgentConfig {
             tls,
+            metrics_tls,
             ..self.config_in(&topology.zone, region)
         })
     }

@@ -111,6 +111,8 @@ pub struct AgentConfig {
     pub metrics_port: Option<u16>,
     /// TLS towards the collector (`None`: plain text).
     pub tls: Option<netaware_runtime::tls::Tls>,
+    /// HTTPS on /metrics and /healthz (`None`: plain HTTP).
+    pub metrics_tls: Option<netaware_runtime::http::HttpsConfig>,
 }
 
 impl AgentConfig {
@@ -131,6 +133,7 @@ impl AgentConfig {
             throughput_buffer: None,
             metrics_port: None,
             tls: None,
+            metrics_tls: None,
         }
     }
 
@@ -230,6 +233,7 @@ impl Agent {
             tasks.spawn(metrics::serve(
                 listener,
                 Arc::clone(&counters),
+                config.metrics_tls.clone(),
                 shutdown.clone(),
             ));
         }

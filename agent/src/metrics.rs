@@ -107,6 +107,7 @@ pub fn exposition(counters: &Counters) -> String {
 pub async fn serve(
     listener: tokio::net::TcpListener,
     counters: Arc<Counters>,
+    tls: Option<netaware_runtime::http::HttpsConfig>,
     shutdown: CancellationToken,
 ) {
     let app = Router::new()
@@ -123,10 +124,7 @@ pub async fn serve(
             }),
         )
         .route("/healthz", get(|| async { "ok\n" }));
-    if let Err(err) = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
-    {
+    if let Err(err) = netaware_runtime::http::serve(listener, app, tls, shutdown).await {
         tracing::error!(%err, "metrics server failed");
     }
 }

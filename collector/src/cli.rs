@@ -27,9 +27,11 @@ pub struct CollectorArgs {
     /// restore it at start.
     #[arg(long, env = "NETAWARE_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
-    /// TLS on the gRPC port.
+    /// TLS on the gRPC port (and HTTPS on the HTTP port).
     #[command(flatten)]
     pub tls: netaware_runtime::tls::TlsArgs,
+    #[command(flatten)]
+    pub http_tls: netaware_runtime::tls::HttpTlsArgs,
     /// Time between two saves of the state (one more on shutdown).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub state_interval: Duration,
@@ -170,15 +172,20 @@ impl CollectorArgs {
             }
             None => Vec::new(),
         };
+        let tls = self
+            .tls
+            .load()
+            .map_err(|e| CollectorError::Config(e.to_string()))?;
         Ok(CollectorConfig {
             listen: self.listen,
             metrics_listen: self.metrics_listen,
             inventory,
             model: self.model.model()?,
-            tls: self
-                .tls
-                .load()
+            http_tls: self
+                .http_tls
+                .server(tls.as_ref())
                 .map_err(|e| CollectorError::Config(e.to_string()))?,
+            tls,
             state: self.state_dir.clone().map(|dir| StateConfig {
                 dir,
                 every: self.state_interval.max(Duration::from_millis(100)),

@@ -86,6 +86,8 @@ pub struct CollectorConfig {
     /// TLS on the gRPC port (`None`: plain text); with a client CA, mutual
     /// TLS and node identity.
     pub tls: Option<netaware_runtime::tls::Tls>,
+    /// HTTPS on the HTTP port (`None`: plain HTTP).
+    pub http_tls: Option<netaware_runtime::http::HttpsConfig>,
 }
 
 /// `--state-dir` and `--state-interval`.
@@ -204,9 +206,7 @@ impl Collector {
         }
         let app = http::router(Arc::clone(&shared));
         tasks.spawn(async move {
-            let served = axum::serve(http, app)
-                .with_graceful_shutdown(shutdown.cancelled_owned())
-                .await;
+            let served = netaware_runtime::http::serve(http, app, config.http_tls, shutdown).await;
             if let Err(err) = served {
                 tracing::error!(%err, "HTTP server failed");
             }

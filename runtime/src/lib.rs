@@ -8,7 +8,10 @@
 //! - [`prometheus_text`] and [`PROMETHEUS_CONTENT_TYPE`]: what every
 //!   /metrics endpoint answers with.
 //! - [`tls`]: the TLS flags and set-up every gRPC server and client shares.
+//! - [`http`]: serving /metrics, /healthz and the extender over HTTP or
+//!   HTTPS until shutdown.
 
+pub mod http;
 pub mod tls;
 
 use tokio_util::sync::CancellationToken;

@@ -11,10 +11,16 @@
 //!   it turns on mutual TLS: every client must present a certificate that
 //!   this CA signed. On a client it is what the collector's certificate is
 //!   checked against.
+//! - `--tls-http-client-certs` (servers only, [`HttpTlsArgs`]): with a
+//!   certificate, every HTTP endpoint is served over HTTPS; this flag makes
+//!   it require client certificates from the CA as well. It is separate
+//!   because kubelet probes and many Prometheus set-ups present none.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use rustls_pki_types::{CertificateDer, ServerName};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig};
 
 /// The TLS flags.
@@ -30,6 +36,30 @@ pub struct TlsArgs {
     /// This side's private key (PEM).
     #[arg(long, env = "NETAWARE_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+}
+
+/// The HTTPS flag of processes that serve HTTP (collector, agent,
+/// extender).
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct HttpTlsArgs {
+    /// With --tls-cert, HTTP endpoints are HTTPS; this also requires client
+    /// certificates signed by --tls-ca on them.
+    #[arg(long, env = "NETAWARE_TLS_HTTP_CLIENT_CERTS", requires = "tls_ca")]
+    pub tls_http_client_certs: bool,
+}
+
+impl HttpTlsArgs {
+    /// The HTTPS set-up for this process's HTTP endpoints: `None` (plain
+    /// HTTP) without a certificate.
+    pub fn server(&self, tls: Option<&Tls>) -> Result<Option<crate::http::HttpsConfig>, TlsError> {
+        match tls {
+            Some(tls) if tls.identity.is_some() => {
+                tls.http_server(self.tls_http_client_certs).map(Some)
+            }
+            _ if self.tls_http_client_certs => Err(TlsError::NoIdentity),
+            _ => Ok(None),
+        }
+    }
 }
 
 /// Why TLS could not be set up.
@@ -48,16 +78,22 @@ pub enum TlsError {
     /// A server needs its own certificate.
     #[error("serving TLS needs --tls-cert and --tls-key")]
     NoIdentity,
+    /// Requiring client certificates needs a CA to check them against.
+    #[error("requiring client certificates on HTTP needs --tls-ca")]
+    NoClientCa,
+    /// The certificate, key or CA could not be used.
+    #[error("TLS material refused: {0}")]
+    Invalid(String),
     /// The URL or the TLS settings were refused.
     #[error("{0}")]
     Endpoint(String),
 }
 
-/// Loaded TLS material.
+/// Loaded TLS material, as PEM.
 #[derive(Debug, Clone)]
 pub struct Tls {
-    ca: Option<Certificate>,
-    identity: Option<Identity>,
+    ca: Option<Vec<u8>>,
+    identity: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 fn read_pem(path: &Path, what: &'static str) -> Result<Vec<u8>, TlsError> {
@@ -84,10 +120,10 @@ impl TlsArgs {
         let ca = self
             .tls_ca
             .as_deref()
-            .map(|path| read_pem(path, "CA certificate").map(Certificate::from_pem))
+            .map(|path| read_pem(path, "CA certificate"))
             .transpose()?;
         let identity = match (&self.tls_cert, &self.tls_key) {
-            (Some(cert), Some(key)) => Some(Identity::from_pem(
+            (Some(cert), Some(key)) => Some((
                 read_pem(cert, "certificate")?,
                 read_pem(key, "private key")?,
             )),
@@ -101,8 +137,8 @@ impl Tls {
     /// Material from PEM bytes (tests, embedding).
     pub fn from_pem(ca: Option<&[u8]>, identity: Option<(&[u8], &[u8])>) -> Self {
         Self {
-            ca: ca.map(Certificate::from_pem),
-            identity: identity.map(|(cert, key)| Identity::from_pem(cert, key)),
+            ca: ca.map(<[u8]>::to_vec),
+            identity: identity.map(|(cert, key)| (cert.to_vec(), key.to_vec())),
         }
     }
 
@@ -113,10 +149,9 @@ impl Tls {
 
     /// The server side: this certificate, and with a CA, mutual TLS.
     pub fn server(&self) -> Result<ServerTlsConfig, TlsError> {
-        let identity = self.identity.clone().ok_or(TlsError::NoIdentity)?;
-        let config = ServerTlsConfig::new().identity(identity);
+        let config = ServerTlsConfig::new().identity(self.tonic_identity()?);
         Ok(match &self.ca {
-            Some(ca) => config.client_ca_root(ca.clone()),
+            Some(ca) => config.client_ca_root(Certificate::from_pem(ca)),
             None => config,
         })
     }
@@ -126,12 +161,58 @@ impl Tls {
     pub fn client(&self) -> ClientTlsConfig {
         let mut config = ClientTlsConfig::new();
         if let Some(ca) = &self.ca {
-            config = config.ca_certificate(ca.clone());
+            config = config.ca_certificate(Certificate::from_pem(ca));
         }
-        if let Some(identity) = &self.identity {
-            config = config.identity(identity.clone());
+        if let Ok(identity) = self.tonic_identity() {
+            config = config.identity(identity);
         }
         config
+    }
+
+    fn tonic_identity(&self) -> Result<Identity, TlsError> {
+        let (cert, key) = self.identity.as_ref().ok_or(TlsError::NoIdentity)?;
+        Ok(Identity::from_pem(cert, key))
+    }
+
+    /// The rustls server side of the HTTP endpoints (/metrics, /healthz,
+    /// the extender): this certificate, and when `client_certificates` is
+    /// true, only clients with a certificate that the CA signed.
+    pub fn http_server(
+        &self,
+        client_certificates: bool,
+    ) -> Result<crate::http::HttpsConfig, TlsError> {
+        let (cert, key) = self.identity.as_ref().ok_or(TlsError::NoIdentity)?;
+        let chain = CertificateDer::pem_slice_iter(cert)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|err| TlsError::Invalid(format!("certificate: {err}")))?;
+        let key = PrivateKeyDer::from_pem_slice(key)
+            .map_err(|err| TlsError::Invalid(format!("private key: {err}")))?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .map_err(|err| TlsError::Invalid(err.to_string()))?;
+        let builder = if client_certificates {
+            let ca = self.ca.as_ref().ok_or(TlsError::NoClientCa)?;
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in CertificateDer::pem_slice_iter(ca) {
+                let cert = cert.map_err(|err| TlsError::Invalid(format!("CA: {err}")))?;
+                roots
+                    .add(cert)
+                    .map_err(|err| TlsError::Invalid(format!("CA: {err}")))?;
+            }
+            let verifier =
+                rustls::server::WebPkiClientVerifier::builder_with_provider(roots.into(), provider)
+                    .build()
+                    .map_err(|err| TlsError::Invalid(format!("CA: {err}")))?;
+            builder.with_client_cert_verifier(verifier)
+        } else {
+            builder.with_no_client_auth()
+        };
+        let mut config = builder
+            .with_single_cert(chain, key)
+            .map_err(|err| TlsError::Invalid(err.to_string()))?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Arc::new(config))
     }
 }
 

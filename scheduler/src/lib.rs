@@ -15,11 +15,15 @@
 //! Where a job's workers already run comes from a kube-rs watch of the pods
 //! bound to nodes ([`pods`] into [`placements`]).
 //!
+//! The flags and the process (`netaware-scheduler`, `netaware scheduler`)
+//! live in [`cli`].
+//!
 //! The optional bind verb ([`bind`]) creates the binding and records the
 //! place at once, so that workers scheduled back to back see each other.
 
 pub mod bind;
 pub mod cache;
+pub mod cli;
 pub mod convert;
 pub mod job;
 pub mod metrics;

@@ -56,6 +56,7 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
             .model()?,
             state: None,
             tls: None,
+            http_tls: None,
         },
         shutdown.clone(),
     )

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod prometheus;
+
 use std::future::Future;
 use std::net::IpAddr;
 use std::time::Duration;
@@ -48,6 +50,7 @@ pub async fn start_collector_with(
         },
         state,
         tls: None,
+        http_tls: None,
     };
     Collector::start(config, shutdown.clone())
         .await

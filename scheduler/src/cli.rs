@@ -1,0 +1,124 @@
+//! The extender's command-line flags and the process they describe, shared
+//! by the `netaware-scheduler` binary and `netaware scheduler`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::RwLock;
+use tokio_util::sync::CancellationToken;
+
+use crate::cache::ScoreCache;
+use crate::placements::Placements;
+use crate::pods;
+use crate::policy::PolicyConfig;
+use crate::server::{Extender, observability_router, router};
+
+/// The extender's flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SchedulerArgs {
+    /// Collector URL.
+    #[arg(
+        long,
+        env = "NETAWARE_COLLECTOR",
+        default_value = "http://127.0.0.1:7470"
+    )]
+    pub collector: String,
+    /// HTTP address for kube-scheduler.
+    #[arg(long, default_value = "127.0.0.1:8888")]
+    pub listen: SocketAddr,
+    /// Also serve /metrics and /healthz (only those) on this address, for
+    /// Prometheus, when the extender listens on localhost.
+    #[arg(long)]
+    pub metrics_listen: Option<SocketAddr>,
+    /// Scores older than this count as missing (answers turn neutral).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub max_score_age: Duration,
+    /// Fail nodes outside the job's zone instead of scoring them low.
+    #[arg(long)]
+    pub strict_zone: bool,
+    /// TLS towards the collector; with --tls-cert, the extender and
+    /// metrics are served over HTTPS with that certificate.
+    #[command(flatten)]
+    pub tls: netaware_runtime::tls::TlsArgs,
+    #[command(flatten)]
+    pub http_tls: netaware_runtime::tls::HttpTlsArgs,
+}
+
+/// Why the extender could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerError {
+    /// The TLS flags name unusable material.
+    #[error(transparent)]
+    Tls(#[from] netaware_runtime::tls::TlsError),
+    /// A listener could not be bound.
+    #[error("binding {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A server stopped with an error.
+    #[error("serving HTTP: {0}")]
+    Serve(#[from] std::io::Error),
+}
+
+async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, SchedulerError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| SchedulerError::Bind { addr, source })
+}
+
+/// Runs the extender these flags describe until `shutdown`.
+pub async fn run(args: SchedulerArgs, shutdown: CancellationToken) -> Result<(), SchedulerError> {
+    let cache = ScoreCache::new(args.max_score_age);
+    let tls = args.tls.load()?;
+    let https = args.http_tls.server(tls.as_ref())?;
+    let collector = netaware_runtime::tls::endpoint(&args.collector, tls.as_ref())?;
+    tokio::spawn(cache.clone().follow_endpoint(collector, shutdown.clone()));
+    let placements = Arc::new(RwLock::new(Placements::new()));
+    let kube = match kube::Client::try_default().await {
+        Ok(client) => {
+            tokio::spawn(pods::follow(
+                client.clone(),
+                Arc::clone(&placements),
+                shutdown.clone(),
+            ));
+            Some(client)
+        }
+        Err(err) => {
+            tracing::warn!(%err, "no Kubernetes API: every pod is scored as its job's first worker");
+            None
+        }
+    };
+    let config = PolicyConfig {
+        strict_zone: args.strict_zone,
+        ..PolicyConfig::default()
+    };
+    let extender = Arc::new(Extender::new(cache, placements, config, kube));
+    let listener = bind(args.listen).await?;
+    let scheme = if https.is_some() { "https" } else { "http" };
+    tracing::info!(listen = %args.listen, scheme, collector = %args.collector, "extender listening");
+    let metrics = match args.metrics_listen {
+        Some(addr) => {
+            let listener = bind(addr).await?;
+            tracing::info!(listen = %addr, scheme, "metrics listening");
+            let app = observability_router(Arc::clone(&extender));
+            Some(tokio::spawn(netaware_runtime::http::serve(
+                listener,
+                app,
+                https.clone(),
+                shutdown.clone(),
+            )))
+        }
+        None => None,
+    };
+    netaware_runtime::http::serve(listener, router(extender), https, shutdown).await?;
+    if let Some(metrics) = metrics {
+        // A panicked metrics task has already logged; the extender is down.
+        if let Ok(served) = metrics.await {
+            served?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,70 @@
+//! A real Prometheus for the tests: whether one is installed, and its
+//! HTTP API.
+
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Whether the `prometheus` binary is here. Without it a test skips,
+/// unless NETAWARE_REQUIRE_ROOT=1 (CI, where scripts/test installs it).
+pub fn available() -> bool {
+    if Command::new("prometheus")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok()
+    {
+        return true;
+    }
+    assert!(
+        std::env::var("NETAWARE_REQUIRE_ROOT").as_deref() != Ok("1"),
+        "prometheus is needed in CI (scripts/test installs it)"
+    );
+    eprintln!("skipping: no prometheus");
+    false
+}
+
+/// GETs `path_and_query` from Prometheus and returns the JSON `data`
+/// (HTTP/1.0, so that the answer is not chunked).
+pub async fn prometheus_get(prometheus: SocketAddr, path_and_query: &str) -> Result<Value, String> {
+    let mut stream = tokio::net::TcpStream::connect(prometheus)
+        .await
+        .map_err(|e| e.to_string())?;
+    let head = format!("GET {path_and_query} HTTP/1.0\r\nHost: prometheus\r\n\r\n");
+    stream
+        .write_all(head.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut response = Vec::new();
+    stream
+        .read_to_end(&mut response)
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&response);
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let answer: Value = serde_json::from_str(body).map_err(|e| format!("{e}: {text}"))?;
+    if answer["status"] != "success" {
+        return Err(answer["error"].to_string());
+    }
+    Ok(answer["data"].clone())
+}
+
+/// Percent-encodes a query parameter.
+pub fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The series an instant query returns.
+pub async fn query(prometheus: SocketAddr, expr: &str) -> Result<Vec<Value>, String> {
+    let data = prometheus_get(prometheus, &format!("/api/v1/query?query={}", encode(expr))).await?;
+    Ok(data["result"].as_array().cloned().unwrap_or_default())
+}
