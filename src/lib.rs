@@ -1,11 +1,13 @@
 //! The `netaware` command line: `demo` runs the whole system on this
 //! machine; `matrix`, `zones` and `rank` ask a running collector;
 //! `throughput` runs one test by hand ([`throughput_command`]); `loadgen`
-//! drives simulated agents against a collector ([`loadgen`]).
+//! drives simulated agents against a collector ([`loadgen`]); `certs`
+//! makes the certificates of deploy/tls ([`certs_command`]).
 //!
 //! [`client`] talks to the collector, [`json`] holds the `--json` contracts,
 //! [`render`] the tables for people, and [`demo`] the in-process demo.
 
+pub mod certs_command;
 pub mod client;
 pub mod demo;
 pub mod json;

@@ -43,6 +43,9 @@ enum Command {
     /// Drive many simulated agents against a collector and report its
     /// throughput, ack latency and memory.
     Loadgen(netaware::loadgen::LoadOptions),
+    /// Make a CA and the collector's, extender's and nodes' certificates
+    /// for deploy/tls.
+    Certs(netaware::certs_command::CertsOptions),
     /// Print the node pair matrix.
     Matrix {
         #[command(flatten)]
@@ -129,6 +132,18 @@ async fn main() -> anyhow::Result<()> {
         Command::Throughput(command) => {
             netaware::throughput_command::run(command, netaware_runtime::shutdown_on_signal()?)
                 .await
+        }
+        Command::Certs(options) => {
+            let report = netaware::certs_command::run(&options)?;
+            if options.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!(
+                    "{}",
+                    netaware::certs_command::render(&report, &options.namespace)
+                );
+            }
+            Ok(())
         }
         Command::Matrix { target } => {
             let matrix =

@@ -9,19 +9,28 @@
 
 use std::process::Command;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use serde::Deserialize;
 use serde_yaml::Value;
 
 /// The base as `kubectl kustomize deploy/` renders it.
 fn rendered() -> Vec<Value> {
+    render("deploy/")
+}
+
+/// The TLS overlay as `kubectl kustomize deploy/tls` renders it.
+fn rendered_tls() -> Vec<Value> {
+    render("deploy/tls")
+}
+
+fn render(dir: &str) -> Vec<Value> {
     let output = Command::new("kubectl")
-        .args(["kustomize", "deploy/"])
+        .args(["kustomize", dir])
         .output()
         .expect("kubectl (scripts/test installs it)");
     assert!(
         output.status.success(),
-        "kubectl kustomize deploy/: {}",
+        "kubectl kustomize {dir}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
     let text = String::from_utf8(output.stdout).unwrap();
@@ -87,10 +96,75 @@ struct CollectorCommand {
     args: netaware_collector::cli::CollectorArgs,
 }
 
+#[derive(Parser)]
+struct SchedulerCommand {
+    #[command(flatten)]
+    args: netaware_scheduler::cli::SchedulerArgs,
+}
+
+/// `line` (a container's command, from the program on) with each of the
+/// container's environment variables that a flag of `C` reads turned into
+/// that flag: clap's own parser then checks the names and the values.
+fn with_env_flags<C: CommandFactory>(container: &Value, line: &[String]) -> Vec<String> {
+    let command = C::command();
+    let mut line = line.to_vec();
+    for variable in container["env"].as_sequence().into_iter().flatten() {
+        let Some(value) = variable["value"].as_str() else {
+            continue; // from the downward API: expanded in the command
+        };
+        let name = variable["name"].as_str().unwrap();
+        let flag = command
+            .get_arguments()
+            .find(|arg| arg.get_env().is_some_and(|env| env == name));
+        if let Some(flag) = flag {
+            line.push(format!("--{}={value}", flag.get_long().unwrap()));
+        }
+    }
+    line
+}
+
+/// The agent's flags as Kubernetes would start it on node gpu-1 at
+/// 10.1.2.3 (it expands $(NODE_NAME) and $(HOST_IP) first).
+fn agent_args(agent: &Value) -> netaware_agent::cli::AgentArgs {
+    let command = strings(&agent["command"]);
+    assert_eq!(command[..2], ["netaware", "agent"]);
+    let expanded: Vec<String> = command[1..]
+        .iter()
+        .map(|a| {
+            a.replace("$(NODE_NAME)", "gpu-1")
+                .replace("$(HOST_IP)", "10.1.2.3")
+        })
+        .collect();
+    AgentCommand::try_parse_from(with_env_flags::<AgentCommand>(agent, &expanded))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .args
+}
+
+fn collector_args(collector: &Value) -> netaware_collector::cli::CollectorArgs {
+    let command = strings(&collector["command"]);
+    assert_eq!(command[..2], ["netaware", "collector"]);
+    CollectorCommand::try_parse_from(with_env_flags::<CollectorCommand>(collector, &command[1..]))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .args
+}
+
+fn extender_args(extender: &Value) -> netaware_scheduler::cli::SchedulerArgs {
+    let command = strings(&extender["command"]);
+    assert_eq!(command[0], "netaware-scheduler");
+    SchedulerCommand::try_parse_from(with_env_flags::<SchedulerCommand>(extender, &command))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .args
+}
+
 #[test]
 fn everything_lands_in_the_netaware_namespace() {
-    let objects = rendered();
-    for object in &objects {
+    for objects in [rendered(), rendered_tls()] {
+        everything_lands_in_the_netaware_namespace_in(&objects);
+    }
+}
+
+fn everything_lands_in_the_netaware_namespace_in(objects: &[Value]) {
+    for object in objects {
         let kind = object["kind"].as_str().unwrap();
         if ["Namespace", "ClusterRole", "ClusterRoleBinding"].contains(&kind) {
             continue;
@@ -109,7 +183,7 @@ fn everything_lands_in_the_netaware_namespace() {
             object["metadata"]["name"]
         );
     }
-    assert_eq!(find(&objects, "Namespace", "netaware")["kind"], "Namespace");
+    assert_eq!(find(objects, "Namespace", "netaware")["kind"], "Namespace");
 }
 
 #[test]
@@ -146,17 +220,8 @@ fn the_agent_daemonset_runs_everywhere_with_net_raw_only() {
     };
     assert_eq!(field("NODE_NAME"), "spec.nodeName");
     assert_eq!(field("HOST_IP"), "status.hostIP");
-    let command = strings(&agent["command"]);
-    assert_eq!(command[..2], ["netaware", "agent"]);
-    // The command line parses with the agent's own flags (Kubernetes
-    // expands $(NODE_NAME) and $(HOST_IP) first).
-    let expanded = command[1..].iter().map(|a| {
-        a.replace("$(NODE_NAME)", "gpu-1")
-            .replace("$(HOST_IP)", "10.1.2.3")
-    });
-    let args = AgentCommand::try_parse_from(expanded)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .args;
+    // The command line parses with the agent's own flags.
+    let args = agent_args(agent);
     assert!(args.zone_from_node && args.zone.is_none());
     assert_eq!(args.node, "gpu-1");
     assert_eq!(
@@ -192,10 +257,7 @@ fn the_collector_is_probed_over_grpc_and_reached_through_its_service() {
     let objects = rendered();
     let deployment = find(&objects, "Deployment", "netaware-collector");
     let collector = container(deployment, "collector");
-    let command = strings(&collector["command"]);
-    let args = CollectorCommand::try_parse_from(&command[1..])
-        .unwrap_or_else(|e| panic!("{e}"))
-        .args;
+    let args = collector_args(collector);
     let grpc_port = args.listen.port();
     for probe in ["startupProbe", "livenessProbe", "readinessProbe"] {
         assert_eq!(
@@ -257,22 +319,24 @@ fn the_scheduler_configuration_matches_the_extender() {
     assert!(extender["weight"].as_i64().unwrap() > 0);
 
     let deployment = find(&objects, "Deployment", "netaware-scheduler");
-    let command = strings(&container(deployment, "extender")["command"]);
-    assert_eq!(command[0], "netaware-scheduler");
-    assert!(
-        command.contains(&"--listen=127.0.0.1:8888".to_owned()),
-        "{command:?}"
-    );
-    assert!(
-        command.contains(&"--metrics-listen=0.0.0.0:9472".to_owned()),
-        "{command:?}"
+    let args = extender_args(container(deployment, "extender"));
+    assert_eq!(args.listen.to_string(), "127.0.0.1:8888");
+    assert_eq!(args.metrics_listen.unwrap().to_string(), "0.0.0.0:9472");
+    assert_eq!(
+        args.collector,
+        "http://netaware-collector.netaware.svc:7470"
     );
 }
 
 #[test]
 fn no_container_runs_privileged_or_as_a_shell_and_only_the_agent_as_root() {
-    let objects = rendered();
-    let templates = pod_templates(&objects);
+    for objects in [rendered(), rendered_tls()] {
+        no_container_runs_privileged_or_as_a_shell_in(&objects);
+    }
+}
+
+fn no_container_runs_privileged_or_as_a_shell_in(objects: &[Value]) {
+    let templates = pod_templates(objects);
     assert_eq!(templates.len(), 3, "agent, collector, scheduler");
     for (workload, template) in templates {
         let pod = &template["spec"];
@@ -375,9 +439,10 @@ fn the_monitors_select_what_exists_and_the_dashboard_ships_as_is() {
     assert_eq!(dashboard["metadata"]["labels"]["grafana_dashboard"], "1");
     let shipped: serde_json::Value =
         serde_json::from_str(dashboard["data"]["netaware.json"].as_str().unwrap()).unwrap();
-    let file: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string("deploy/grafana/netaware.json").unwrap())
-            .unwrap();
+    let file: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string("deploy/base/grafana/netaware.json").unwrap(),
+    )
+    .unwrap();
     assert_eq!(shipped, file);
 }
 
@@ -449,4 +514,164 @@ fn the_image_holds_every_program_the_manifests_run_and_runs_as_non_root() {
         Some("65532:65532"),
         "the image runs as non-root by default"
     );
+}
+
+/// The volume of `workload`'s pod that holds `path` in `container`'s
+/// mounts (read-only).
+fn volume_holding<'a>(workload: &'a Value, container: &Value, path: &str) -> &'a Value {
+    let mount = container["volumeMounts"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .find(|m| path.starts_with(&format!("{}/", m["mountPath"].as_str().unwrap())))
+        .unwrap_or_else(|| panic!("{path} is in no volume of {:?}", container["name"]));
+    assert_eq!(mount["readOnly"], true, "{path}");
+    workload["spec"]["template"]["spec"]["volumes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .unwrap()
+}
+
+/// The TLS flags' three files, each in a volume of the container.
+fn tls_volumes<'a>(
+    workload: &'a Value,
+    container: &Value,
+    tls: &netaware_runtime::tls::TlsArgs,
+) -> Vec<&'a Value> {
+    [&tls.tls_ca, &tls.tls_cert, &tls.tls_key]
+        .into_iter()
+        .map(|path| {
+            let path = path.as_ref().expect("every TLS flag set").to_str().unwrap();
+            volume_holding(workload, container, path)
+        })
+        .collect()
+}
+
+/// The names `netaware certs` puts in the certificate of `dir`.
+fn certificate_names(dir: &str) -> Vec<String> {
+    netaware::certs_command::plan(&[], "netaware")
+        .unwrap()
+        .into_iter()
+        .find(|spec| spec.dir == dir)
+        .unwrap()
+        .names
+}
+
+fn url_host(url: &str) -> &str {
+    let rest = url.strip_prefix("https://").expect("an https:// URL");
+    rest.split([':', '/']).next().unwrap()
+}
+
+#[test]
+fn under_tls_every_process_has_its_certificate_and_the_ca() {
+    let objects = rendered_tls();
+
+    // Agents: the node's own certificate, from the node's disk.
+    let daemonset = find(&objects, "DaemonSet", "netaware-agent");
+    let agent = container(daemonset, "agent");
+    let args = agent_args(agent);
+    for volume in tls_volumes(daemonset, agent, &args.tls) {
+        assert_eq!(volume["hostPath"]["path"], "/etc/netaware/pki");
+    }
+    assert!(
+        certificate_names("collector").contains(&url_host(&args.collector).to_owned()),
+        "the agents dial a name the collector's certificate holds: {}",
+        args.collector
+    );
+
+    // The collector: with a CA, so client certificates are required.
+    let deployment = find(&objects, "Deployment", "netaware-collector");
+    let collector = container(deployment, "collector");
+    let args = collector_args(collector);
+    assert!(args.tls.tls_ca.is_some(), "mutual TLS");
+    for volume in tls_volumes(deployment, collector, &args.tls) {
+        assert_eq!(volume["secret"]["secretName"], "netaware-collector-tls");
+    }
+
+    // The extender.
+    let deployment = find(&objects, "Deployment", "netaware-scheduler");
+    let extender = container(deployment, "extender");
+    let args = extender_args(extender);
+    for volume in tls_volumes(deployment, extender, &args.tls) {
+        assert_eq!(volume["secret"]["secretName"], "netaware-scheduler-tls");
+    }
+    assert!(certificate_names("collector").contains(&url_host(&args.collector).to_owned()));
+    // The Secrets' files are readable by the non-root processes' group.
+    for name in ["netaware-collector", "netaware-scheduler"] {
+        let pod = &find(&objects, "Deployment", name)["spec"]["template"]["spec"];
+        assert_eq!(pod["securityContext"]["fsGroup"], 65532, "{name}");
+        assert_eq!(pod["securityContext"]["runAsGroup"], 65532, "{name}");
+    }
+}
+
+#[test]
+fn under_tls_every_probe_and_every_scrape_is_https() {
+    let objects = rendered_tls();
+    for (workload, template) in pod_templates(&objects) {
+        for container in template["spec"]["containers"].as_sequence().unwrap() {
+            for probe in ["startupProbe", "livenessProbe", "readinessProbe"] {
+                let probe = &container[probe];
+                if probe.is_null() {
+                    continue;
+                }
+                // kubelet's gRPC probes cannot speak TLS.
+                assert!(probe["grpc"].is_null(), "{workload}: {probe:?}");
+                assert_eq!(probe["httpGet"]["scheme"], "HTTPS", "{workload}: {probe:?}");
+            }
+        }
+    }
+    let base = rendered();
+    for (kind, name, list) in [
+        ("ServiceMonitor", "netaware-collector", "endpoints"),
+        ("PodMonitor", "netaware-agent", "podMetricsEndpoints"),
+        ("PodMonitor", "netaware-scheduler", "podMetricsEndpoints"),
+    ] {
+        let endpoint = &find(&objects, kind, name)["spec"][list][0];
+        let plain = &find(&base, kind, name)["spec"][list][0];
+        assert_eq!(endpoint["port"], plain["port"], "{name}");
+        assert_eq!(endpoint["scheme"], "https", "{name}");
+        assert_eq!(endpoint["tlsConfig"]["ca"]["secret"]["name"], "netaware-ca");
+        // Checked by name: a Service name the certificate holds, or (the
+        // agents, on the host network) the node IP Prometheus dials.
+        if let Some(server) = endpoint["tlsConfig"]["serverName"].as_str() {
+            let dir = name.trim_start_matches("netaware-");
+            assert!(
+                certificate_names(dir).contains(&server.to_owned()),
+                "{name}"
+            );
+        } else {
+            assert_eq!(name, "netaware-agent");
+        }
+        assert_ne!(endpoint["tlsConfig"]["insecureSkipVerify"], true);
+    }
+}
+
+#[test]
+fn under_tls_kube_scheduler_calls_the_extender_over_https_and_nothing_else_changes() {
+    let config = |objects: &[Value]| -> Value {
+        let config_map = find(objects, "ConfigMap", "netaware-scheduler-config");
+        serde_yaml::from_str(
+            config_map["data"]["scheduler-config.yaml"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let objects = rendered_tls();
+    let tls = config(&objects);
+    let mut expected = config(&rendered());
+    let extender = &tls["extenders"][0];
+    assert_eq!(extender["urlPrefix"], "https://127.0.0.1:8888");
+    assert!(certificate_names("scheduler").contains(&"127.0.0.1".to_owned()));
+    assert_eq!(extender["enableHTTPS"], true);
+    let ca_file = extender["tlsConfig"]["caFile"].as_str().unwrap();
+    let deployment = find(&objects, "Deployment", "netaware-scheduler");
+    let volume = volume_holding(deployment, container(deployment, "kube-scheduler"), ca_file);
+    assert_eq!(volume["secret"]["secretName"], "netaware-scheduler-tls");
+    expected["extenders"][0]["urlPrefix"] = extender["urlPrefix"].clone();
+    expected["extenders"][0]["enableHTTPS"] = extender["enableHTTPS"].clone();
+    expected["extenders"][0]["tlsConfig"] = extender["tlsConfig"].clone();
+    assert_eq!(tls, expected);
 }

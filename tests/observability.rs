@@ -1,9 +1,9 @@
 //! The dashboard and the alerts against the real thing.
 //!
-//! - The alert rules (the `spec` of deploy/monitoring/prometheus-rule.yaml,
+//! - The alert rules (the `spec` of deploy/base/monitoring/prometheus-rule.yaml,
 //!   a plain Prometheus rules file) pass `promtool check rules` and the unit
 //!   tests in tests/prometheus/alerts.test.yml (`promtool test rules`).
-//! - The dashboard (deploy/grafana/netaware.json) takes its data source from
+//! - The dashboard (deploy/base/grafana/netaware.json) takes its data source from
 //!   its `datasource` variable in every panel and query.
 //! - On the lab's default topology, a real Prometheus (Debian's package) in
 //!   the control host scrapes the real collector, the nine agents and a
@@ -32,9 +32,9 @@ use serde_json::{Value, json};
 use support::prometheus::{self, prometheus_get, query};
 use tokio_util::sync::CancellationToken;
 
-const RULES: &str = "deploy/monitoring/prometheus-rule.yaml";
+const RULES: &str = "deploy/base/monitoring/prometheus-rule.yaml";
 const RULE_TESTS: &str = "tests/prometheus/alerts.test.yml";
-const DASHBOARD: &str = "deploy/grafana/netaware.json";
+const DASHBOARD: &str = "deploy/base/grafana/netaware.json";
 const PROMETHEUS_PORT: u16 = 9090;
 /// What the tests put for Grafana's `$__rate_interval` (four scrapes at
 /// least, as Grafana computes it; the test scrapes every second).

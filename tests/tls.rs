@@ -464,3 +464,87 @@ async fn a_real_prometheus_scrapes_the_collector_and_the_extender_over_mutual_tl
     assert!(!series.is_empty(), "the extender's own metrics were read");
     shutdown.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn certificates_from_netaware_certs_give_nodes_their_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pki");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_netaware"))
+        .args([
+            "certs",
+            "--json",
+            "--node",
+            "a=127.0.0.1",
+            "--node",
+            "b",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let read = |path: &str| std::fs::read(out.join(path)).unwrap();
+    let material = |dir: &str| {
+        Tls::from_pem(
+            Some(&read(&format!("{dir}/ca.crt"))),
+            Some((
+                &read(&format!("{dir}/tls.crt")),
+                &read(&format!("{dir}/tls.key")),
+            )),
+        )
+    };
+    let served = material("collector");
+    let shutdown = CancellationToken::new();
+    let config = CollectorConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        metrics_listen: "127.0.0.1:0".parse().unwrap(),
+        inventory: Vec::new(),
+        model: ModelConfig::default(),
+        state: None,
+        http_tls: Some(served.http_server(false).unwrap()),
+        tls: Some(served),
+    };
+    let collector = Collector::start(config, shutdown.clone()).await.unwrap();
+    // Agents dial the collector's Service name, as in deploy/tls.
+    let endpoint = |node_dir: &str| {
+        tonic::transport::Endpoint::from_shared(format!(
+            "https://127.0.0.1:{}",
+            collector.grpc_addr.port()
+        ))
+        .unwrap()
+        .tls_config(
+            material(node_dir)
+                .client()
+                .domain_name("netaware-collector.netaware.svc"),
+        )
+        .unwrap()
+    };
+    Session::open_with(endpoint("nodes/a"), hello_as("a"))
+        .await
+        .expect("a as a");
+    let impostor = Session::open_with(endpoint("nodes/a"), hello_as("b"))
+        .await
+        .err()
+        .expect("a as b refused");
+    assert_eq!(impostor.code(), tonic::Code::PermissionDenied);
+    Session::open_with(endpoint("nodes/b"), hello_as("b"))
+        .await
+        .expect("b as b");
+    if have_curl() {
+        let port = collector.http_addr.port();
+        let output = std::process::Command::new("curl")
+            .args(["-sS", "--fail", "--max-time", "5", "--cacert"])
+            .arg(out.join("ca.crt"))
+            .arg("--resolve")
+            .arg(format!("netaware-collector.netaware.svc:{port}:127.0.0.1"))
+            .arg(format!(
+                "https://netaware-collector.netaware.svc:{port}/healthz"
+            ))
+            .output()
+            .unwrap();
+        let body = String::from_utf8_lossy(&output.stdout);
+        assert!(body.starts_with("ok: 2 nodes"), "{body} {output:?}");
+    }
+    shutdown.cancel();
+}

@@ -40,7 +40,30 @@ pub async fn start_collector_with(
     state: Option<netaware_collector::StateConfig>,
     shutdown: &CancellationToken,
 ) -> Collector {
+    Collector::start(collector_config(inventory, state), shutdown.clone())
+        .await
+        .expect("collector starts")
+}
+
+/// [`start_collector`] with its gRPC port on `listen`.
+pub async fn start_collector_on(
+    listen: std::net::SocketAddr,
+    shutdown: &CancellationToken,
+) -> Collector {
     let config = CollectorConfig {
+        listen,
+        ..collector_config(Vec::new(), None)
+    };
+    Collector::start(config, shutdown.clone())
+        .await
+        .expect("collector starts")
+}
+
+fn collector_config(
+    inventory: Vec<NodeInfo>,
+    state: Option<netaware_collector::StateConfig>,
+) -> CollectorConfig {
+    CollectorConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         metrics_listen: "127.0.0.1:0".parse().unwrap(),
         inventory,
@@ -51,10 +74,7 @@ pub async fn start_collector_with(
         state,
         tls: None,
         http_tls: None,
-    };
-    Collector::start(config, shutdown.clone())
-        .await
-        .expect("collector starts")
+    }
 }
 
 /// Runs `promtool check metrics` (Prometheus's own linter) on a /metrics
