@@ -77,6 +77,10 @@ pub struct ModelArgs {
     /// Factor on the scores of nodes outside the chosen zone.
     #[arg(long, default_value_t = 0.1)]
     pub out_of_zone_factor: f64,
+    /// Share of a placed worker's median goodput below which a node's
+    /// goodput with it fails the node (0: never).
+    #[arg(long, default_value_t = 0.2)]
+    pub min_goodput_fraction: f64,
     /// Share of each node's time that throughput tests may take (0 plans
     /// none). One round over n nodes takes about 2 (n - 1) x (test + 1.5 s)
     /// / budget.
@@ -117,9 +121,12 @@ impl ModelArgs {
         .validated()
         .map_err(|err| CollectorError::Config(err.to_string()))?;
         let unit = 0.0..=1.0;
-        if !(unit.contains(&self.loss_threshold) && unit.contains(&self.out_of_zone_factor)) {
+        if !(unit.contains(&self.loss_threshold)
+            && unit.contains(&self.out_of_zone_factor)
+            && unit.contains(&self.min_goodput_fraction))
+        {
             return Err(CollectorError::Config(
-                "--loss-threshold and --out-of-zone-factor must be between 0 and 1".into(),
+                "--loss-threshold, --out-of-zone-factor and --min-goodput-fraction must be between 0 and 1".into(),
             ));
         }
         if self.windows_kept == 0 {
@@ -156,6 +163,7 @@ impl ModelArgs {
             placement: PlacementConfig {
                 loss_threshold: self.loss_threshold,
                 out_of_zone_factor: self.out_of_zone_factor,
+                min_goodput_fraction: self.min_goodput_fraction,
             },
             windows_kept: self.windows_kept,
             max_peers: self.max_peers,

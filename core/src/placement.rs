@@ -9,7 +9,10 @@
 //! 2. Inside the zone, a node's score is its mean pair quality to the placed
 //!    workers (both directions), or to the zone's other candidates when none
 //!    is placed. Loss above [`PlacementConfig::loss_threshold`] to a placed
-//!    worker fails the node, with the reason.
+//!    worker fails the node, with the reason; so does a goodput to a placed
+//!    worker below [`PlacementConfig::min_goodput_fraction`] of that
+//!    worker's typical (median) goodput: a ring all-reduce runs at its
+//!    slowest link, and a mean of qualities would hide one.
 //! 3. Every score carries the terms behind it ([`NodeTerms`]).
 //!
 //! The CLI's `rank`, the collector's Rank RPC and the scheduler extender all
@@ -18,6 +21,7 @@
 use std::collections::BTreeMap;
 
 use crate::NodeKind;
+use crate::score::Source;
 use crate::snapshot::{ScoredMatrix, ScoredPair};
 
 /// Tuning of the placement policy.
@@ -28,6 +32,9 @@ pub struct PlacementConfig {
     pub loss_threshold: f64,
     /// Factor applied to the score of nodes outside the chosen zone.
     pub out_of_zone_factor: f64,
+    /// Share of a placed worker's median goodput below which a node's
+    /// goodput with it fails the node (0: never).
+    pub min_goodput_fraction: f64,
 }
 
 impl Default for PlacementConfig {
@@ -35,6 +42,7 @@ impl Default for PlacementConfig {
         Self {
             loss_threshold: 0.05,
             out_of_zone_factor: 0.1,
+            min_goodput_fraction: 0.2,
         }
     }
 }
@@ -149,7 +157,7 @@ pub fn rank<'a>(
     let placed_set = membership(n, placed.iter().copied());
     // Everything placement needs from the placed workers' links, gathered in
     // one walk over those links only.
-    let to_placed = links_to(matrix, &placed);
+    let to_placed = links_to(matrix, &placed, &placed_medians(matrix, &placed));
     let candidate_names: Vec<&str> = match &job.candidates {
         Some(names) => names.iter().map(String::as_str).collect(),
         None => matrix
@@ -172,7 +180,8 @@ pub fn rank<'a>(
                 Some(i) if matrix.nodes()[i].stale => {
                     Some("stale: no fresh measurements of this node".to_owned())
                 }
-                Some(i) => lossy_peer(matrix, &to_placed[i], config.loss_threshold),
+                Some(i) => lossy_peer(matrix, &to_placed[i], config.loss_threshold)
+                    .or_else(|| slow_peer(matrix, &to_placed[i], config.min_goodput_fraction)),
             };
             (candidate, name, index, failure)
         })
@@ -303,10 +312,28 @@ struct Links<'m> {
     fallback_pairs: u32,
     /// The lossiest fresh pair, for the filter's reason.
     lossiest: Option<&'m ScoredPair>,
+    /// The pair with the lowest fresh goodput against its placed end's
+    /// median: (pair, goodput, median).
+    slowest: Option<(&'m ScoredPair, f64, f64)>,
+}
+
+/// A pair's goodput when it is fresh.
+fn fresh_goodput(pair: &ScoredPair) -> Option<f64> {
+    (pair.terms.throughput_source == Source::Measured)
+        .then_some(pair.summary.throughput.as_ref()?.bps)
 }
 
 impl<'m> Links<'m> {
-    fn add(&mut self, pair: &'m ScoredPair) {
+    fn add(&mut self, pair: &'m ScoredPair, placed_median: Option<f64>) {
+        if let (Some(goodput), Some(median)) = (fresh_goodput(pair), placed_median) {
+            let ratio = |(_, g, m): (&ScoredPair, f64, f64)| g / m;
+            if self
+                .slowest
+                .is_none_or(|worst| goodput / median < ratio(worst))
+            {
+                self.slowest = Some((pair, goodput, median));
+            }
+        }
         self.sums[0] += pair.quality;
         self.sums[1] += pair.terms.delay;
         self.sums[2] += pair.terms.loss;
@@ -339,9 +366,28 @@ impl<'m> Links<'m> {
     }
 }
 
+/// Each placed worker's median fresh goodput over all its links, by node
+/// index (`None`: not placed, or no goodput).
+fn placed_medians(matrix: &ScoredMatrix, placed: &[usize]) -> Vec<Option<f64>> {
+    let mut medians = vec![None; matrix.nodes().len()];
+    for &peer in placed {
+        let mut goodputs: Vec<f64> = matrix.links(peer).filter_map(fresh_goodput).collect();
+        if goodputs.is_empty() {
+            continue;
+        }
+        goodputs.sort_by(f64::total_cmp);
+        medians[peer] = Some(goodputs[goodputs.len() / 2]);
+    }
+    medians
+}
+
 /// For every node, its links with the placed workers (both directions),
 /// from one walk over the placed workers' own links.
-fn links_to<'m>(matrix: &'m ScoredMatrix, placed: &[usize]) -> Vec<Links<'m>> {
+fn links_to<'m>(
+    matrix: &'m ScoredMatrix,
+    placed: &[usize],
+    medians: &[Option<f64>],
+) -> Vec<Links<'m>> {
     let mut links = vec![Links::default(); matrix.nodes().len()];
     let mut walked = vec![false; matrix.nodes().len()];
     for &peer in placed {
@@ -351,7 +397,7 @@ fn links_to<'m>(matrix: &'m ScoredMatrix, placed: &[usize]) -> Vec<Links<'m>> {
         // Each pair lands with the node at its other end; a pair between
         // two placed workers lands once with each of them.
         for pair in matrix.links(peer) {
-            links[other_end(pair, peer)].add(pair);
+            links[other_end(pair, peer)].add(pair, medians[peer]);
         }
     }
     links
@@ -368,6 +414,24 @@ fn lossy_peer(matrix: &ScoredMatrix, links: &Links<'_>, threshold: f64) -> Optio
         names(pair.src),
         names(pair.dst),
         threshold * 100.0
+    ))
+}
+
+/// Why a node fails the filter: its goodput with a placed worker is a small
+/// share of what that worker usually gets.
+fn slow_peer(matrix: &ScoredMatrix, links: &Links<'_>, fraction: f64) -> Option<String> {
+    let (pair, goodput, median) = links.slowest?;
+    if fraction <= 0.0 || goodput >= fraction * median {
+        return None;
+    }
+    let names = |i: usize| matrix.nodes()[i].info.name.as_str();
+    Some(format!(
+        "goodput {:.3} Gbit/s from {} to {} is below {:.0}% of the placed worker's median {:.3} Gbit/s",
+        goodput / 1e9,
+        names(pair.src),
+        names(pair.dst),
+        fraction * 100.0,
+        median / 1e9
     ))
 }
 
@@ -567,6 +631,54 @@ mod tests {
                 .all(|n| n.zone == "b" && n.terms.in_chosen_zone)
         );
         assert!(ranking.nodes[3].score < ranking.nodes[2].score);
+    }
+
+    /// [`cluster`] with goodputs in zone b: 10 Gbit/s, but 0.5 to and from b3.
+    fn cluster_with_a_slow_b3() -> ScoredMatrix {
+        let matrix = cluster();
+        let name = |i: usize| matrix.nodes()[i].info.name.clone();
+        let pairs = matrix
+            .pairs()
+            .iter()
+            .cloned()
+            .map(|mut pair| {
+                let (src, dst) = (name(pair.src), name(pair.dst));
+                if src.starts_with('b') && dst.starts_with('b') {
+                    let slow = src == "b3" || dst == "b3";
+                    pair.summary.throughput = Some(crate::matrix::Throughput {
+                        bps: if slow { 0.5e9 } else { 10e9 },
+                        at: 10_000,
+                        retransmits: None,
+                        tcp_rtt_ms: None,
+                    });
+                    pair.terms.throughput_source = Source::Measured;
+                }
+                pair
+            })
+            .collect();
+        ScoredMatrix::from_parts(matrix.nodes().to_vec(), pairs)
+    }
+
+    #[test]
+    fn a_node_far_slower_than_a_placed_workers_usual_goodput_fails() {
+        let matrix = cluster_with_a_slow_b3();
+        let placed = owned(&["b1"]);
+        let ranking = rank(&matrix, &job(3, &placed), &PlacementConfig::default());
+        let b3 = ranking.nodes.iter().find(|n| n.name == "b3").unwrap();
+        let reason = b3.failure.as_deref().expect("b3 fails");
+        assert!(reason.starts_with("goodput 0.500 Gbit/s"), "{reason}");
+        assert!(reason.contains("median 10.000"), "{reason}");
+        let b2 = ranking.nodes.iter().find(|n| n.name == "b2").unwrap();
+        assert!(b2.feasible());
+        // Off, or with nothing placed yet: b3 is merely scored.
+        let off = PlacementConfig {
+            min_goodput_fraction: 0.0,
+            ..PlacementConfig::default()
+        };
+        let ranking = rank(&matrix, &job(3, &placed), &off);
+        assert!(ranking.nodes.iter().all(|n| n.name != "b3" || n.feasible()));
+        let ranking = rank(&matrix, &job(3, &[]), &PlacementConfig::default());
+        assert!(ranking.nodes.iter().all(RankedNode::feasible));
     }
 
     #[test]

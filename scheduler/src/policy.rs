@@ -5,8 +5,8 @@
 //! The extender never blocks scheduling on missing data: without fresh
 //! scores, or for a pod that belongs to no known job, every node passes with
 //! the same score. Only what the measurements show fails a node: loss above
-//! the threshold to a worker of the same job already placed (and, in strict
-//! mode, a node outside the job's zone).
+//! the threshold, or goodput far below the usual, to a worker of the same
+//! job already placed (and, in strict mode, a node outside the job's zone).
 
 use std::collections::BTreeMap;
 
@@ -78,14 +78,28 @@ pub fn decide<'a>(
     let mut failed = BTreeMap::new();
     let mut fails = vec![false; candidates.len()];
     let mut scores: Vec<(&str, i64)> = candidates.iter().map(|c| (c.as_str(), 0)).collect();
+    // kube-scheduler takes whole scores from 0 to 10. Scaled to the best
+    // candidate (as kube-scheduler's own plugins normalise theirs), the
+    // best gets 10 and the others keep their order at the resolution left:
+    // raw, every node outside the chosen zone (0.1 x its quality) would
+    // round to 0 or 1, and a job that must spill over would land on any of
+    // them, degraded ones included.
+    let best = ranking
+        .nodes
+        .iter()
+        .filter(|n| n.feasible())
+        .map(|n| n.score)
+        .fold(0.0, f64::max);
     for node in &ranking.nodes {
-        let score = (node.score * MAX_EXTENDER_PRIORITY as f64).round() as i64;
+        let relative = if best > 0.0 { node.score / best } else { 0.0 };
+        let score = (relative * MAX_EXTENDER_PRIORITY as f64).round() as i64;
         scores[node.candidate].1 = score.clamp(0, MAX_EXTENDER_PRIORITY);
         // Only what was measured fails a node; a node without data (unknown
         // or stale) stays schedulable, with the lowest score.
         if let Some(reason) = &node.failure {
-            let measured =
-                reason.starts_with("loss ") || reason.starts_with("outside the chosen zone");
+            let measured = ["loss ", "goodput ", "outside the chosen zone"]
+                .iter()
+                .any(|measured| reason.starts_with(measured));
             if measured {
                 fails[node.candidate] = true;
                 failed.insert(node.name.to_owned(), reason.clone());
@@ -114,6 +128,40 @@ pub fn decide<'a>(
     }
 }
 
+/// Places a job of `size` workers on `free` nodes the way kube-scheduler
+/// does with this extender and nothing else weighing in: pod after pod,
+/// each to the passing candidate with the highest score (ties: the first
+/// in `free`), with the workers placed before it as the job's context.
+/// `None` when fewer than `size` nodes pass. The evaluation's "netaware"
+/// policy is this function, so that it is the extender's own code.
+pub fn place_job(
+    matrix: &ScoredMatrix,
+    size: usize,
+    free: &[String],
+    config: &PolicyConfig,
+) -> Option<Vec<String>> {
+    let mut placed: Vec<String> = Vec::with_capacity(size);
+    let mut candidates: Vec<String> = free.to_vec();
+    while placed.len() < size {
+        let job = JobContext {
+            size,
+            placed: placed.clone(),
+        };
+        let decision = decide(Some(matrix), Some(&job), &candidates, config);
+        let best = decision
+            .scores
+            .iter()
+            .enumerate()
+            .filter(|(_, (name, _))| decision.passing.contains(name))
+            // max_by_key keeps the last of equals; reversing keeps the first.
+            .rev()
+            .max_by_key(|(_, (_, score))| *score)
+            .map(|(i, _)| i)?;
+        placed.push(candidates.remove(best));
+    }
+    Some(placed)
+}
+
 fn neutral(candidates: &[String], why: Neutral) -> Decision<'_> {
     Decision {
         passing: candidates.iter().map(String::as_str).collect(),
@@ -130,6 +178,21 @@ mod tests {
     use netaware_core::registry::Registry;
     use netaware_core::score::ScoreConfig;
     use netaware_core::{NodeInfo, NodeKind};
+
+    #[test]
+    fn a_job_goes_where_the_extender_scores_best_pod_after_pod() {
+        let matrix = matrix();
+        let free: Vec<String> = ["a1", "a2", "a3", "b1"].map(String::from).to_vec();
+        let config = PolicyConfig::default();
+        let placed = place_job(&matrix, 2, &free, &config).unwrap();
+        assert_eq!(placed.len(), 2);
+        assert!(
+            placed.iter().all(|n| n == "a1" || n == "a2"),
+            "the clean pair of zone-a: {placed:?}"
+        );
+        // Five workers on four nodes: impossible.
+        assert_eq!(place_job(&matrix, 5, &free, &config), None);
+    }
 
     /// a1, a2 in zone-a with a clean link; a1 <-> a3 losing 20%; b1 alone.
     fn matrix() -> ScoredMatrix {

@@ -1,0 +1,470 @@
+//! `netaware evaluate lab`: real training traffic on the lab. The whole
+//! system measures the lab first (agents, collector, throughput tests);
+//! then, with the measuring stopped so that it does not share the links,
+//! a k-worker job is placed by each policy in turn and runs real
+//! iterations (`netaware workload`, one process per worker, in the workers'
+//! hosts) on each placement, ring all-reduce and parameter server.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use netaware_eval::policies::Policy;
+use netaware_eval::stats;
+use netaware_scheduler::policy::PolicyConfig;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+use super::plot::{Bar, Panel, bar_chart};
+use crate::demo::lab::load_topology;
+use crate::lab_system::{AgentTiming, COLLECTOR_PORT, LabSystem};
+use crate::workload::{Pattern, WorkerReport};
+
+/// The flags of `netaware evaluate lab`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LabOptions {
+    /// Lab topology: a shipped name or a YAML file.
+    #[arg(long, default_value = "default")]
+    pub topology: String,
+    /// Workers of the job.
+    #[arg(long, default_value_t = 3)]
+    pub workers: usize,
+    /// Traffic patterns to run (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ring,ps")]
+    pub patterns: Vec<Pattern>,
+    /// Gradient per iteration, MB (ResNet-50: about 100).
+    #[arg(long, default_value_t = 100.0)]
+    pub gradient_mb: f64,
+    /// Compute per iteration.
+    #[arg(long, default_value = "100ms", value_parser = humantime::parse_duration)]
+    pub compute: Duration,
+    /// Iterations timed per placement and pattern.
+    #[arg(long, default_value_t = 3)]
+    pub iterations: u32,
+    /// Goodput (bit/s) at which a pair's throughput term reaches 1: the
+    /// lab's fabric speed, as an operator sets it to the cluster's.
+    #[arg(long, default_value_t = 200e6)]
+    pub throughput_reference_bps: f64,
+    /// Longest wait for the measurements (every pair inside a zone with a
+    /// goodput).
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    pub measure_timeout: Duration,
+    /// Placements drawn for each policy that chooses at random (default
+    /// spreading, zone-only among equal zones, random); netaware's is one.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub draws: u32,
+    /// Seed of the first draw (draw d uses seed + d).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where the JSON and the plot go.
+    #[arg(long, default_value = "evaluation")]
+    pub out: PathBuf,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One policy's placement and what the job did on it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct PlacementRun {
+    pub policy: String,
+    pub pattern: String,
+    /// Which draw of the policy's placements (0 for netaware's one).
+    pub draw: u32,
+    pub hosts: Vec<String>,
+    pub zones: usize,
+    /// The job's seconds per iteration: the slowest worker's, iteration by
+    /// iteration.
+    pub iterations_s: Vec<f64>,
+    pub median_s: f64,
+    pub p90_s: f64,
+}
+
+/// What `netaware evaluate lab` writes to lab.json.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct LabReport {
+    pub topology: String,
+    pub workers: usize,
+    pub gradient_mb: f64,
+    pub compute_ms: u64,
+    pub iterations: u32,
+    pub runs: Vec<PlacementRun>,
+}
+
+impl LabReport {
+    /// The runs of `policy` with `pattern`, one per draw.
+    pub fn runs_of(&self, policy: Policy, pattern: Pattern) -> Vec<&PlacementRun> {
+        self.runs
+            .iter()
+            .filter(|r| r.policy == policy.name() && r.pattern == pattern.name())
+            .collect()
+    }
+
+    /// The mean over the draws of `policy`'s median seconds per iteration
+    /// with `pattern`: what a job can expect from that policy.
+    pub fn expected_s(&self, policy: Policy, pattern: Pattern) -> Option<f64> {
+        let medians: Vec<f64> = self
+            .runs_of(policy, pattern)
+            .iter()
+            .map(|r| r.median_s)
+            .collect();
+        (!medians.is_empty()).then(|| stats::mean(&medians))
+    }
+}
+
+const TIMING: AgentTiming = AgentTiming {
+    interval: Duration::from_millis(200),
+    window: Duration::from_secs(2),
+    probe_timeout: Duration::from_millis(500),
+};
+
+/// The port every worker listens on, in its own host.
+const WORKLOAD_PORT: u16 = 7600;
+
+/// Builds the lab, measures it, and runs the job on every policy's
+/// placement.
+pub async fn measure_and_run(options: &LabOptions) -> anyhow::Result<LabReport> {
+    if !netaware_lab::is_root() {
+        bail!("the lab needs root (network namespaces, TUN devices)");
+    }
+    anyhow::ensure!(options.workers >= 2, "--workers must be at least 2");
+    anyhow::ensure!(!options.patterns.is_empty(), "no --patterns");
+    let topology = load_topology(&options.topology)?;
+    let exe = std::env::current_exe().context("finding the netaware binary")?;
+    let flags: Vec<String> = [
+        "--throughput-budget=0.5",
+        "--throughput-duration=1s",
+        "--throughput-omit=1s",
+        "--throughput-max-concurrent=2",
+        // Placement stays in a zone: the pairs inside zones are what
+        // decides, and measuring them alone takes a third of the time.
+        "--throughput-same-zone-only",
+    ]
+    .map(String::from)
+    .into_iter()
+    .chain([format!(
+        "--throughput-reference-bps={}",
+        options.throughput_reference_bps
+    )])
+    .collect();
+    let mut system =
+        tokio::task::block_in_place(|| LabSystem::start(topology, &exe, TIMING, &flags))?;
+    let matrix = measured_matrix(&system, options.measure_timeout).await?;
+    // The job gets the links to itself, as it would between two probes.
+    let hosts: Vec<(String, String, String)> = system
+        .lab()
+        .workers()
+        .map(|h| {
+            (
+                h.spec.name.clone(),
+                h.spec.zone.clone(),
+                h.spec.address.to_string(),
+            )
+        })
+        .collect();
+    tokio::task::block_in_place(|| {
+        for (name, ..) in &hosts {
+            let _ = system.stop_agent(name);
+        }
+        system.stop_collector();
+    });
+
+    let free: Vec<String> = hosts.iter().map(|(name, ..)| name.clone()).collect();
+    let config = PolicyConfig::default();
+    let mut runs = Vec::new();
+    let draws = |policy| {
+        if policy == Policy::Netaware {
+            1
+        } else {
+            options.draws
+        }
+    };
+    for (policy, draw) in Policy::ALL
+        .into_iter()
+        .flat_map(|policy| (0..draws(policy)).map(move |draw| (policy, draw)))
+    {
+        let mut rng = StdRng::seed_from_u64(options.seed + u64::from(draw));
+        let placed = policy
+            .place(&matrix, &free, options.workers, &config, &mut rng)
+            .with_context(|| {
+                format!(
+                    "{} could not place {} workers",
+                    policy.name(),
+                    options.workers
+                )
+            })?;
+        let zones: BTreeSet<&str> = placed
+            .iter()
+            .filter_map(|p| {
+                hosts
+                    .iter()
+                    .find(|(n, ..)| n == p)
+                    .map(|(_, z, _)| z.as_str())
+            })
+            .collect();
+        for &pattern in &options.patterns {
+            eprintln!(
+                "{} (draw {draw}): {} on {} ({} zone(s))",
+                policy.name(),
+                pattern.name(),
+                placed.join(", "),
+                zones.len()
+            );
+            let reports = run_job(&system, &exe, &placed, &hosts, pattern, options).await?;
+            let iterations_s = slowest_worker(&reports);
+            runs.push(PlacementRun {
+                policy: policy.name().to_owned(),
+                pattern: pattern.name().to_owned(),
+                draw,
+                hosts: placed.clone(),
+                zones: zones.len(),
+                median_s: stats::median(&iterations_s),
+                p90_s: stats::quantile(&iterations_s, 0.9),
+                iterations_s,
+            });
+        }
+    }
+    tokio::task::block_in_place(|| drop(system));
+    Ok(LabReport {
+        topology: options.topology.clone(),
+        workers: options.workers,
+        gradient_mb: options.gradient_mb,
+        compute_ms: options.compute.as_millis() as u64,
+        iterations: options.iterations,
+        runs,
+    })
+}
+
+/// Waits until every pair inside a zone has a goodput, then reads the
+/// matrix over gRPC (through the lab's side door to the control host).
+async fn measured_matrix(
+    system: &LabSystem,
+    timeout: Duration,
+) -> anyhow::Result<netaware_core::snapshot::ScoredMatrix> {
+    let access = system.lab().open_access("control")?;
+    let url = format!("http://{access}:{COLLECTOR_PORT}");
+    let zone_of = |name: &str| {
+        system
+            .lab()
+            .workers()
+            .find(|h| h.spec.name == name)
+            .map(|h| h.spec.zone.clone())
+    };
+    let hosts: Vec<String> = system
+        .lab()
+        .workers()
+        .map(|h| h.spec.name.clone())
+        .collect();
+    let expected = hosts
+        .iter()
+        .flat_map(|a| hosts.iter().map(move |b| (a, b)))
+        .filter(|(a, b)| a != b && zone_of(a) == zone_of(b))
+        .count();
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let matrix = match crate::client::ScoresConnection::connect(&url).await {
+            Ok(mut scores) => scores.matrix().await.ok(),
+            Err(_) => None,
+        };
+        let with_goodput = matrix.as_ref().map_or(0, |m| {
+            m.pairs
+                .iter()
+                .filter(|p| p.throughput_bps.is_some() && zone_of(&p.src) == zone_of(&p.dst))
+                .count()
+        });
+        eprintln!("measuring: {with_goodput} of {expected} pairs inside zones have a goodput");
+        if let Some(matrix) = matrix.filter(|_| with_goodput >= expected) {
+            return Ok(netaware_scheduler::convert::scored_matrix(&matrix));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            bail!("only {with_goodput} of {expected} pairs measured after {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+}
+
+/// Runs one job: a `netaware workload` per worker, in its host.
+async fn run_job(
+    system: &LabSystem,
+    exe: &std::path::Path,
+    placed: &[String],
+    hosts: &[(String, String, String)],
+    pattern: Pattern,
+    options: &LabOptions,
+) -> anyhow::Result<Vec<WorkerReport>> {
+    let address = |name: &str| {
+        hosts
+            .iter()
+            .find(|(n, ..)| n == name)
+            .map(|(.., a)| format!("{a}:{WORKLOAD_PORT}"))
+            .expect("a lab host")
+    };
+    let workers = placed
+        .iter()
+        .map(|p| address(p))
+        .collect::<Vec<_>>()
+        .join(",");
+    let exe = exe.to_str().context("the binary's path is not UTF-8")?;
+    let mut runs = Vec::new();
+    for (rank, host) in placed.iter().enumerate() {
+        let mut command = system.lab().command(host, exe)?;
+        command
+            .arg("workload")
+            .args(["--rank", &rank.to_string()])
+            .args(["--workers", &workers])
+            .args(["--pattern", pattern.name()])
+            .args(["--gradient-mb", &options.gradient_mb.to_string()])
+            .args(["--compute", &format!("{}ms", options.compute.as_millis())])
+            .args(["--iterations", &options.iterations.to_string()])
+            .arg("--json");
+        runs.push(
+            tokio::process::Command::from(command)
+                .kill_on_drop(true)
+                .output(),
+        );
+    }
+    let mut reports = Vec::new();
+    for (output, host) in futures::future::join_all(runs)
+        .await
+        .into_iter()
+        .zip(placed)
+    {
+        let output = output.with_context(|| format!("starting the worker in {host}"))?;
+        if !output.status.success() {
+            bail!(
+                "the worker in {host} failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        reports.push(
+            serde_json::from_slice(&output.stdout)
+                .with_context(|| format!("the report of the worker in {host}"))?,
+        );
+    }
+    Ok(reports)
+}
+
+/// The job's time per iteration: the slowest worker's, iteration by
+/// iteration.
+pub fn slowest_worker(reports: &[WorkerReport]) -> Vec<f64> {
+    let iterations = reports
+        .iter()
+        .map(|r| r.iterations_s.len())
+        .min()
+        .unwrap_or(0);
+    (0..iterations)
+        .map(|i| {
+            reports
+                .iter()
+                .map(|r| r.iterations_s[i])
+                .fold(0.0, f64::max)
+        })
+        .collect()
+}
+
+/// The tables for people: every run, then each policy's expectation.
+pub fn render(report: &LabReport, patterns: &[Pattern]) -> String {
+    let netaware = |pattern: &str| {
+        report
+            .runs
+            .iter()
+            .find(|r| r.policy == Policy::Netaware.name() && r.pattern == pattern)
+            .map_or(f64::NAN, |r| r.median_s)
+    };
+    let rows: Vec<Vec<String>> = report
+        .runs
+        .iter()
+        .map(|run| {
+            vec![
+                run.pattern.clone(),
+                run.policy.clone(),
+                run.draw.to_string(),
+                run.hosts.join(","),
+                run.zones.to_string(),
+                format!("{:.2}", run.median_s),
+                format!("{:.2}", run.p90_s),
+                format!("{:.2}x", run.median_s / netaware(&run.pattern)),
+            ]
+        })
+        .collect();
+    let mut text = super::table(
+        &[
+            "PATTERN",
+            "POLICY",
+            "DRAW",
+            "HOSTS",
+            "ZONES",
+            "MEDIAN s/ITER",
+            "P90 s/ITER",
+            "VS NETAWARE",
+        ],
+        &rows,
+    );
+    let expected: Vec<Vec<String>> = patterns
+        .iter()
+        .flat_map(|&pattern| {
+            Policy::ALL.into_iter().filter_map(move |policy| {
+                let expected = report.expected_s(policy, pattern)?;
+                let draws = report.runs_of(policy, pattern).len();
+                Some(vec![
+                    pattern.name().to_owned(),
+                    policy.name().to_owned(),
+                    draws.to_string(),
+                    format!("{expected:.2}"),
+                    format!("{:.2}x", expected / netaware(pattern.name())),
+                ])
+            })
+        })
+        .collect();
+    text.push('\n');
+    text += &super::table(
+        &[
+            "PATTERN",
+            "POLICY",
+            "DRAWS",
+            "EXPECTED s/ITER",
+            "VS NETAWARE",
+        ],
+        &expected,
+    );
+    text
+}
+
+/// Runs the experiment, prints the table, writes lab.json and lab.png.
+pub async fn run(options: &LabOptions) -> anyhow::Result<()> {
+    let report = measure_and_run(options).await?;
+    let json = super::write_json(&options.out, "lab.json", &report)?;
+    let png = options.out.join("lab.png");
+    let panels: Vec<Panel> = options
+        .patterns
+        .iter()
+        .map(|pattern| Panel {
+            title: format!("{} ({} MB)", pattern.name(), report.gradient_mb),
+            bars: Policy::ALL
+                .into_iter()
+                .filter_map(|policy| {
+                    let runs = report.runs_of(policy, *pattern);
+                    Some(Bar {
+                        label: policy.name().to_owned(),
+                        value: report.expected_s(policy, *pattern)?,
+                        upper: runs.iter().map(|r| r.p90_s).reduce(f64::max),
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    bar_chart(
+        &png,
+        &format!("{} workers on the {} lab", report.workers, report.topology),
+        "s per iteration (bar: mean of draws' medians, tick: worst p90)",
+        &panels,
+    )?;
+    if options.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render(&report, &options.patterns));
+        println!("wrote {} and {}", json.display(), png.display());
+    }
+    Ok(())
+}

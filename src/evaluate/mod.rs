@@ -1,0 +1,70 @@
+//! `netaware evaluate`: does netaware's placement make training faster, and
+//! by how much? Two experiments, each one command (EVALUATION.md):
+//!
+//! - [`lab`]: real training traffic (`netaware workload`) on the lab, a job
+//!   placed by each policy in turn, in the same run;
+//! - [`sim`]: a cluster of thousands of nodes and a trace of jobs, placed
+//!   by each policy, timed by the alpha-beta model.
+//!
+//! Both compare the policies of [`netaware_eval::policies`], print a table,
+//! and write JSON and a PNG plot ([`plot`]) into `--out`.
+
+pub mod lab;
+pub mod plot;
+pub mod sim;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+/// The experiments.
+#[derive(Debug, clap::Subcommand)]
+pub enum EvaluateCommand {
+    /// Real training traffic on the lab (root): a job placed by each policy.
+    Lab(lab::LabOptions),
+    /// A cluster of thousands of nodes and a trace of competing jobs.
+    Sim(sim::SimOptions),
+}
+
+/// Runs one experiment.
+pub async fn run(command: EvaluateCommand) -> anyhow::Result<()> {
+    match command {
+        EvaluateCommand::Lab(options) => lab::run(&options).await,
+        EvaluateCommand::Sim(options) => sim::run(&options),
+    }
+}
+
+/// Writes `value` as pretty JSON to `out/name`, creating `out`.
+fn write_json(out: &Path, name: &str, value: &impl serde::Serialize) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let path = out.join(name);
+    std::fs::write(&path, serde_json::to_string_pretty(value)? + "\n")
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+/// A table for people: a header row and rows, columns padded.
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.len());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_owned()
+    };
+    let mut text = line(header.to_vec()) + "\n";
+    for row in rows {
+        text += &line(row.iter().map(String::as_str).collect());
+        text += "\n";
+    }
+    text
+}
