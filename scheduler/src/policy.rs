@@ -180,6 +180,28 @@ mod tests {
     use netaware_core::{NodeInfo, NodeKind};
 
     #[test]
+    fn scores_are_scaled_to_the_best_candidate() {
+        let candidates = names(&["a1", "a2", "a3", "b1"]);
+        let job = JobContext {
+            size: 2,
+            placed: Vec::new(),
+        };
+        let decision = decide(
+            Some(&matrix()),
+            Some(&job),
+            &candidates,
+            &PolicyConfig::default(),
+        );
+        let score = |name: &str| decision.scores.iter().find(|(n, _)| *n == name).unwrap().1;
+        // The best gets the whole range, whatever its quality (raw, about
+        // 0.9 of it); the rest keep their order.
+        let best = decision.scores.iter().map(|(_, s)| *s).max().unwrap();
+        assert_eq!(best, MAX_EXTENDER_PRIORITY, "{:?}", decision.scores);
+        assert!(score("a3") < score("a2"), "{:?}", decision.scores);
+        assert!(score("b1") < score("a3"), "{:?}", decision.scores);
+    }
+
+    #[test]
     fn a_job_goes_where_the_extender_scores_best_pod_after_pod() {
         let matrix = matrix();
         let free: Vec<String> = ["a1", "a2", "a3", "b1"].map(String::from).to_vec();
