@@ -38,17 +38,22 @@ fn workload_options(
     }
 }
 
+/// `n` free loopback addresses (bound, then let go).
+fn loopback_addresses(n: usize) -> Vec<std::net::SocketAddr> {
+    (0..n)
+        .map(|_| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn every_worker_of_a_ring_and_of_a_parameter_server_finishes() {
     for pattern in [Pattern::Ring, Pattern::ParameterServer] {
-        let workers: Vec<std::net::SocketAddr> = (0..3)
-            .map(|_| {
-                std::net::TcpListener::bind("127.0.0.1:0")
-                    .unwrap()
-                    .local_addr()
-                    .unwrap()
-            })
-            .collect();
+        let workers = loopback_addresses(3);
         let runs = (0..3).map(|rank| {
             let options = workload_options(rank, &workers, pattern);
             tokio::spawn(async move { run(&options).await })
@@ -71,14 +76,7 @@ async fn every_worker_of_a_ring_and_of_a_parameter_server_finishes() {
 
 #[tokio::test]
 async fn a_worker_that_cannot_reach_the_others_says_so() {
-    let workers: Vec<std::net::SocketAddr> = (0..2)
-        .map(|_| {
-            std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-        })
-        .collect();
+    let workers = loopback_addresses(2);
     let mut options = workload_options(0, &workers, Pattern::Ring);
     options.connect_timeout = Duration::from_millis(300);
     let err = run(&options).await.expect_err("nobody to talk to");
@@ -100,8 +98,10 @@ fn in_the_simulator_netaware_has_the_lowest_mean_job_completion_time() {
         loss_threshold: None,
         max_peers: None,
         seed: 1,
-        out: std::env::temp_dir(),
-        json: true,
+        output: netaware::evaluate::OutputArgs {
+            out: std::env::temp_dir(),
+            json: true,
+        },
     };
     let report = simulate_all(&options).unwrap();
     let netaware = &report.policies[0];

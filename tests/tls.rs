@@ -271,22 +271,19 @@ fn curl(url: &str, files: &PemFiles, client: ClientCert) -> Result<String, Strin
     }
 }
 
-/// curl is a real client, but one that CI installs: skip without it
-/// unless NETAWARE_REQUIRE_ROOT=1 says this is CI.
+/// curl is a real client, but one that CI installs.
 fn have_curl() -> bool {
-    if std::process::Command::new("curl")
-        .arg("--version")
-        .output()
-        .is_ok()
-    {
-        return true;
-    }
-    assert!(
-        std::env::var("NETAWARE_REQUIRE_ROOT").as_deref() != Ok("1"),
-        "curl is needed in CI (scripts/test installs it)"
-    );
-    eprintln!("skipping: no curl");
-    false
+    support::have_tool("curl")
+}
+
+/// A collector serving HTTPS (requiring client certificates or not), and
+/// the PEM files of its CA for curl.
+async fn https_collector(client_certificates: bool) -> (PemFiles, Collector, CancellationToken) {
+    let pki = Pki::new();
+    let files = PemFiles::new(&pki);
+    let shutdown = CancellationToken::new();
+    let (collector, _) = collector_with_https(&pki, Some(client_certificates), &shutdown).await;
+    (files, collector, shutdown)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -294,10 +291,7 @@ async fn https_metrics_require_a_client_certificate_from_the_ca_when_told_to() {
     if !have_curl() {
         return;
     }
-    let pki = Pki::new();
-    let files = PemFiles::new(&pki);
-    let shutdown = CancellationToken::new();
-    let (collector, _) = collector_with_https(&pki, Some(true), &shutdown).await;
+    let (files, collector, shutdown) = https_collector(true).await;
     let https = format!("https://127.0.0.1:{}", collector.http_addr.port());
     let get = |path: &str, client| {
         let url = format!("{https}{path}");
@@ -333,10 +327,7 @@ async fn https_without_client_certificates_serves_whoever_trusts_the_ca() {
     if !have_curl() {
         return;
     }
-    let pki = Pki::new();
-    let files = PemFiles::new(&pki);
-    let shutdown = CancellationToken::new();
-    let (collector, _) = collector_with_https(&pki, Some(false), &shutdown).await;
+    let (files, collector, shutdown) = https_collector(false).await;
     let url = format!("https://127.0.0.1:{}/metrics", collector.http_addr.port());
     let metrics = tokio::task::block_in_place(|| curl(&url, &files, ClientCert::None));
     assert!(

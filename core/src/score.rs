@@ -242,29 +242,6 @@ impl ScoreConfig {
             .map(|tp| self.throughput_term(tp.bps));
         terms
     }
-
-    /// The terms of a pair scored on its own figures alone, with no zone
-    /// averages to fall back on: a missing term is 0 and `Unknown`. (The
-    /// collector fills missing terms from zone averages instead; the
-    /// simulator, which measures every pair it scores, uses this.)
-    pub fn own_terms(&self, measured: &MeasuredTerms) -> Terms {
-        let term = |own: Option<f64>| match own {
-            Some(value) => (value, Source::Measured),
-            None => (0.0, Source::Unknown),
-        };
-        let (delay, delay_source) = term(measured.delay);
-        let (loss, loss_source) = term(measured.loss);
-        let (throughput, throughput_source) = term(measured.throughput);
-        Terms {
-            delay,
-            loss,
-            throughput,
-            delay_source,
-            loss_source,
-            throughput_source,
-            dead: measured.dead,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -98,6 +98,14 @@ pub struct ZoneSummary {
     pub zone_pairs: Vec<ZonePairView>,
 }
 
+/// The terms of a pair scored on its own figures alone, with no zone
+/// averages to fall back on: a missing term is 0 and `Unknown`. (The
+/// collector fills missing terms from zone averages instead; the
+/// simulator, which has no collector, uses this.)
+pub fn own_terms(config: &ScoreConfig, measured: &MeasuredTerms) -> Terms {
+    ZoneAverages::new(std::iter::empty()).fill(("", ""), measured, config)
+}
+
 /// Nodes and scored pairs, indexed for lookups.
 #[derive(Debug, Clone, Default)]
 pub struct ScoredMatrix {

@@ -18,7 +18,7 @@ use std::collections::HashSet;
 
 use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::score::ScoreConfig;
-use netaware_core::snapshot::{NodeView, ScoredMatrix, ScoredPair};
+use netaware_core::snapshot::{NodeView, ScoredMatrix, ScoredPair, own_terms};
 use netaware_core::{NodeInfo, NodeKind};
 use rand::Rng;
 
@@ -58,6 +58,15 @@ const LOSSY_LINK_LOSS: f64 = 0.005;
 const INTRA_ZONE_RTT_MS: f64 = 0.1;
 const INTER_ZONE_RTT_MS: f64 = 2.0;
 const INTER_ZONE_BPS: f64 = 25e9;
+
+/// The score configuration an operator of this cluster would set: the
+/// throughput term's reference at a healthy NIC's rate.
+pub fn score_config() -> ScoreConfig {
+    ScoreConfig {
+        throughput_reference_bps: HEALTHY_NIC_BPS,
+        ..ScoreConfig::default()
+    }
+}
 
 /// A cluster and the truth of its links.
 #[derive(Debug, Clone)]
@@ -199,7 +208,7 @@ impl Cluster {
                     }),
                     one_way_loss_ratio: None,
                 };
-                let terms = config.own_terms(&config.measured_terms(&summary, true, now));
+                let terms = own_terms(config, &config.measured_terms(&summary, true, now));
                 pairs.push(ScoredPair {
                     src,
                     dst,
@@ -261,10 +270,7 @@ mod tests {
         };
         let mut rng = StdRng::seed_from_u64(7);
         let cluster = Cluster::generate(&spec, &mut rng);
-        let config = ScoreConfig {
-            throughput_reference_bps: 100e9,
-            ..ScoreConfig::default()
-        };
+        let config = score_config();
         let matrix = cluster.measured(&config, 0, 1_000, &mut rng);
         assert_eq!(matrix.pairs().len(), 12 * 11);
         // Five peers each: the node's own zone only.

@@ -250,8 +250,7 @@ pub fn simulate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::ClusterSpec;
-    use netaware_core::score::ScoreConfig;
+    use crate::cluster::{ClusterSpec, score_config};
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
@@ -266,11 +265,7 @@ mod tests {
         };
         let mut rng = StdRng::seed_from_u64(3);
         let cluster = Cluster::generate(&spec, &mut rng);
-        let config = ScoreConfig {
-            throughput_reference_bps: 100e9,
-            ..ScoreConfig::default()
-        };
-        let matrix = cluster.measured(&config, 0, 0, &mut rng);
+        let matrix = cluster.measured(&score_config(), 0, 0, &mut rng);
         let workload = WorkloadSpec {
             jobs: 40,
             sizes: vec![(2, 1.0), (4, 1.0), (8, 0.5)],

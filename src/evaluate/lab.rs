@@ -6,7 +6,6 @@
 //! hosts) on each placement, ring all-reduce and parameter server.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -57,12 +56,8 @@ pub struct LabOptions {
     /// Seed of the first draw (draw d uses seed + d).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Where the JSON and the plot go.
-    #[arg(long, default_value = "evaluation")]
-    pub out: PathBuf,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: super::OutputArgs,
 }
 
 /// One policy's placement and what the job did on it.
@@ -434,8 +429,8 @@ pub fn render(report: &LabReport, patterns: &[Pattern]) -> String {
 /// Runs the experiment, prints the table, writes lab.json and lab.png.
 pub async fn run(options: &LabOptions) -> anyhow::Result<()> {
     let report = measure_and_run(options).await?;
-    let json = super::write_json(&options.out, "lab.json", &report)?;
-    let png = options.out.join("lab.png");
+    let json = super::write_json(&options.output.out, "lab.json", &report)?;
+    let png = options.output.out.join("lab.png");
     let panels: Vec<Panel> = options
         .patterns
         .iter()
@@ -460,7 +455,7 @@ pub async fn run(options: &LabOptions) -> anyhow::Result<()> {
         "s per iteration (bar: mean of draws' medians, tick: worst p90)",
         &panels,
     )?;
-    if options.json {
+    if options.output.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", render(&report, &options.patterns));

@@ -26,6 +26,17 @@ pub enum EvaluateCommand {
     Sim(sim::SimOptions),
 }
 
+/// Where an experiment's results go.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputArgs {
+    /// Where the JSON and the plot go.
+    #[arg(long, default_value = "evaluation")]
+    pub out: PathBuf,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Runs one experiment.
 pub async fn run(command: EvaluateCommand) -> anyhow::Result<()> {
     match command {

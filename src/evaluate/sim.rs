@@ -1,10 +1,7 @@
 //! `netaware evaluate sim`: the cluster simulator, every policy on the same
 //! cluster, the same measurements and the same trace of jobs.
 
-use std::path::PathBuf;
-
-use netaware_core::score::ScoreConfig;
-use netaware_eval::cluster::{Cluster, ClusterSpec};
+use netaware_eval::cluster::{Cluster, ClusterSpec, score_config};
 use netaware_eval::policies::Policy;
 use netaware_eval::sim::{PolicySummary, WorkloadSpec, simulate, trace};
 use netaware_scheduler::policy::PolicyConfig;
@@ -47,12 +44,8 @@ pub struct SimOptions {
     /// Seed of the cluster, the measurements and the trace.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Where the JSON and the plot go.
-    #[arg(long, default_value = "evaluation")]
-    pub out: PathBuf,
-    /// Print the summary as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: super::OutputArgs,
 }
 
 /// What `netaware evaluate sim` writes to sim.json.
@@ -101,12 +94,7 @@ pub fn simulate_all(options: &SimOptions) -> anyhow::Result<SimReport> {
     };
     let mut rng = StdRng::seed_from_u64(options.seed);
     let cluster = Cluster::generate(&cluster_spec, &mut rng);
-    // The operator sets the throughput reference to the fabric's speed.
-    let score = ScoreConfig {
-        throughput_reference_bps: 100e9,
-        ..ScoreConfig::default()
-    };
-    let matrix = cluster.measured(&score, cluster_spec.max_peers, 0, &mut rng);
+    let matrix = cluster.measured(&score_config(), cluster_spec.max_peers, 0, &mut rng);
     let jobs = trace(&workload, cluster.names.len(), &mut rng);
     let mut config = PolicyConfig::default();
     if let Some(threshold) = options.loss_threshold {
@@ -175,8 +163,8 @@ pub fn render(report: &SimReport) -> String {
 /// Runs the simulator, prints the table, writes sim.json and sim.png.
 pub fn run(options: &SimOptions) -> anyhow::Result<()> {
     let report = simulate_all(options)?;
-    let json = super::write_json(&options.out, "sim.json", &report)?;
-    let png = options.out.join("sim.png");
+    let json = super::write_json(&options.output.out, "sim.json", &report)?;
+    let png = options.output.out.join("sim.png");
     let bars = report
         .policies
         .iter()
@@ -200,7 +188,7 @@ pub fn run(options: &SimOptions) -> anyhow::Result<()> {
             bars,
         }],
     )?;
-    if options.json {
+    if options.output.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", render(&report));

@@ -21,6 +21,26 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 
+/// Whether `program` runs here (`program --version`). Without it a test
+/// skips, unless NETAWARE_REQUIRE_ROOT=1 (CI, where scripts/test installs
+/// it) makes that a failure.
+pub fn have_tool(program: &str) -> bool {
+    let runs = std::process::Command::new(program)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok();
+    if !runs {
+        assert!(
+            std::env::var("NETAWARE_REQUIRE_ROOT").as_deref() != Ok("1"),
+            "{program} is needed in CI (scripts/test installs it)"
+        );
+        eprintln!("skipping: no {program}");
+    }
+    runs
+}
+
 /// Whether this test may use root (raw ICMP sockets, the lab). Without
 /// root it skips, unless NETAWARE_REQUIRE_ROOT=1 (as in CI) makes it fail.
 pub fn have_root(test: &str) -> bool {

@@ -2,28 +2,13 @@
 //! HTTP API.
 
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Whether the `prometheus` binary is here. Without it a test skips,
-/// unless NETAWARE_REQUIRE_ROOT=1 (CI, where scripts/test installs it).
+/// Whether the `prometheus` binary is here (see [`super::have_tool`]).
 pub fn available() -> bool {
-    if Command::new("prometheus")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok()
-    {
-        return true;
-    }
-    assert!(
-        std::env::var("NETAWARE_REQUIRE_ROOT").as_deref() != Ok("1"),
-        "prometheus is needed in CI (scripts/test installs it)"
-    );
-    eprintln!("skipping: no prometheus");
-    false
+    super::have_tool("prometheus")
 }
 
 /// GETs `path_and_query` from Prometheus and returns the JSON `data`
