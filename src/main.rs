@@ -141,7 +141,11 @@ async fn main() -> anyhow::Result<()> {
                 .await
         }
         Command::Workload(options) => {
-            let report = netaware::workload::run(&options).await?;
+            let shutdown = netaware_runtime::shutdown_on_signal()?;
+            let report = tokio::select! {
+                report = netaware::workload::run(&options) => report?,
+                () = shutdown.cancelled() => anyhow::bail!("interrupted"),
+            };
             if options.json {
                 println!("{}", serde_json::to_string(&report)?);
             } else {
@@ -158,7 +162,9 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Evaluate(command) => netaware::evaluate::run(command).await,
+        Command::Evaluate(command) => {
+            netaware::evaluate::run(command, netaware_runtime::shutdown_on_signal()?).await
+        }
         Command::Certs(options) => {
             let report = netaware::certs_command::run(&options)?;
             if options.json {

@@ -16,6 +16,7 @@ pub mod sim;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use tokio_util::sync::CancellationToken;
 
 /// The experiments.
 #[derive(Debug, clap::Subcommand)]
@@ -37,11 +38,24 @@ pub struct OutputArgs {
     pub json: bool,
 }
 
-/// Runs one experiment.
-pub async fn run(command: EvaluateCommand) -> anyhow::Result<()> {
-    match command {
-        EvaluateCommand::Lab(options) => lab::run(&options).await,
-        EvaluateCommand::Sim(options) => sim::run(&options),
+/// Runs one experiment until it ends or `shutdown` (SIGINT, SIGTERM),
+/// which drops it: the lab, its processes and its namespaces go with it.
+pub async fn run(command: EvaluateCommand, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let experiment = async {
+        match command {
+            EvaluateCommand::Lab(options) => lab::run(&options).await,
+            // Pure computation, off the runtime's threads, so that a
+            // signal still gets through.
+            EvaluateCommand::Sim(options) => {
+                tokio::task::spawn_blocking(move || sim::run(&options))
+                    .await
+                    .context("the simulation panicked")?
+            }
+        }
+    };
+    tokio::select! {
+        done = experiment => done,
+        () = shutdown.cancelled() => anyhow::bail!("interrupted: nothing written"),
     }
 }
 
