@@ -95,7 +95,10 @@ fn lab_demo_prints_the_topology_and_removes_the_lab() {
         .find(|l| l.starts_with("zone-a") && l.contains("zone-b") && !l.contains("<->"))
         .unwrap();
     let rtt: f64 = ab.split_whitespace().nth(2).unwrap().parse().unwrap();
-    assert!((10.0..10.6).contains(&rtt), "{ab}");
+    // Never below the configured delay; above it by the emulator's own
+    // lateness, which on two loaded cores (CI builds and tests beside it)
+    // reached 0.8 ms.
+    assert!((10.0..11.0).contains(&rtt), "{ab}");
     let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(
         !String::from_utf8_lossy(&left.stdout).contains("nalab-"),
