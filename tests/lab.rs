@@ -193,6 +193,8 @@ fn matrix_matches_the_topology_and_ping_and_placement_follows_it() {
                 .map(move |dst| (src.as_str(), dst.as_str()))
         })
         .collect();
+    let off = |agent: f64, ping: f64| (agent - ping).abs() > (ping * 0.03).max(0.2);
+    let mut suspects = Vec::new();
     for batch in all_pairs.chunks(4) {
         let pinged: Vec<(&str, &str, f64)> = std::thread::scope(|scope| {
             let handles: Vec<_> = batch
@@ -203,19 +205,31 @@ fn matrix_matches_the_topology_and_ping_and_placement_follows_it() {
         });
         for (src, dst, ping) in pinged {
             let agent = pair(&matrix, src, dst).rtt_median_ms.unwrap();
-            let off = |ping: f64| (agent - ping).abs() > (ping * 0.03).max(0.2);
-            // ping has bad seconds too (a busy CPU): a pair that is off is
-            // pinged once more, longer, before it counts as off.
-            let ping = if off(ping) {
-                ping_median(&system, src, dst, 40)
-            } else {
-                ping
-            };
-            if off(ping) {
-                failures.push(format!(
-                    "{src} -> {dst}: agent median {agent:.3} ms, ping median {ping:.3} ms"
-                ));
+            if off(agent, ping) {
+                suspects.push((src, dst, agent, ping));
             }
+        }
+    }
+    // ping has bad stretches too: a CI run saw every ping from zone b read
+    // 0.3 to 5 ms high for twenty seconds while the agents, the emulator and
+    // the truth agreed. So a pair that is off is pinged again later, alone,
+    // twice, and counts as off only if ping never agrees with the agent; an
+    // agent that is really off disagrees with every one of them.
+    for (src, dst, agent, first) in suspects {
+        let mut pings = vec![first];
+        for _ in 0..2 {
+            std::thread::sleep(Duration::from_secs(1));
+            pings.push(ping_median(&system, src, dst, 40));
+            if !off(agent, *pings.last().unwrap()) {
+                break;
+            }
+        }
+        if pings.iter().all(|ping| off(agent, *ping)) {
+            let pings: Vec<String> = pings.iter().map(|p| format!("{p:.3}")).collect();
+            failures.push(format!(
+                "{src} -> {dst}: agent median {agent:.3} ms, ping medians {} ms",
+                pings.join(", ")
+            ));
         }
     }
     let stats = system.lab().stats().unwrap();
