@@ -85,46 +85,58 @@ async fn a_worker_that_cannot_reach_the_others_says_so() {
     assert!(run(&options).await.is_err());
 }
 
+/// At a usual load and at full load: when only leftovers are free, a
+/// policy that avoided degraded nodes while it could meets them there.
 #[test]
 fn in_the_simulator_netaware_has_the_lowest_mean_job_completion_time() {
-    let options = SimOptions {
-        zones: 4,
-        nodes_per_zone: 32,
-        degraded_nodes: 0.05,
-        degraded_links: 0.01,
-        jobs: 150,
-        load: 0.7,
-        gradient_mb: 100.0,
-        loss_threshold: None,
-        max_peers: None,
-        seed: 1,
-        output: netaware::evaluate::OutputArgs {
-            out: std::env::temp_dir(),
-            json: true,
-        },
-    };
-    let report = simulate_all(&options).unwrap();
-    let netaware = &report.policies[0];
-    assert_eq!(netaware.policy, Policy::Netaware);
-    for other in &report.policies[1..] {
-        println!(
-            "{}: mean JCT {:.0} s vs netaware {:.0} s",
-            other.policy.name(),
-            other.mean_jct_s,
-            netaware.mean_jct_s
-        );
-        assert!(
-            netaware.mean_jct_s < other.mean_jct_s,
-            "{:?} beats netaware: {report:#?}",
-            other.policy
-        );
+    for load in [0.7, 1.0] {
+        let options = SimOptions {
+            zones: 4,
+            nodes_per_zone: 32,
+            degraded_nodes: 0.05,
+            degraded_links: 0.01,
+            jobs: 150,
+            load,
+            gradient_mb: 100.0,
+            loss_threshold: None,
+            max_peers: None,
+            seed: 1,
+            output: netaware::evaluate::OutputArgs {
+                out: std::env::temp_dir(),
+                json: true,
+            },
+        };
+        let report = simulate_all(&options).unwrap();
+        let netaware = &report.policies[0];
+        assert_eq!(netaware.policy, Policy::Netaware);
+        for other in &report.policies[1..] {
+            println!(
+                "load {load}: {}: mean JCT {:.0} s vs netaware {:.0} s",
+                other.policy.name(),
+                other.mean_jct_s,
+                netaware.mean_jct_s
+            );
+            assert!(
+                netaware.mean_jct_s < other.mean_jct_s,
+                "load {load}: {:?} beats netaware: {report:#?}",
+                other.policy
+            );
+            // Per iteration too: a queue can hide slow placements, this
+            // cannot (before degraded nodes failed, zone-only's were
+            // faster here at both loads: 0.29 s to netaware's 0.38 s).
+            assert!(
+                netaware.mean_iteration_s < other.mean_iteration_s,
+                "load {load}: {:?} iterates faster than netaware: {report:#?}",
+                other.policy
+            );
+        }
+        let spread = report
+            .policies
+            .iter()
+            .find(|p| p.policy == Policy::Spread)
+            .unwrap();
+        assert!(spread.multi_zone > 0.9, "spreading spans zones");
     }
-    let spread = report
-        .policies
-        .iter()
-        .find(|p| p.policy == Policy::Spread)
-        .unwrap();
-    assert!(spread.multi_zone > 0.9, "spreading spans zones");
 }
 
 #[test]

@@ -10,10 +10,12 @@
 //! - [`matrix`]: the directed pair matrix over recent measurement windows.
 //! - [`score`]: the score model that turns a pair's figures into a quality.
 //! - [`snapshot`]: a scored, self-contained view of the matrix at one instant.
+//! - [`node_health`]: whether a node itself is degraded, from its zone links.
 //! - [`placement`]: where the workers of a job should go, and why.
 //! - [`throughput_plan`]: which throughput tests run when, within a budget.
 
 pub mod matrix;
+pub mod node_health;
 pub mod peers;
 pub mod placement;
 pub mod registry;

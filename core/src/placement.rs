@@ -13,6 +13,9 @@
 //!    worker below [`PlacementConfig::min_goodput_fraction`] of that
 //!    worker's typical (median) goodput: a ring all-reduce runs at its
 //!    slowest link, and a mean of qualities would hide one.
+//!    A node degraded on its own (most of its links inside its zone lossy or
+//!    far slower than its zone's usual, see [`crate::node_health`]) fails
+//!    by the same two thresholds, with or without workers placed.
 //! 3. Every score carries the terms behind it ([`NodeTerms`]).
 //!
 //! The CLI's `rank`, the collector's Rank RPC and the scheduler extender all
@@ -21,7 +24,6 @@
 use std::collections::BTreeMap;
 
 use crate::NodeKind;
-use crate::score::Source;
 use crate::snapshot::{ScoredMatrix, ScoredPair};
 
 /// Tuning of the placement policy.
@@ -181,7 +183,11 @@ pub fn rank<'a>(
                     Some("stale: no fresh measurements of this node".to_owned())
                 }
                 Some(i) => lossy_peer(matrix, &to_placed[i], config.loss_threshold)
-                    .or_else(|| slow_peer(matrix, &to_placed[i], config.min_goodput_fraction)),
+                    .or_else(|| slow_peer(matrix, &to_placed[i], config.min_goodput_fraction))
+                    .or_else(|| {
+                        matrix.health()[i]
+                            .degraded(config.loss_threshold, config.min_goodput_fraction)
+                    }),
             };
             (candidate, name, index, failure)
         })
@@ -299,11 +305,6 @@ impl NodeTerms {
     }
 }
 
-/// The node at the other end of `pair` from `node`.
-fn other_end(pair: &ScoredPair, node: usize) -> usize {
-    if pair.src == node { pair.dst } else { pair.src }
-}
-
 /// What the links between one node and a set of others add up to.
 #[derive(Debug, Clone, Default)]
 struct Links<'m> {
@@ -317,15 +318,9 @@ struct Links<'m> {
     slowest: Option<(&'m ScoredPair, f64, f64)>,
 }
 
-/// A pair's goodput when it is fresh.
-fn fresh_goodput(pair: &ScoredPair) -> Option<f64> {
-    (pair.terms.throughput_source == Source::Measured)
-        .then_some(pair.summary.throughput.as_ref()?.bps)
-}
-
 impl<'m> Links<'m> {
     fn add(&mut self, pair: &'m ScoredPair, placed_median: Option<f64>) {
-        if let (Some(goodput), Some(median)) = (fresh_goodput(pair), placed_median) {
+        if let (Some(goodput), Some(median)) = (pair.fresh_goodput(), placed_median) {
             let ratio = |(_, g, m): (&ScoredPair, f64, f64)| g / m;
             if self
                 .slowest
@@ -371,7 +366,10 @@ impl<'m> Links<'m> {
 fn placed_medians(matrix: &ScoredMatrix, placed: &[usize]) -> Vec<Option<f64>> {
     let mut medians = vec![None; matrix.nodes().len()];
     for &peer in placed {
-        let mut goodputs: Vec<f64> = matrix.links(peer).filter_map(fresh_goodput).collect();
+        let mut goodputs: Vec<f64> = matrix
+            .links(peer)
+            .filter_map(ScoredPair::fresh_goodput)
+            .collect();
         if goodputs.is_empty() {
             continue;
         }
@@ -397,7 +395,7 @@ fn links_to<'m>(
         // Each pair lands with the node at its other end; a pair between
         // two placed workers lands once with each of them.
         for pair in matrix.links(peer) {
-            links[other_end(pair, peer)].add(pair, medians[peer]);
+            links[pair.other_end(peer)].add(pair, medians[peer]);
         }
     }
     links
@@ -450,7 +448,7 @@ fn node_terms(
     let mut sums = [0.0; 4];
     for pair in matrix
         .links(node)
-        .filter(|pair| other(other_end(pair, node)))
+        .filter(|pair| other(pair.other_end(node)))
     {
         sums[0] += pair.quality;
         sums[1] += pair.terms.delay;
@@ -569,7 +567,7 @@ fn best_group_quality(matrix: &ScoredMatrix, members: &[usize], size: usize) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::tests::scored;
+    use crate::snapshot::tests::{scored, with_goodputs};
 
     /// Three zones: a (3 nodes, a3 lossy), b (3 clean nodes, slower), c (1).
     fn cluster() -> ScoredMatrix {
@@ -635,28 +633,14 @@ mod tests {
 
     /// [`cluster`] with goodputs in zone b: 10 Gbit/s, but 0.5 to and from b3.
     fn cluster_with_a_slow_b3() -> ScoredMatrix {
-        let matrix = cluster();
-        let name = |i: usize| matrix.nodes()[i].info.name.clone();
-        let pairs = matrix
-            .pairs()
-            .iter()
-            .cloned()
-            .map(|mut pair| {
-                let (src, dst) = (name(pair.src), name(pair.dst));
-                if src.starts_with('b') && dst.starts_with('b') {
-                    let slow = src == "b3" || dst == "b3";
-                    pair.summary.throughput = Some(crate::matrix::Throughput {
-                        bps: if slow { 0.5e9 } else { 10e9 },
-                        at: 10_000,
-                        retransmits: None,
-                        tcp_rtt_ms: None,
-                    });
-                    pair.terms.throughput_source = Source::Measured;
-                }
-                pair
+        with_goodputs(&cluster(), |src, dst| {
+            let slow = src == "b3" || dst == "b3";
+            (src.starts_with('b') && dst.starts_with('b')).then_some(if slow {
+                0.5e9
+            } else {
+                10e9
             })
-            .collect();
-        ScoredMatrix::from_parts(matrix.nodes().to_vec(), pairs)
+        })
     }
 
     #[test]
@@ -670,15 +654,33 @@ mod tests {
         assert!(reason.contains("median 10.000"), "{reason}");
         let b2 = ranking.nodes.iter().find(|n| n.name == "b2").unwrap();
         assert!(b2.feasible());
-        // Off, or with nothing placed yet: b3 is merely scored.
+        // With nothing placed yet, b3 fails all the same: most of its own
+        // links in its zone are that slow (and a3's that lossy).
+        let ranking = rank(&matrix, &job(3, &[]), &PlacementConfig::default());
+        let failed: Vec<(&str, &str)> = ranking
+            .nodes
+            .iter()
+            .filter_map(|n| Some((n.name, n.failure.as_deref()?)))
+            .collect();
+        assert_eq!(failed.len(), 2, "{failed:?}");
+        assert!(
+            failed.iter().any(|(name, reason)| *name == "b3"
+                && reason.starts_with("degraded: goodput 0.500 Gbit/s"))
+        );
+        assert!(
+            failed
+                .iter()
+                .any(|(name, reason)| *name == "a3" && reason.starts_with("degraded: loss 20.0%"))
+        );
+        // Off: b3 is merely scored, placed worker or not.
         let off = PlacementConfig {
             min_goodput_fraction: 0.0,
             ..PlacementConfig::default()
         };
-        let ranking = rank(&matrix, &job(3, &placed), &off);
-        assert!(ranking.nodes.iter().all(|n| n.name != "b3" || n.feasible()));
-        let ranking = rank(&matrix, &job(3, &[]), &PlacementConfig::default());
-        assert!(ranking.nodes.iter().all(RankedNode::feasible));
+        for placed in [&placed[..], &[]] {
+            let ranking = rank(&matrix, &job(3, placed), &off);
+            assert!(ranking.nodes.iter().all(|n| n.name != "b3" || n.feasible()));
+        }
     }
 
     #[test]

@@ -10,8 +10,10 @@
 //! rebuild the same view with [`ScoredMatrix::from_parts`].
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 
 use crate::matrix::{PairMatrix, PairSummary};
+use crate::node_health::{self, NodeHealth};
 use crate::registry::{Registry, STALE_AFTER_WINDOWS};
 use crate::score::{MeasuredTerms, ScoreConfig, Source, Terms};
 use crate::{NodeInfo, NodeKind, UnixMillis};
@@ -52,6 +54,17 @@ impl ScoredPair {
     /// when it is missing.
     pub fn is_fallback(&self) -> bool {
         self.terms.delay_source != Source::Measured || self.terms.loss_source != Source::Measured
+    }
+
+    /// The node at the other end of this pair from `node`.
+    pub fn other_end(&self, node: usize) -> usize {
+        if self.src == node { self.dst } else { self.src }
+    }
+
+    /// Its goodput (bits/s), when measured and fresh.
+    pub fn fresh_goodput(&self) -> Option<f64> {
+        (self.terms.throughput_source == Source::Measured)
+            .then_some(self.summary.throughput.as_ref()?.bps)
     }
 }
 
@@ -119,6 +132,9 @@ pub struct ScoredMatrix {
     /// lookups per call).
     outgoing: Vec<Vec<usize>>,
     incoming: Vec<Vec<usize>>,
+    /// Each node's health, worked out on first use: one walk over every
+    /// link, which the extender must not repeat for every pod.
+    health: OnceLock<Vec<NodeHealth>>,
 }
 
 impl ScoredMatrix {
@@ -226,6 +242,7 @@ impl ScoredMatrix {
             pair_index,
             outgoing,
             incoming,
+            health: OnceLock::new(),
         }
     }
 
@@ -274,6 +291,11 @@ impl ScoredMatrix {
             })
             .collect();
         Self::from_parts(nodes, self.pairs.clone())
+    }
+
+    /// What each node's own links inside its zone say of it, by node index.
+    pub fn health(&self) -> &[NodeHealth] {
+        self.health.get_or_init(|| node_health::of(self))
     }
 
     /// All nodes, by name.
@@ -493,6 +515,33 @@ pub(crate) mod tests {
             matrix.record(src, dst, window(now, *median, *loss));
         }
         ScoredMatrix::build(&registry, &matrix, &ScoreConfig::default(), now)
+    }
+
+    /// `matrix` with the goodput (bits/s) that `goodput` gives a pair by
+    /// its names, measured and fresh as of `matrix`'s pairs.
+    pub(crate) fn with_goodputs(
+        matrix: &ScoredMatrix,
+        goodput: impl Fn(&str, &str) -> Option<f64>,
+    ) -> ScoredMatrix {
+        let name = |i: usize| matrix.nodes()[i].info.name.as_str();
+        let pairs = matrix
+            .pairs()
+            .iter()
+            .cloned()
+            .map(|mut pair| {
+                if let Some(bps) = goodput(name(pair.src), name(pair.dst)) {
+                    pair.summary.throughput = Some(crate::matrix::Throughput {
+                        bps,
+                        at: pair.summary.last_end.unwrap_or(0),
+                        retransmits: None,
+                        tcp_rtt_ms: None,
+                    });
+                    pair.terms.throughput_source = Source::Measured;
+                }
+                pair
+            })
+            .collect();
+        ScoredMatrix::from_parts(matrix.nodes().to_vec(), pairs)
     }
 
     #[test]

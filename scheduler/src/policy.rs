@@ -6,7 +6,8 @@
 //! scores, or for a pod that belongs to no known job, every node passes with
 //! the same score. Only what the measurements show fails a node: loss above
 //! the threshold, or goodput far below the usual, to a worker of the same
-//! job already placed (and, in strict mode, a node outside the job's zone).
+//! job already placed or on most of the node's own links inside its zone
+//! (and, in strict mode, a node outside the job's zone).
 
 use std::collections::BTreeMap;
 
@@ -97,7 +98,7 @@ pub fn decide<'a>(
         // Only what was measured fails a node; a node without data (unknown
         // or stale) stays schedulable, with the lowest score.
         if let Some(reason) = &node.failure {
-            let measured = ["loss ", "goodput ", "outside the chosen zone"]
+            let measured = ["loss ", "goodput ", "degraded", "outside the chosen zone"]
                 .iter()
                 .any(|measured| reason.starts_with(measured));
             if measured {
