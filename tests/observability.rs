@@ -9,7 +9,8 @@
 //!   the control host scrapes the real collector, the nine agents and a
 //!   scheduler extender that is being called; every query of every panel
 //!   returns data, and every alert fires in the scenario built for it (a
-//!   lossy host, a zone cut off, an agent killed, the collector killed),
+//!   lossy host and its links, a zone cut off, an agent killed, the
+//!   collector killed),
 //!   with the rules' `for` shortened to seconds (the unit tests hold the
 //!   real ones).
 
@@ -388,6 +389,21 @@ fn a_real_prometheus_answers_every_panel_and_fires_every_alert() {
         )
         .await;
         assert!(lossy.len() < 72 / 2, "{lossy:?}");
+        // and a3 itself is degraded: lossy to both its zone-mates. They are
+        // not (each has one clean zone-mate), nor is any host of zone-c.
+        let degraded = wait_for_alert(
+            prometheus,
+            "NetawareNodeDegraded",
+            Duration::from_secs(60),
+            |a| a["node"] == "a3",
+        )
+        .await;
+        assert!(
+            degraded
+                .iter()
+                .all(|a| !["a1", "a2"].contains(&a["node"].as_str()) && a["zone"] != "zone-c"),
+            "{degraded:?}"
+        );
 
         // Zone c cut off: the alert names it, and clears once it heals.
         let mut faults = Faults::default();

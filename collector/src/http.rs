@@ -21,20 +21,26 @@ pub fn router(shared: Arc<Shared>) -> Router {
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
     let now = now_ms();
-    let (snapshot, throughput, last_seqs) = {
+    let (snapshot, throughput, last_seqs, placement) = {
         let state = shared.state.lock().await;
         let last_seqs = state
             .saved_nodes()
             .into_iter()
             .map(|node| (node.name, node.last_seq))
             .collect();
-        (state.snapshot(now), state.throughput_counts(), last_seqs)
+        (
+            state.snapshot(now),
+            state.throughput_counts(),
+            last_seqs,
+            state.config().placement,
+        )
     };
     let facts = ScrapeFacts {
         open_sessions: shared.sessions().len(),
         throughput,
         pair_node_limit: DEFAULT_PAIR_NODE_LIMIT,
         last_seqs,
+        placement,
     };
     (
         [(CONTENT_TYPE, netaware_runtime::PROMETHEUS_CONTENT_TYPE)],

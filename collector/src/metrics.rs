@@ -16,6 +16,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
+use netaware_core::placement::PlacementConfig;
 use netaware_core::snapshot::ScoredMatrix;
 
 use crate::state::ThroughputCounts;
@@ -112,6 +113,8 @@ pub struct ScrapeFacts {
     /// Each agent's node and the sequence number of its last accepted
     /// window.
     pub last_seqs: Vec<(String, u64)>,
+    /// The placement thresholds that say whether a node is degraded.
+    pub placement: PlacementConfig,
 }
 
 /// The metrics text of a scrape: the work counters and the matrix as of
@@ -119,7 +122,7 @@ pub struct ScrapeFacts {
 pub fn exposition(work: &WorkMetrics, snapshot: &ScoredMatrix, facts: &ScrapeFacts) -> String {
     let mut registry = Registry::with_prefix("netaware");
     register_work(&mut registry, work, facts);
-    register_matrix(&mut registry, snapshot, facts.pair_node_limit);
+    register_matrix(&mut registry, snapshot, facts);
     let mut text = String::new();
     // Writing into a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
@@ -197,7 +200,7 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
     );
 }
 
-fn register_matrix(registry: &mut Registry, snapshot: &ScoredMatrix, pair_node_limit: usize) {
+fn register_matrix(registry: &mut Registry, snapshot: &ScoredMatrix, facts: &ScrapeFacts) {
     let nodes = snapshot.nodes();
     let zone_nodes = |i: usize| ZoneNodeLabels {
         node: nodes[i].info.name.clone(),
@@ -221,7 +224,23 @@ fn register_matrix(registry: &mut Registry, snapshot: &ScoredMatrix, pair_node_l
             score.get_or_create(&zone_nodes(i)).set(mean);
         }
     }
+    // Only nodes with enough zone-mates to judge get a sample: no made-up 0.
+    let degraded = Family::<ZoneNodeLabels, Gauge>::default();
+    let placement = &facts.placement;
+    for (i, health) in snapshot.health().iter().enumerate() {
+        if health.judged() {
+            let verdict = health.degraded(placement.loss_threshold, placement.min_goodput_fraction);
+            degraded
+                .get_or_create(&zone_nodes(i))
+                .set(i64::from(verdict.is_some()));
+        }
+    }
     registry.register("node_stale", "1 when the node has no fresh reports", stale);
+    registry.register(
+        "node_degraded",
+        "1 when most of the node's links inside its zone are lossy or far slower than its zone's usual, so placement fails it; 0 when they are not",
+        degraded,
+    );
     registry.register(
         "node_score",
         "Mean quality (0 to 1) of the node's links inside its zone, both ways",
@@ -251,7 +270,7 @@ fn register_matrix(registry: &mut Registry, snapshot: &ScoredMatrix, pair_node_l
         "zone pair: mean over its measured node pairs",
     );
 
-    if nodes.len() <= pair_node_limit {
+    if nodes.len() <= facts.pair_node_limit {
         let families = PairFamilies::default();
         for p in snapshot.pairs() {
             let labels = PairLabels {
@@ -417,6 +436,7 @@ mod tests {
             },
             pair_node_limit: limit,
             last_seqs: vec![("a1".into(), 7)],
+            placement: PlacementConfig::default(),
         }
     }
 
@@ -443,6 +463,73 @@ mod tests {
         // No goodput was measured: no sample rather than a made-up 0.
         assert!(!text.contains("netaware_pair_goodput_bytes_per_second{"));
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn a_node_lossy_to_its_zone_mates_is_exported_as_degraded() {
+        let mut state = CollectorState::new(ModelConfig::default(), Vec::new());
+        let nodes = [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b")];
+        for (node, zone) in nodes {
+            let hello = Hello {
+                node: node.into(),
+                addresses: vec!["127.0.0.2".into()],
+                zone: zone.into(),
+                window_ms: 1_000,
+                probe_interval_ms: 100,
+                instance: 1,
+                ..Hello::default()
+            };
+            state.hello(&hello, 1_000).unwrap();
+        }
+        for (node, _) in nodes {
+            let peers = nodes
+                .iter()
+                .filter(|(peer, _)| *peer != node)
+                .map(|(peer, _)| PeerWindow {
+                    peer: (*peer).into(),
+                    sent: 10,
+                    // a3 loses 30% both ways.
+                    received: if node == "a3" || *peer == "a3" { 7 } else { 10 },
+                    rtt_min_ms: 0.2,
+                    rtt_median_ms: 0.2,
+                    rtt_p90_ms: 0.2,
+                    rtt_p99_ms: 0.2,
+                    rtt_max_ms: 0.2,
+                    ..PeerWindow::default()
+                })
+                .collect();
+            let window = Window {
+                seq: 1,
+                start_unix_ms: 1_000,
+                end_unix_ms: 2_000,
+                peers,
+                ..Window::default()
+            };
+            state.ingest(node, &window, 2_000).unwrap();
+        }
+        let text = exposition(&WorkMetrics::default(), &state.snapshot(2_000), &facts(100));
+        for line in [
+            r#"netaware_node_degraded{node="a3",zone="a"} 1"#,
+            r#"netaware_node_degraded{node="a1",zone="a"} 0"#,
+            r#"netaware_node_degraded{node="a2",zone="a"} 0"#,
+        ] {
+            assert!(text.contains(line), "missing {line}:\n{text}");
+        }
+        // b1 has no zone-mate to be judged by.
+        assert!(
+            !text.contains(r#"netaware_node_degraded{node="b1""#),
+            "{text}"
+        );
+        // Under a looser threshold, a3 is not degraded.
+        let loose = ScrapeFacts {
+            placement: PlacementConfig {
+                loss_threshold: 0.5,
+                ..PlacementConfig::default()
+            },
+            ..facts(100)
+        };
+        let text = exposition(&WorkMetrics::default(), &state.snapshot(2_000), &loose);
+        assert!(text.contains(r#"netaware_node_degraded{node="a3",zone="a"} 0"#));
     }
 
     #[test]

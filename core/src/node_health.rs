@@ -39,6 +39,11 @@ pub struct NodeHealth {
 }
 
 impl NodeHealth {
+    /// Whether the links say enough to judge the node at all.
+    pub fn judged(&self) -> bool {
+        self.loss.is_some() || self.goodput_bps.is_some()
+    }
+
     /// Why the node is degraded, or `None`: loss above `loss_threshold` on
     /// most of its zone links, or goodput below `min_goodput_fraction` of
     /// its zone's usual on most of them (0: goodput never fails it).
