@@ -64,6 +64,9 @@ impl ScoreCache {
     /// Stores a matrix received now.
     pub async fn store(&self, matrix: &pb::Matrix) {
         let scored = Arc::new(scored_matrix(matrix));
+        // Work out node health here, once per matrix, rather than in the
+        // first kube-scheduler call that needs it.
+        scored.health();
         *self.latest.write().await = Some(Cached {
             matrix: scored,
             received: Instant::now(),
