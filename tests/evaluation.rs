@@ -99,6 +99,7 @@ fn in_the_simulator_netaware_has_the_lowest_mean_job_completion_time() {
             load,
             gradient_mb: 100.0,
             loss_threshold: None,
+            strict_zone: false,
             max_peers: None,
             seed: 1,
             output: netaware::evaluate::OutputArgs {

@@ -41,6 +41,10 @@ pub struct SimOptions {
     /// netaware's --loss-threshold (default: the product's default).
     #[arg(long)]
     pub loss_threshold: Option<f64>,
+    /// netaware with the extender's --strict-zone: a job waits for room
+    /// in one zone rather than spill over.
+    #[arg(long)]
+    pub strict_zone: bool,
     /// Seed of the cluster, the measurements and the trace.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -54,6 +58,8 @@ pub struct SimReport {
     pub cluster: ClusterSpec,
     pub workload: WorkloadSpec,
     pub seed: u64,
+    /// Whether netaware ran with --strict-zone.
+    pub strict_zone: bool,
     pub policies: Vec<PolicySummary>,
 }
 
@@ -104,6 +110,7 @@ pub fn simulate_all(options: &SimOptions) -> anyhow::Result<SimReport> {
         );
         config.placement.loss_threshold = threshold;
     }
+    config.strict_zone = options.strict_zone;
     let mut policies = Vec::new();
     for policy in Policy::ALL {
         eprintln!("simulating {} jobs placed by {}", jobs.len(), policy.name());
@@ -124,6 +131,7 @@ pub fn simulate_all(options: &SimOptions) -> anyhow::Result<SimReport> {
         cluster: cluster_spec,
         workload,
         seed: options.seed,
+        strict_zone: options.strict_zone,
         policies,
     })
 }
