@@ -79,18 +79,18 @@ pub fn of(matrix: &ScoredMatrix) -> Vec<NodeHealth> {
                 .links(node)
                 .filter(|pair| !pair.stale && zone_of(pair.src) == zone_of(pair.dst))
                 .collect();
-            let mut losses: Vec<(usize, f64)> = zone_links
+            let losses: Vec<(usize, f64)> = zone_links
                 .iter()
                 .filter_map(|pair| Some((pair.other_end(node), pair.summary.loss_ratio?)))
                 .collect();
-            let mut goodputs: Vec<(usize, f64)> = zone_links
+            let goodputs: Vec<(usize, f64)> = zone_links
                 .iter()
                 .filter_map(|pair| Some((pair.other_end(node), pair.fresh_goodput()?)))
                 .collect();
             NodeHealth {
                 peers: distinct_mates(zone_links.iter().map(|pair| (pair.other_end(node), ()))),
-                loss: judged(&mut losses, lower_median),
-                goodput_bps: judged(&mut goodputs, upper_median),
+                loss: judged(&losses, lower_median),
+                goodput_bps: judged(&goodputs, upper_median),
                 zone_goodput_bps: None,
             }
         })
@@ -112,7 +112,7 @@ pub fn of(matrix: &ScoredMatrix) -> Vec<NodeHealth> {
 }
 
 /// `median` of the values, when they come from [`MIN_PEERS`] zone-mates.
-fn judged(values: &mut [(usize, f64)], median: fn(&mut [f64]) -> Option<f64>) -> Option<f64> {
+fn judged(values: &[(usize, f64)], median: fn(&mut [f64]) -> Option<f64>) -> Option<f64> {
     if distinct_mates(values.iter().copied()) < MIN_PEERS {
         return None;
     }

@@ -2,9 +2,15 @@
 //! lab (needs root).
 
 use std::process::Command;
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
 use netaware_lab::{Faults, Lab, LinkProfile, Topology, root_or_skip};
+
+/// One lab at a time: every lab's start removes the namespaces of dead
+/// owners, and the orphan test's ghost is one from the moment it exists, so
+/// another test's lab could remove it half made (a CI run saw that).
+static ONE_LAB_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Runs ping in `host` towards `address`; returns (sent, received, RTTs in ms).
 fn ping(lab: &Lab, host: &str, address: &str, count: u32) -> (u32, u32, Vec<f64>) {
@@ -30,6 +36,7 @@ fn delay_loss_and_isolation_match_the_topology() {
     if !root_or_skip("emulator") {
         return;
     }
+    let _one = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     install_ping();
     let lab = Lab::start(Topology::named("small").unwrap()).unwrap();
     let b1 = lab.host("b1").unwrap().spec.address.to_string();
@@ -85,6 +92,7 @@ fn a_new_lab_removes_namespaces_left_by_a_dead_process() {
     if !root_or_skip("orphan cleanup") {
         return;
     }
+    let _one = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // pid_max is at most 4194304, so this owner cannot be alive.
     let orphan = "nalab-4194999-0-ghost";
     netaware_lab::netns::create(orphan).unwrap();
