@@ -98,10 +98,16 @@ fn agent_goodput_matches_iperf3_on_shaped_links() {
             (agent.goodput_bps / reference, agent, reference)
         };
         // On a loaded two-core machine either tool can have a bad run (the
-        // emulator shares the cores): a pair off by more than 5% is
-        // measured once more, both tools again, before it counts.
+        // emulator shares the cores, and at 800 Mbit/s it is what both
+        // measure): a pair off by more than 5% is measured again, both
+        // tools, up to three times in all, before it counts. A CI run saw
+        // 1.063 then 0.941 at 800 Mbit/s; an agent really off is off in
+        // every run.
         let (mut ratio, mut agent, mut reference) = measure();
-        if (ratio - 1.0).abs() > 0.05 {
+        for _ in 1..3 {
+            if (ratio - 1.0).abs() <= 0.05 {
+                break;
+            }
             println!("| {rate} | (again: agent/iperf3 was {ratio:.3}) | | | |");
             (ratio, agent, reference) = measure();
         }

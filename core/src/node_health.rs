@@ -166,6 +166,15 @@ mod tests {
 
     const ZONE_A: [(&str, &str); 4] = [("a1", "a"), ("a2", "a"), ("a3", "a"), ("a4", "a")];
 
+    const TWO_ZONES: [(&str, &str); 6] = [
+        ("a1", "a"),
+        ("a2", "a"),
+        ("a3", "a"),
+        ("b1", "b"),
+        ("b2", "b"),
+        ("b3", "b"),
+    ];
+
     #[test]
     fn a_node_lossy_on_most_zone_links_is_degraded_and_its_mates_are_not() {
         let matrix = scored(
@@ -213,30 +222,14 @@ mod tests {
 
     #[test]
     fn a_zone_cut_off_from_the_others_keeps_healthy_nodes() {
-        let nodes = [
-            ("a1", "a"),
-            ("a2", "a"),
-            ("a3", "a"),
-            ("b1", "b"),
-            ("b2", "b"),
-            ("b3", "b"),
-        ];
         let cut = |src: &str, dst: &str| if src[..1] != dst[..1] { 1.0 } else { 0.0 };
-        let matrix = scored(&nodes, &measured(&nodes, cut), NOW);
-        assert!(nodes.iter().all(|(n, _)| verdict(&matrix, n).is_none()));
+        let matrix = scored(&TWO_ZONES, &measured(&TWO_ZONES, cut), NOW);
+        assert!(TWO_ZONES.iter().all(|(n, _)| verdict(&matrix, n).is_none()));
     }
 
     #[test]
     fn a_node_far_below_its_zones_usual_goodput_is_degraded_a_slow_zone_is_not() {
-        let nodes = [
-            ("a1", "a"),
-            ("a2", "a"),
-            ("a3", "a"),
-            ("b1", "b"),
-            ("b2", "b"),
-            ("b3", "b"),
-        ];
-        let matrix = scored(&nodes, &measured(&nodes, |_, _| 0.0), NOW);
+        let matrix = scored(&TWO_ZONES, &measured(&TWO_ZONES, |_, _| 0.0), NOW);
         // Zone a at 100 Gbit/s with a3 at 10; zone b at 10 all through.
         let matrix = with_goodputs(&matrix, |src, dst| match (&src[..1], &dst[..1]) {
             ("a", "a") if src == "a3" || dst == "a3" => Some(10e9),
