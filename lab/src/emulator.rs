@@ -290,8 +290,15 @@ impl Forwarder {
             let Some(Reverse(next)) = self.queue.pop() else {
                 break;
             };
+            self.count_lateness(now - next.due);
             self.write(next.port, &next.packet);
         }
+    }
+
+    fn count_lateness(&self, late_ns: u64) {
+        self.stats.delayed.fetch_add(1, Relaxed);
+        self.stats.late_ns_total.fetch_add(late_ns, Relaxed);
+        self.stats.late_ns_max.fetch_max(late_ns, Relaxed);
     }
 
     fn write(&mut self, dst: usize, packet: &[u8]) {

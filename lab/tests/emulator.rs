@@ -50,6 +50,16 @@ fn delay_loss_and_isolation_match_the_topology() {
         (10.0..10.5).contains(&rtt),
         "a1 -> b1 median RTT {rtt} ms, configured 10 ms"
     );
+    // Every one of those 100 delayed packets (50 requests, 50 replies) is
+    // counted with how late it left; on an idle machine, well under 1 ms.
+    let stats = lab.stats().unwrap();
+    let delayed = stats.delayed.load(Ordering::Relaxed);
+    assert!(delayed >= 100, "{delayed} delayed packets counted");
+    assert!(
+        stats.mean_lateness_us() < 1_000.0,
+        "delayed packets left {} us late on average",
+        stats.mean_lateness_us()
+    );
     let (_, _, mut rtts) = ping(&lab, "a1", &a2, 50);
     let rtt = median(&mut rtts);
     assert!(
