@@ -2,6 +2,9 @@
 //! `rank --json` (documented in the README). Field names are the contract;
 //! figures that do not exist yet are `null`, never a made-up number.
 
+use netaware_core::placement::Basis;
+use netaware_core::verdict::FailureCode;
+use netaware_proto::convert::{basis_from_wire, failure_from_wire};
 use netaware_proto::v1 as pb;
 use serde::{Deserialize, Serialize};
 
@@ -196,8 +199,13 @@ pub struct RankedJson {
     pub score: f64,
     /// Whether the node may be used.
     pub feasible: bool,
-    /// Why not, null when feasible.
+    /// Why not, for people; null when feasible.
     pub reason: Option<String>,
+    /// Why not, for programs: a stable code (`loss_to_worker`,
+    /// `goodput_to_worker`, `degraded_loss`, `degraded_goodput`,
+    /// `outside_zone`, `no_zone`, `stale`, `unknown_node`); null when
+    /// feasible.
+    pub failure: Option<FailureCode>,
     /// The terms behind the score.
     pub terms: TermsJson,
 }
@@ -217,8 +225,8 @@ pub struct TermsJson {
     pub pairs: u32,
     /// Pairs that fell back to zone averages or unknown.
     pub fallback_pairs: u32,
-    /// "placed", "zone" or "colocated".
-    pub basis: String,
+    /// "placed", "zone" or "colocated"; null when the collector did not say.
+    pub basis: Option<Basis>,
     /// In the chosen zone.
     pub in_chosen_zone: bool,
 }
@@ -232,13 +240,14 @@ impl From<&pb::RankResponse> for RankJson {
                 .nodes
                 .iter()
                 .map(|n| {
-                    let t = n.terms.clone().unwrap_or_default();
+                    let t = n.terms.unwrap_or_default();
                     RankedJson {
                         name: n.name.clone(),
                         zone: n.zone.clone(),
                         score: n.score,
                         feasible: n.feasible,
                         reason: (!n.reason.is_empty()).then(|| n.reason.clone()),
+                        failure: failure_from_wire(n.failure),
                         terms: TermsJson {
                             quality: t.quality,
                             delay: t.delay,
@@ -246,7 +255,7 @@ impl From<&pb::RankResponse> for RankJson {
                             throughput: t.throughput,
                             pairs: t.pairs,
                             fallback_pairs: t.fallback_pairs,
-                            basis: t.basis,
+                            basis: basis_from_wire(t.basis),
                             in_chosen_zone: t.in_chosen_zone,
                         },
                     }

@@ -2,6 +2,8 @@
 
 use std::fmt::Write;
 
+use netaware_core::placement::Basis;
+use netaware_proto::convert::{basis_from_wire, node_kind_from_wire};
 use netaware_proto::v1 as pb;
 
 fn ms(value: Option<f64>) -> String {
@@ -67,7 +69,11 @@ pub fn matrix(matrix: &pb::Matrix) -> String {
         let _ = writeln!(
             out,
             "{:<14} {:<10} {:<16} {:<9} {}",
-            n.name, n.zone, n.address, n.kind, state
+            n.name,
+            n.zone,
+            n.address,
+            node_kind_from_wire(n.kind).as_str(),
+            state
         );
     }
     let _ = writeln!(out);
@@ -125,12 +131,12 @@ pub fn rank(rank: &pb::RankResponse, size: usize) -> String {
         "#", "NODE", "ZONE", "SCORE", "QUALITY", "DELAY", "LOSS", "TPUT", "PAIRS"
     );
     for (i, n) in rank.nodes.iter().enumerate() {
-        let t = n.terms.clone().unwrap_or_default();
+        let t = n.terms.unwrap_or_default();
         let pick = if n.feasible && i < size { "*" } else { " " };
         let note = if n.feasible {
             format!(
                 "vs {}{}",
-                t.basis,
+                basis_from_wire(t.basis).map_or("?", Basis::as_str),
                 if t.in_chosen_zone { "" } else { ", other zone" }
             )
         } else {

@@ -5,11 +5,11 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use netaware_agent::measure::unix_ms_now;
 use netaware_agent::throughput::client::{self, Plan};
 use netaware_agent::throughput::server::{ServerHandle, bind};
 use netaware_agent::throughput::tokens::Expected;
 use netaware_agent::throughput::wire::Token;
+use netaware_runtime::clock::now_ms;
 use tokio_util::sync::CancellationToken;
 
 use crate::json::ThroughputJson;
@@ -80,7 +80,7 @@ pub async fn run(command: ThroughputCommand, shutdown: CancellationToken) -> any
             let listener = bind(listen, buffer.map(|b| b as usize))
                 .map_err(|e| anyhow::anyhow!("cannot listen on {listen}: {e}"))?;
             let server = ServerHandle::new();
-            let now = unix_ms_now();
+            let now = now_ms();
             let valid_ms = u64::try_from(valid.as_millis()).unwrap_or(u64::MAX);
             server.expect(Expected {
                 token,

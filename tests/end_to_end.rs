@@ -78,7 +78,10 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
         assert_eq!(terms.delay_source(), pb::Source::Measured);
     }
     let nas = matrix.nodes.iter().find(|n| n.name == "e2e-nas").unwrap();
-    assert_eq!((nas.kind.as_str(), nas.stale), ("inventory", false));
+    assert_eq!(
+        (nas.kind(), nas.stale),
+        (pb::NodeKind::Inventory, false)
+    );
     assert!(
         matrix.pairs.iter().all(|p| p.src != "e2e-nas"),
         "inventory nodes do not probe"
@@ -183,7 +186,10 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
     let ranking = scores.rank(2, &["e2e-b1".to_owned()]).await.unwrap();
     assert_eq!(ranking.zone, "zone-b");
     assert_eq!(ranking.nodes[0].name, "e2e-b2");
-    assert_eq!(ranking.nodes[0].terms.as_ref().unwrap().basis, "placed");
+    assert_eq!(
+        ranking.nodes[0].terms.as_ref().unwrap().basis(),
+        pb::Basis::Placed
+    );
     assert!(
         ranking.nodes[1..]
             .iter()

@@ -8,9 +8,9 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use netaware_core::extender::PolicyConfig;
 use netaware_scheduler::cache::ScoreCache;
 use netaware_scheduler::placements::{Placements, PodFacts};
-use netaware_scheduler::policy::PolicyConfig;
 use netaware_scheduler::server::Extender;
 use serde_json::{Value, json};
 use support::{Session, good_peer, post, serve_extender, start_collector, window};

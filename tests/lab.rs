@@ -506,9 +506,9 @@ fn a_job_scheduled_one_worker_at_a_time_lands_in_one_zone_on_its_best_hosts() {
     use std::sync::Arc;
 
     use http::{Request, Response};
+    use netaware_core::extender::PolicyConfig;
     use netaware_scheduler::cache::ScoreCache;
     use netaware_scheduler::placements::Placements;
-    use netaware_scheduler::policy::PolicyConfig;
     use netaware_scheduler::server::Extender;
     use serde_json::{Value, json};
 

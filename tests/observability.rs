@@ -24,10 +24,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use netaware::lab_system::{AgentTiming, COLLECTOR_PORT, LabSystem};
+use netaware_core::extender::PolicyConfig;
 use netaware_lab::{Faults, Topology, root_or_skip};
 use netaware_scheduler::cache::ScoreCache;
 use netaware_scheduler::placements::Placements;
-use netaware_scheduler::policy::PolicyConfig;
 use netaware_scheduler::server::Extender;
 use serde_json::{Value, json};
 use support::prometheus::{self, prometheus_get, query};

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use netaware_proto::v1::{Peer, PeerWindow, Window};
 use tokio::sync::{mpsc, watch};
@@ -57,7 +57,7 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let started = Instant::now();
-    let started_unix = unix_ms_now();
+    let started_unix = netaware_runtime::clock::now_ms();
     let window_ms = timing.window.as_millis().max(1) as u64;
     let (results_tx, mut results) = mpsc::channel::<ProbeResult>(4096);
     let mut open: BTreeMap<u64, WindowStats> = BTreeMap::new();
@@ -81,7 +81,7 @@ pub async fn run(
                     plan = CyclePlan::new(&peers.borrow_and_update(), plan.end, timing.interval);
                     continue;
                 };
-                if quiet.is_quiet(&peer.name, unix_ms_now()) {
+                if quiet.is_quiet(&peer.name, netaware_runtime::clock::now_ms()) {
                     continue;
                 }
                 let now = Instant::now();
@@ -239,11 +239,4 @@ impl CyclePlan {
         self.next = self.due.next();
         Some(peer)
     }
-}
-
-/// Unix time now, in milliseconds.
-pub fn unix_ms_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -7,22 +7,7 @@
 
 use std::collections::BTreeMap;
 
-/// The well-known label of a node's zone.
-pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-/// The well-known label of a node's region.
-pub const REGION_LABEL: &str = "topology.kubernetes.io/region";
-/// Older clusters' labels, still set by some cloud providers.
-const LEGACY_ZONE_LABEL: &str = "failure-domain.beta.kubernetes.io/zone";
-const LEGACY_REGION_LABEL: &str = "failure-domain.beta.kubernetes.io/region";
-
-/// Where a node sits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeTopology {
-    /// The zone (never empty).
-    pub zone: String,
-    /// The region (empty when the node has no region label).
-    pub region: String,
-}
+pub use netaware_core::topology::{Place as NodeTopology, ZONE_LABEL};
 
 /// Why the node's topology could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -42,25 +27,15 @@ pub enum NodeTopologyError {
     NoZone { node: String },
 }
 
-/// The zone and region that `labels` give to `node`: the well-known labels,
-/// else their deprecated `failure-domain.beta` forms.
+/// The zone and region that `labels` give to `node` (see
+/// [`netaware_core::topology::place_from_labels`]).
 pub fn from_labels(
     node: &str,
     labels: &BTreeMap<String, String>,
 ) -> Result<NodeTopology, NodeTopologyError> {
-    let label = |current: &str, legacy: &str| {
-        [current, legacy]
-            .into_iter()
-            .filter_map(|key| labels.get(key))
-            .map(|value| value.trim())
-            .find(|value| !value.is_empty())
-            .map(str::to_owned)
-    };
-    let zone = label(ZONE_LABEL, LEGACY_ZONE_LABEL).ok_or_else(|| NodeTopologyError::NoZone {
+    netaware_core::topology::place_from_labels(labels).ok_or_else(|| NodeTopologyError::NoZone {
         node: node.to_owned(),
-    })?;
-    let region = label(REGION_LABEL, LEGACY_REGION_LABEL).unwrap_or_default();
-    Ok(NodeTopology { zone, region })
+    })
 }
 
 /// Reads `node`'s Node object through `client` and returns its topology.
@@ -97,24 +72,12 @@ mod tests {
     }
 
     #[test]
-    fn the_well_known_labels_win_over_the_legacy_ones() {
-        let topology = from_labels(
-            "gpu-1",
-            &labels(&[
-                (ZONE_LABEL, "us-east-1a"),
-                (LEGACY_ZONE_LABEL, "old"),
-                (LEGACY_REGION_LABEL, "us-east-1"),
-            ]),
-        )
-        .unwrap();
-        assert_eq!(topology.zone, "us-east-1a");
-        assert_eq!(topology.region, "us-east-1", "legacy region as a fallback");
-    }
-
-    #[test]
     fn a_node_without_a_zone_is_an_error_that_names_it() {
-        let err =
-            from_labels("gpu-1", &labels(&[(ZONE_LABEL, "  "), (REGION_LABEL, "r")])).unwrap_err();
+        let err = from_labels(
+            "gpu-1",
+            &labels(&[(ZONE_LABEL, "  "), ("topology.kubernetes.io/region", "r")]),
+        )
+        .unwrap_err();
         let message = err.to_string();
         assert!(
             message.contains("gpu-1") && message.contains(ZONE_LABEL),

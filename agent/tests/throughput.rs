@@ -5,12 +5,12 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use netaware_agent::measure::unix_ms_now;
 use netaware_agent::throughput::ThroughputError;
 use netaware_agent::throughput::client::{self, Plan};
 use netaware_agent::throughput::server::{ServerHandle, bind};
 use netaware_agent::throughput::tokens::Expected;
 use netaware_agent::throughput::wire::Status;
+use netaware_runtime::clock::now_ms;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
@@ -23,7 +23,7 @@ fn server(addr: &str, shutdown: &CancellationToken) -> (ServerHandle, SocketAddr
 }
 
 fn expect(server: &ServerHandle, token: u8, client: &str, valid_ms: u64) {
-    let now = unix_ms_now();
+    let now = now_ms();
     server
         .expect(Expected {
             token: [token; 16],
@@ -80,7 +80,7 @@ async fn wrong_expired_and_misaddressed_tokens_are_refused() {
     let (server, addr) = server("127.0.0.1:0", &shutdown);
     expect(&server, 1, "127.0.0.1", 10_000);
     assert_eq!(refused_with(&plan(addr, 9, 1)).await, Status::UnknownToken);
-    let now = unix_ms_now();
+    let now = now_ms();
     server
         .expect(Expected {
             token: [2; 16],

@@ -9,7 +9,8 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 
 use crate::metrics::{DEFAULT_PAIR_NODE_LIMIT, ScrapeFacts, exposition};
-use crate::shared::{Shared, now_ms};
+use crate::shared::Shared;
+use netaware_runtime::clock::now_ms;
 
 /// The HTTP routes.
 pub fn router(shared: Arc<Shared>) -> Router {

@@ -16,7 +16,6 @@
 //! demo and the tests all start it the same way.
 
 pub mod cli;
-pub mod convert;
 pub mod http;
 pub mod inventory;
 pub mod metrics;

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::saved::SavedState;
-use crate::shared::{Shared, now_ms};
+use crate::shared::Shared;
+use netaware_runtime::clock::now_ms;
 
 /// The file in the state directory.
 pub const FILE_NAME: &str = "state.json";

@@ -10,9 +10,10 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::convert;
-use crate::shared::{ResponseStream, Shared, now_ms};
+use crate::shared::{ResponseStream, Shared};
 use crate::validate::{MAX_NAME_LEN, check_name};
+use netaware_proto::convert;
+use netaware_runtime::clock::now_ms;
 
 /// Largest job a rank request may ask for.
 pub const MAX_JOB_SIZE: u32 = 100_000;
@@ -45,7 +46,7 @@ impl pb::scores_server::Scores for ScoresService {
         _: Request<pb::ZonesRequest>,
     ) -> Result<Response<pb::ZoneSummary>, Status> {
         let state = self.0.state.lock().await;
-        Ok(Response::new(convert::zones(
+        Ok(Response::new(convert::zones_to_wire(
             &state.snapshot(now_ms()).zones(),
         )))
     }
@@ -59,7 +60,7 @@ impl pb::scores_server::Scores for ScoresService {
         let state = self.0.state.lock().await;
         let snapshot = state.snapshot(now_ms());
         let ranking = placement::rank(&snapshot, &job, &state.config().placement);
-        Ok(Response::new(convert::ranking(&ranking)))
+        Ok(Response::new(convert::ranking_to_wire(&ranking)))
     }
 
     async fn watch_matrix(

@@ -11,8 +11,9 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::metrics::NodeLabels;
-use crate::shared::{ResponseStream, Shared, now_ms};
+use crate::shared::{ResponseStream, Shared};
 use crate::state::Ingested;
+use netaware_runtime::clock::now_ms;
 
 /// The agent session service.
 pub struct SessionService(pub Arc<Shared>);

@@ -4,25 +4,16 @@
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, MutexGuard, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use netaware_core::UnixMillis;
 use netaware_proto::v1 as pb;
 use tokio::sync::{Mutex, mpsc, watch};
 use tokio_stream::Stream;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
-use crate::convert;
 use crate::metrics::WorkMetrics;
 use crate::state::CollectorState;
-
-/// Unix time now, in milliseconds.
-pub fn now_ms() -> UnixMillis {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+use netaware_proto::convert;
 
 /// A server-streaming gRPC answer.
 pub type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
@@ -76,9 +67,9 @@ impl Shared {
 
     /// The wire matrix as of now.
     pub async fn matrix(&self) -> pb::Matrix {
-        let now = now_ms();
+        let now = netaware_runtime::clock::now_ms();
         let state = self.state.lock().await;
-        convert::matrix(
+        convert::matrix_to_wire(
             &state.snapshot(now),
             &state.config().score,
             state.version(),

@@ -10,7 +10,8 @@ use std::time::Duration;
 use netaware_proto::v1 as pb;
 use netaware_proto::v1::collector_message;
 
-use crate::shared::{Shared, now_ms};
+use crate::shared::Shared;
+use netaware_runtime::clock::now_ms;
 
 /// Time between two planning rounds.
 const PLAN_EVERY: Duration = Duration::from_millis(250);

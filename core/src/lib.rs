@@ -10,18 +10,27 @@
 //! - [`matrix`]: the directed pair matrix over recent measurement windows.
 //! - [`score`]: the score model that turns a pair's figures into a quality.
 //! - [`snapshot`]: a scored, self-contained view of the matrix at one instant.
+//! - [`scored_pair`]: one directed pair of that view.
 //! - [`node_health`]: whether a node itself is degraded, from its zone links.
 //! - [`placement`]: where the workers of a job should go, and why.
+//! - [`verdict`]: why a node must not take a worker, as typed values.
+//! - [`extender`]: the kube-scheduler extender's filter and scores.
+//! - [`peers`]: which nodes each agent probes.
 //! - [`throughput_plan`]: which throughput tests run when, within a budget.
+//! - [`topology`]: a node's zone and region from its Kubernetes labels.
 
+pub mod extender;
 pub mod matrix;
 pub mod node_health;
 pub mod peers;
 pub mod placement;
 pub mod registry;
 pub mod score;
+pub mod scored_pair;
 pub mod snapshot;
 pub mod throughput_plan;
+pub mod topology;
+pub mod verdict;
 
 /// Milliseconds since the Unix epoch. All times in the core are this type,
 /// passed in by the caller.

@@ -17,7 +17,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::snapshot::{ScoredMatrix, ScoredPair};
+use crate::scored_pair::ScoredPair;
+use crate::verdict::Degradation;
 
 /// Zone-mates a node must have fresh links with before it can be judged.
 pub const MIN_PEERS: usize = 2;
@@ -47,58 +48,67 @@ impl NodeHealth {
     /// Why the node is degraded, or `None`: loss above `loss_threshold` on
     /// most of its zone links, or goodput below `min_goodput_fraction` of
     /// its zone's usual on most of them (0: goodput never fails it).
-    pub fn degraded(&self, loss_threshold: f64, min_goodput_fraction: f64) -> Option<String> {
+    pub fn degraded(&self, loss_threshold: f64, min_goodput_fraction: f64) -> Option<Degradation> {
         if let Some(loss) = self.loss.filter(|&loss| loss > loss_threshold) {
-            return Some(format!(
-                "degraded: loss {:.1}% on most of its links with {} zone-mates exceeds {:.1}%",
-                loss * 100.0,
-                self.peers,
-                loss_threshold * 100.0
-            ));
+            return Some(Degradation::Loss {
+                loss,
+                peers: self.peers,
+                threshold: loss_threshold,
+            });
         }
         let (goodput, usual) = (self.goodput_bps?, self.zone_goodput_bps?);
         if min_goodput_fraction <= 0.0 || goodput >= min_goodput_fraction * usual {
             return None;
         }
-        Some(format!(
-            "degraded: goodput {:.3} Gbit/s on most of its zone links is below {:.0}% of its zone's usual {:.3} Gbit/s",
-            goodput / 1e9,
-            min_goodput_fraction * 100.0,
-            usual / 1e9
-        ))
+        Some(Degradation::Goodput {
+            goodput_bps: goodput,
+            zone_goodput_bps: usual,
+            fraction: min_goodput_fraction,
+        })
     }
 }
 
-/// Every node's health, by node index.
-pub fn of(matrix: &ScoredMatrix) -> Vec<NodeHealth> {
-    let nodes = matrix.nodes();
-    let zone_of = |i: usize| nodes[i].info.zone.as_str();
-    let mut health: Vec<NodeHealth> = (0..nodes.len())
-        .map(|node| {
-            let zone_links: Vec<&ScoredPair> = matrix
-                .links(node)
-                .filter(|pair| !pair.stale && zone_of(pair.src) == zone_of(pair.dst))
-                .collect();
-            let losses: Vec<(usize, f64)> = zone_links
-                .iter()
-                .filter_map(|pair| Some((pair.other_end(node), pair.summary.loss_ratio?)))
-                .collect();
-            let goodputs: Vec<(usize, f64)> = zone_links
-                .iter()
-                .filter_map(|pair| Some((pair.other_end(node), pair.fresh_goodput()?)))
-                .collect();
-            NodeHealth {
-                peers: distinct_mates(zone_links.iter().map(|pair| (pair.other_end(node), ()))),
-                loss: judged(&losses, lower_median),
-                goodput_bps: judged(&goodputs, upper_median),
-                zone_goodput_bps: None,
+/// Every node's health, by node index, from the scored pairs between
+/// nodes whose zones `zones` gives (by node index): one walk over the pairs.
+pub fn of(zones: &[&str], pairs: &[ScoredPair]) -> Vec<NodeHealth> {
+    #[derive(Default, Clone)]
+    struct ZoneLinks {
+        mates: Vec<usize>,
+        losses: Vec<(usize, f64)>,
+        goodputs: Vec<(usize, f64)>,
+    }
+    let mut links = vec![ZoneLinks::default(); zones.len()];
+    let in_range = |i: usize| i < zones.len();
+    for pair in pairs.iter().filter(|pair| {
+        !pair.stale
+            && in_range(pair.src)
+            && in_range(pair.dst)
+            && zones[pair.src] == zones[pair.dst]
+    }) {
+        for (node, mate) in [(pair.src, pair.dst), (pair.dst, pair.src)] {
+            let node = &mut links[node];
+            node.mates.push(mate);
+            if let Some(loss) = pair.summary.loss_ratio {
+                node.losses.push((mate, loss));
             }
+            if let Some(goodput) = pair.fresh_goodput() {
+                node.goodputs.push((mate, goodput));
+            }
+        }
+    }
+    let mut health: Vec<NodeHealth> = links
+        .iter()
+        .map(|node| NodeHealth {
+            peers: distinct_mates(node.mates.iter().map(|&mate| (mate, ()))),
+            loss: judged(&node.losses, lower_median),
+            goodput_bps: judged(&node.goodputs, upper_median),
+            zone_goodput_bps: None,
         })
         .collect();
     let mut by_zone: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for (node, h) in health.iter().enumerate() {
         if let Some(goodput) = h.goodput_bps {
-            by_zone.entry(zone_of(node)).or_default().push(goodput);
+            by_zone.entry(zones[node]).or_default().push(goodput);
         }
     }
     let usual: BTreeMap<&str, Option<f64>> = by_zone
@@ -106,7 +116,7 @@ pub fn of(matrix: &ScoredMatrix) -> Vec<NodeHealth> {
         .map(|(zone, mut goodputs)| (zone, upper_median(&mut goodputs)))
         .collect();
     for (node, h) in health.iter_mut().enumerate() {
-        h.zone_goodput_bps = usual.get(zone_of(node)).copied().flatten();
+        h.zone_goodput_bps = usual.get(zones[node]).copied().flatten();
     }
     health
 }
@@ -138,6 +148,7 @@ fn upper_median(values: &mut [f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::ScoredMatrix;
     use crate::snapshot::tests::{scored, with_goodputs};
 
     const NOW: u64 = 10_000;
@@ -161,7 +172,9 @@ mod tests {
     }
 
     fn verdict(matrix: &ScoredMatrix, name: &str) -> Option<String> {
-        health_of(matrix, name).degraded(0.05, 0.2)
+        health_of(matrix, name)
+            .degraded(0.05, 0.2)
+            .map(|d| format!("degraded: {d}"))
     }
 
     const ZONE_A: [(&str, &str); 4] = [("a1", "a"), ("a2", "a"), ("a3", "a"), ("a4", "a")];

@@ -21,10 +21,11 @@
 //! The CLI's `rank`, the collector's Rank RPC and the scheduler extender all
 //! call [`rank`], so they can never disagree.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use crate::NodeKind;
 use crate::snapshot::{ScoredMatrix, ScoredPair};
+use crate::verdict::Failure;
 
 /// Tuning of the placement policy.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -121,7 +122,7 @@ pub struct RankedNode<'a> {
     /// In [0, 1]; 0 for infeasible nodes.
     pub score: f64,
     /// Why the node must not be used; `None` when it may.
-    pub failure: Option<String>,
+    pub failure: Option<Failure>,
     /// The terms behind the score.
     pub terms: NodeTerms,
 }
@@ -139,12 +140,67 @@ pub struct Ranking<'a> {
     /// The chosen zone, if any candidate is feasible.
     pub zone: Option<String>,
     /// Why that zone.
-    pub zone_reason: String,
+    pub zone_reason: ZoneReason,
     /// Feasible nodes by score (best first), then the infeasible ones.
     pub nodes: Vec<RankedNode<'a>>,
 }
 
-/// Ranks the candidates for a job. Ties keep the candidates' order.
+/// Why placement chose the zone it chose (or none).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ZoneReason {
+    /// The zone holds the most of the job's placed workers.
+    HoldsPlaced {
+        /// Placed workers in the zone.
+        count: usize,
+        /// Placed workers in all.
+        placed: usize,
+    },
+    /// The zone has room for the job and its best nodes are the best
+    /// connected of any such zone.
+    BestConnected {
+        /// Feasible nodes in the zone.
+        feasible: usize,
+        /// Workers in the job.
+        size: usize,
+        /// Mean pair quality among its `size` best connected nodes.
+        quality: f64,
+    },
+    /// No zone has room for the job: this one has the most feasible nodes.
+    Largest {
+        /// Feasible nodes in the zone.
+        feasible: usize,
+        /// Workers in the job.
+        size: usize,
+    },
+    /// No candidate is feasible: no zone.
+    NoFeasibleCandidate,
+}
+
+impl std::fmt::Display for ZoneReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            ZoneReason::HoldsPlaced { count, placed } => {
+                write!(f, "holds {count} of the job's {placed} placed workers")
+            }
+            ZoneReason::BestConnected {
+                feasible,
+                size,
+                quality,
+            } => write!(
+                f,
+                "has {feasible} feasible nodes for {size} workers; best {size} connected at mean quality {quality:.3}"
+            ),
+            ZoneReason::Largest { feasible, size } => write!(
+                f,
+                "no zone has {size} feasible nodes; this one has the most ({feasible})"
+            ),
+            ZoneReason::NoFeasibleCandidate => f.write_str("no feasible candidate"),
+        }
+    }
+}
+
+/// Ranks the candidates for a job. Ties keep the candidates' order; a name
+/// given more than once is ranked once, at its first place.
 pub fn rank<'a>(
     matrix: &'a ScoredMatrix,
     job: &JobRequest<'a>,
@@ -172,27 +228,27 @@ pub fn rank<'a>(
     };
 
     // Node-level failures that do not depend on the zone.
-    let mut verdicts: Vec<(usize, &str, Option<usize>, Option<String>)> = candidate_names
+    let mut seen = HashSet::with_capacity(candidate_names.len());
+    let verdicts: Vec<(usize, &str, Option<usize>, Option<Failure>)> = candidate_names
         .into_iter()
         .enumerate()
+        .filter(|(_, name)| seen.insert(*name))
         .map(|(candidate, name)| {
             let index = matrix.index_of(name);
             let failure = match index {
-                None => Some("unknown to the collector".to_owned()),
-                Some(i) if matrix.nodes()[i].stale => {
-                    Some("stale: no fresh measurements of this node".to_owned())
-                }
+                None => Some(Failure::UnknownNode),
+                Some(i) if matrix.nodes()[i].stale => Some(Failure::Stale),
                 Some(i) => lossy_peer(matrix, &to_placed[i], config.loss_threshold)
                     .or_else(|| slow_peer(matrix, &to_placed[i], config.min_goodput_fraction))
                     .or_else(|| {
                         matrix.health()[i]
                             .degraded(config.loss_threshold, config.min_goodput_fraction)
+                            .map(Failure::Degraded)
                     }),
             };
             (candidate, name, index, failure)
         })
         .collect();
-    verdicts.dedup_by(|a, b| a.1 == b.1);
 
     let feasible: Vec<usize> = verdicts
         .iter()
@@ -232,8 +288,8 @@ pub fn rank<'a>(
             terms.in_chosen_zone = in_zone;
             if failure.is_none() && !in_zone && job.strict_zone {
                 failure = Some(match &zone {
-                    Some(zone) => format!("outside the chosen zone {zone} (strict)"),
-                    None => "no zone can be chosen (strict)".to_owned(),
+                    Some(zone) => Failure::OutsideZone { zone: zone.clone() },
+                    None => Failure::NoZone,
                 });
             }
             let factor = if in_zone {
@@ -402,35 +458,33 @@ fn links_to<'m>(
 }
 
 /// Why a node fails the filter: too much loss to a placed worker.
-fn lossy_peer(matrix: &ScoredMatrix, links: &Links<'_>, threshold: f64) -> Option<String> {
+fn lossy_peer(matrix: &ScoredMatrix, links: &Links<'_>, threshold: f64) -> Option<Failure> {
     let pair = links.lossiest?;
     let loss = pair.summary.loss_ratio.filter(|&loss| loss > threshold)?;
-    let names = |i: usize| matrix.nodes()[i].info.name.as_str();
-    Some(format!(
-        "loss {:.1}% from {} to {} exceeds {:.1}%",
-        loss * 100.0,
-        names(pair.src),
-        names(pair.dst),
-        threshold * 100.0
-    ))
+    let name = |i: usize| matrix.nodes()[i].info.name.clone();
+    Some(Failure::LossToWorker {
+        src: name(pair.src),
+        dst: name(pair.dst),
+        loss,
+        threshold,
+    })
 }
 
 /// Why a node fails the filter: its goodput with a placed worker is a small
 /// share of what that worker usually gets.
-fn slow_peer(matrix: &ScoredMatrix, links: &Links<'_>, fraction: f64) -> Option<String> {
-    let (pair, goodput, median) = links.slowest?;
-    if fraction <= 0.0 || goodput >= fraction * median {
+fn slow_peer(matrix: &ScoredMatrix, links: &Links<'_>, fraction: f64) -> Option<Failure> {
+    let (pair, goodput_bps, median_bps) = links.slowest?;
+    if fraction <= 0.0 || goodput_bps >= fraction * median_bps {
         return None;
     }
-    let names = |i: usize| matrix.nodes()[i].info.name.as_str();
-    Some(format!(
-        "goodput {:.3} Gbit/s from {} to {} is below {:.0}% of the placed worker's median {:.3} Gbit/s",
-        goodput / 1e9,
-        names(pair.src),
-        names(pair.dst),
-        fraction * 100.0,
-        median / 1e9
-    ))
+    let name = |i: usize| matrix.nodes()[i].info.name.clone();
+    Some(Failure::GoodputToWorker {
+        src: name(pair.src),
+        dst: name(pair.dst),
+        goodput_bps,
+        median_bps,
+        fraction,
+    })
 }
 
 /// Means of the pair terms between `node` and the nodes `other` accepts,
@@ -473,7 +527,7 @@ fn choose_zone(
     placed: &[usize],
     feasible: &[usize],
     size: usize,
-) -> (Option<String>, String) {
+) -> (Option<String>, ZoneReason) {
     let zone_of = |i: usize| matrix.nodes()[i].info.zone.as_str();
     if !placed.is_empty() {
         let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
@@ -490,7 +544,10 @@ fn choose_zone(
             .expect("placed is not empty");
         return (
             Some(zone.to_owned()),
-            format!("holds {count} of the job's {} placed workers", placed.len()),
+            ZoneReason::HoldsPlaced {
+                count,
+                placed: placed.len(),
+            },
         );
     }
     let mut by_zone: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -519,16 +576,18 @@ fn choose_zone(
                 .then_with(|| b.0.cmp(a.0))
         });
     match best {
-        None => (None, "no feasible candidate".to_owned()),
-        Some((zone, count, quality)) if count >= size => (
+        None => (None, ZoneReason::NoFeasibleCandidate),
+        Some((zone, feasible, quality)) if feasible >= size => (
             Some(zone.to_owned()),
-            format!(
-                "has {count} feasible nodes for {size} workers; best {size} connected at mean quality {quality:.3}"
-            ),
+            ZoneReason::BestConnected {
+                feasible,
+                size,
+                quality,
+            },
         ),
-        Some((zone, count, _)) => (
+        Some((zone, feasible, _)) => (
             Some(zone.to_owned()),
-            format!("no zone has {size} feasible nodes; this one has the most ({count})"),
+            ZoneReason::Largest { feasible, size },
         ),
     }
 }
@@ -649,7 +708,7 @@ mod tests {
         let placed = owned(&["b1"]);
         let ranking = rank(&matrix, &job(3, &placed), &PlacementConfig::default());
         let b3 = ranking.nodes.iter().find(|n| n.name == "b3").unwrap();
-        let reason = b3.failure.as_deref().expect("b3 fails");
+        let reason = b3.failure.as_ref().expect("b3 fails").to_string();
         assert!(reason.starts_with("goodput 0.500 Gbit/s"), "{reason}");
         assert!(reason.contains("median 10.000"), "{reason}");
         let b2 = ranking.nodes.iter().find(|n| n.name == "b2").unwrap();
@@ -657,10 +716,10 @@ mod tests {
         // With nothing placed yet, b3 fails all the same: most of its own
         // links in its zone are that slow (and a3's that lossy).
         let ranking = rank(&matrix, &job(3, &[]), &PlacementConfig::default());
-        let failed: Vec<(&str, &str)> = ranking
+        let failed: Vec<(&str, String)> = ranking
             .nodes
             .iter()
-            .filter_map(|n| Some((n.name, n.failure.as_deref()?)))
+            .filter_map(|n| Some((n.name, n.failure.as_ref()?.to_string())))
             .collect();
         assert_eq!(failed.len(), 2, "{failed:?}");
         assert!(
@@ -694,7 +753,11 @@ mod tests {
         let a3 = ranking.nodes.iter().find(|n| n.name == "a3").unwrap();
         assert!(!a3.feasible());
         assert!(
-            a3.failure.as_ref().unwrap().contains("loss 20.0%"),
+            a3.failure
+                .as_ref()
+                .unwrap()
+                .to_string()
+                .contains("loss 20.0%"),
             "{:?}",
             a3.failure
         );
@@ -719,10 +782,7 @@ mod tests {
             .collect();
         assert_eq!(feasible, ["b2", "b3"]);
         let a1 = ranking.nodes.iter().find(|n| n.name == "a1").unwrap();
-        assert_eq!(
-            a1.failure.as_deref(),
-            Some("outside the chosen zone b (strict)")
-        );
+        assert_eq!(a1.failure, Some(Failure::OutsideZone { zone: "b".into() }));
     }
 
     #[test]
@@ -737,20 +797,19 @@ mod tests {
         let ranking = rank(&matrix, &request, &PlacementConfig::default());
         assert_eq!(names(&ranking), ["b1", "b2", "ghost"]);
         assert_eq!(ranking.nodes[0].terms.basis, Basis::Colocated);
-        assert_eq!(
-            ranking.nodes[2].failure.as_deref(),
-            Some("unknown to the collector")
-        );
+        assert_eq!(ranking.nodes[2].failure, Some(Failure::UnknownNode));
     }
 
     #[test]
     fn too_small_zones_fall_back_to_the_largest() {
         let matrix = cluster();
         let ranking = rank(&matrix, &job(5, &[]), &PlacementConfig::default());
-        assert!(
-            ranking.zone_reason.contains("no zone has 5"),
-            "{}",
-            ranking.zone_reason
+        assert_eq!(
+            ranking.zone_reason,
+            ZoneReason::Largest {
+                feasible: 3,
+                size: 5
+            }
         );
         assert!(matches!(ranking.zone.as_deref(), Some("a" | "b")));
         assert!(

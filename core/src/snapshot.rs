@@ -12,10 +12,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
-use crate::matrix::{PairMatrix, PairSummary};
+use crate::matrix::PairMatrix;
 use crate::node_health::{self, NodeHealth};
 use crate::registry::{Registry, STALE_AFTER_WINDOWS};
 use crate::score::{MeasuredTerms, ScoreConfig, Source, Terms};
+pub use crate::scored_pair::ScoredPair;
 use crate::{NodeInfo, NodeKind, UnixMillis};
 
 /// A node and its liveness.
@@ -27,45 +28,6 @@ pub struct NodeView {
     pub stale: bool,
     /// Time since the agent's last report; `None` for inventory nodes.
     pub last_report_age_ms: Option<u64>,
-}
-
-/// A directed pair, scored.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScoredPair {
-    /// Index of the probing node in [`ScoredMatrix::nodes`].
-    pub src: usize,
-    /// Index of the probed node.
-    pub dst: usize,
-    /// The figures over the recent windows.
-    pub summary: PairSummary,
-    /// Time since the newest window; `None` when never measured.
-    pub age_ms: Option<u64>,
-    /// No fresh window (or the probing agent is stale).
-    pub stale: bool,
-    /// The terms behind the quality.
-    pub terms: Terms,
-    /// q(src, dst) in [0, 1].
-    pub quality: f64,
-}
-
-impl ScoredPair {
-    /// Whether the probed terms (delay or loss) had to fall back. Throughput
-    /// is left out: it is measured far more rarely, and its own source says
-    /// when it is missing.
-    pub fn is_fallback(&self) -> bool {
-        self.terms.delay_source != Source::Measured || self.terms.loss_source != Source::Measured
-    }
-
-    /// The node at the other end of this pair from `node`.
-    pub fn other_end(&self, node: usize) -> usize {
-        if self.src == node { self.dst } else { self.src }
-    }
-
-    /// Its goodput (bits/s), when measured and fresh.
-    pub fn fresh_goodput(&self) -> Option<f64> {
-        (self.terms.throughput_source == Source::Measured)
-            .then_some(self.summary.throughput.as_ref()?.bps)
-    }
 }
 
 /// One zone.
@@ -295,7 +257,10 @@ impl ScoredMatrix {
 
     /// What each node's own links inside its zone say of it, by node index.
     pub fn health(&self) -> &[NodeHealth] {
-        self.health.get_or_init(|| node_health::of(self))
+        self.health.get_or_init(|| {
+            let zones: Vec<&str> = self.nodes.iter().map(|n| n.info.zone.as_str()).collect();
+            node_health::of(&zones, &self.pairs)
+        })
     }
 
     /// All nodes, by name.

@@ -3,7 +3,7 @@
 //! a ring all-reduce passes data in), or `None` when the job does not fit.
 //!
 //! - [`Policy::Netaware`]: the extender's own code,
-//!   [`netaware_scheduler::policy::place_job`], on the measured matrix.
+//!   [`netaware_core::extender::place_job`], on the measured matrix.
 //! - [`Policy::Spread`]: kube-scheduler's default. Its default topology
 //!   spread constraints (zone, maxSkew 5, ScheduleAnyway) score a node
 //!   higher the fewer of the job's pods its zone holds, so each pod goes to
@@ -21,8 +21,8 @@
 
 use std::collections::BTreeMap;
 
+use netaware_core::extender::{PolicyConfig, place_job};
 use netaware_core::snapshot::ScoredMatrix;
-use netaware_scheduler::policy::{PolicyConfig, place_job};
 use rand::Rng;
 use rand::seq::SliceRandom;
 

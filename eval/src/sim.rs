@@ -7,8 +7,8 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 
+use netaware_core::extender::PolicyConfig;
 use netaware_core::snapshot::ScoredMatrix;
-use netaware_scheduler::policy::PolicyConfig;
 use rand::Rng;
 
 use crate::cluster::Cluster;

@@ -10,7 +10,9 @@
 //! - [`tls`]: the TLS flags and set-up every gRPC server and client shares.
 //! - [`http`]: serving /metrics, /healthz and the extender over HTTP or
 //!   HTTPS until shutdown.
+//! - [`clock`]: the wall clock, read in one place.
 
+pub mod clock;
 pub mod http;
 pub mod tls;
 

@@ -10,11 +10,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use netaware_core::extender::{JobContext, PolicyConfig, decide};
 use netaware_proto::v1 as pb;
 use netaware_scheduler::cache::ScoreCache;
 use netaware_scheduler::job::job_of;
 use netaware_scheduler::placements::{Placements, PodFacts};
-use netaware_scheduler::policy::{JobContext, PolicyConfig, decide};
 use netaware_scheduler::server::{Extender, router};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::RwLock;
@@ -62,7 +62,7 @@ fn matrix(nodes: usize) -> pb::Matrix {
             .map(|i| pb::Node {
                 name: name(i),
                 zone: zone(i),
-                kind: "agent".into(),
+                kind: pb::NodeKind::Agent.into(),
                 ..pb::Node::default()
             })
             .collect(),
@@ -107,8 +107,9 @@ async fn main() {
     cache.store(&wire).await;
     let stored = start.elapsed();
     let scored = cache.fresh().await.unwrap();
+    let zones: Vec<&str> = scored.nodes().iter().map(|n| n.info.zone.as_str()).collect();
     let start = Instant::now();
-    let health = netaware_core::node_health::of(&scored);
+    let health = netaware_core::node_health::of(&zones, scored.pairs());
     let health_took = start.elapsed();
     assert_eq!(health.len(), nodes);
 

@@ -18,7 +18,7 @@ use tokio::sync::RwLock;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::convert::scored_matrix;
+use netaware_proto::convert::matrix_from_wire;
 
 /// Largest matrix the extender accepts from the collector.
 pub const MAX_MATRIX_BYTES: usize = 256 * 1024 * 1024;
@@ -63,7 +63,7 @@ impl ScoreCache {
 
     /// Stores a matrix received now.
     pub async fn store(&self, matrix: &pb::Matrix) {
-        let scored = Arc::new(scored_matrix(matrix));
+        let scored = Arc::new(matrix_from_wire(matrix));
         // Work out node health here, once per matrix, rather than in the
         // first kube-scheduler call that needs it.
         scored.health();

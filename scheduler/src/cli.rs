@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 use crate::cache::ScoreCache;
 use crate::placements::Placements;
 use crate::pods;
-use crate::policy::PolicyConfig;
 use crate::server::{Extender, observability_router, router};
+use netaware_core::extender::PolicyConfig;
 
 /// The extender's flags.
 #[derive(Debug, Clone, clap::Args)]

@@ -4,8 +4,8 @@
 //! k8s.io/kube-scheduler/extender/v1) to filter and score the candidate
 //! nodes of each pod. It answers from a local copy of the collector's
 //! scores ([`cache`], fed by the Scores watch stream) with the placement
-//! policy of `netaware-core`, the same code behind `netaware rank`
-//! ([`policy`]). Pods are tied to their training job by the labels of the
+//! policy of `netaware-core` ([`netaware_core::extender`], on the same
+//! placement code as `netaware rank`). Pods are tied to their training job by the labels of the
 //! job controllers ([`job`]). The wire types live in [`wire`], the routes in
 //! [`server`].
 //!
@@ -24,12 +24,10 @@
 pub mod bind;
 pub mod cache;
 pub mod cli;
-pub mod convert;
 pub mod job;
 pub mod metrics;
 pub mod placements;
 pub mod pods;
-pub mod policy;
 pub mod robustness;
 pub mod server;
 pub mod wire;

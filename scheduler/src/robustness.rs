@@ -15,14 +15,14 @@ use tower::ServiceExt;
 
 use crate::cache::ScoreCache;
 use crate::placements::Placements;
-use crate::policy::PolicyConfig;
 use crate::server::{Extender, router};
+use netaware_core::extender::PolicyConfig;
 
 fn matrix() -> pb::Matrix {
     let node = |name: &str, zone: &str| pb::Node {
         name: name.into(),
         zone: zone.into(),
-        kind: "agent".into(),
+        kind: pb::NodeKind::Agent.into(),
         ..pb::Node::default()
     };
     let pair = |src: &str, dst: &str, quality: f64| pb::Pair {

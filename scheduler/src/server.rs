@@ -20,16 +20,12 @@ use crate::cache::ScoreCache;
 use crate::job::job_of;
 use crate::metrics::{Metrics, OutcomeLabels, ReasonLabels, VerbLabels};
 use crate::placements::Placements;
-use crate::policy::{Decision, JobContext, Neutral, PolicyConfig, decide};
 use crate::wire::{
     ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, HostPriority,
     NodeListOut, object_labels, object_name, object_namespace,
 };
-
-/// The well-known label of a node's zone.
-pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-/// The well-known label of a node's region.
-pub const REGION_LABEL: &str = "topology.kubernetes.io/region";
+use netaware_core::extender::{Decision, JobContext, Neutral, PolicyConfig, decide};
+use netaware_core::topology::place_from_labels;
 
 /// Largest request body the extender reads (a 5,000-node NodeList is about
 /// 30 MB of JSON in full; node names are far less).
@@ -209,10 +205,8 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
             .items
             .iter()
             .filter_map(|node| {
-                let labels = object_labels(node);
-                let zone = labels.get(ZONE_LABEL)?.clone();
-                let region = labels.get(REGION_LABEL).cloned().unwrap_or_default();
-                Some((object_name(node)?, (zone, region)))
+                let place = place_from_labels(&object_labels(node))?;
+                Some((object_name(node)?, (place.zone, place.region)))
             })
             .collect();
         if !places.is_empty() {
@@ -249,7 +243,10 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
     } = decision;
     Ok(Call {
         passing: passing.into_iter().map(str::to_owned).collect(),
-        failed,
+        failed: failed
+            .into_iter()
+            .map(|(name, failure)| (name.to_owned(), failure.to_string()))
+            .collect(),
         scores: scores
             .into_iter()
             .map(|(host, score)| HostPriority {

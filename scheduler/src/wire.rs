@@ -13,8 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The highest score an extender may give (MaxExtenderPriority).
-pub const MAX_EXTENDER_PRIORITY: i64 = 10;
+pub use netaware_core::extender::MAX_EXTENDER_PRIORITY;
 
 /// What kube-scheduler sends to /filter and /prioritize.
 #[derive(Debug, Clone, Deserialize)]

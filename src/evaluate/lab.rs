@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use netaware_core::extender::PolicyConfig;
 use netaware_eval::policies::Policy;
 use netaware_eval::stats;
-use netaware_scheduler::policy::PolicyConfig;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
@@ -270,7 +270,7 @@ async fn measured_matrix(
         });
         eprintln!("measuring: {with_goodput} of {expected} pairs inside zones have a goodput");
         if let Some(matrix) = matrix.filter(|_| with_goodput >= expected) {
-            return Ok(netaware_scheduler::convert::scored_matrix(&matrix));
+            return Ok(netaware_proto::convert::matrix_from_wire(&matrix));
         }
         if tokio::time::Instant::now() >= deadline {
             bail!("only {with_goodput} of {expected} pairs measured after {timeout:?}");

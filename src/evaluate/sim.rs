@@ -1,10 +1,10 @@
 //! `netaware evaluate sim`: the cluster simulator, every policy on the same
 //! cluster, the same measurements and the same trace of jobs.
 
+use netaware_core::extender::PolicyConfig;
 use netaware_eval::cluster::{Cluster, ClusterSpec, score_config};
 use netaware_eval::policies::Policy;
 use netaware_eval::sim::{PolicySummary, WorkloadSpec, simulate, trace};
-use netaware_scheduler::policy::PolicyConfig;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 

@@ -219,7 +219,7 @@ async fn simulate(
             _ = tick.tick() => {}
             () = stop.cancelled() => return,
         }
-        let window = fleet.window(i, &peers, seq, netaware_collector::shared::now_ms());
+        let window = fleet.window(i, &peers, seq, netaware_runtime::clock::now_ms());
         let sent = Instant::now();
         let message = pb::AgentMessage {
             body: Some(agent_message::Body::Window(window)),

@@ -267,13 +267,7 @@ pub async fn serve_extender_on(
     addr
 }
 
-/// Unix time now, in milliseconds.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
+pub use netaware_runtime::clock::now_ms;
 
 /// A valid hello for `node` in zone-a (1 s windows).
 pub fn hello(node: &str) -> pb::Hello {

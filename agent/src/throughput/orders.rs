@@ -17,8 +17,8 @@ use super::tokens::Expected;
 use super::wire::MAX_TEST;
 use super::{MAX_STREAMS, Outcome};
 use crate::counters::Counters;
-use crate::measure::unix_ms_now;
 use crate::quiet::QuietPeers;
+use netaware_runtime::clock::now_ms;
 
 /// Clock difference between agents and the collector that token times
 /// tolerate (agents' clocks are NTP-synced on a cluster).
@@ -99,7 +99,7 @@ impl Orders {
     fn spawn_client(&self, order: ThroughputOrder, token: [u8; 16], server: IpAddr) {
         let this = self.clone();
         tokio::spawn(async move {
-            let wait = order.start_unix_ms.saturating_sub(unix_ms_now());
+            let wait = order.start_unix_ms.saturating_sub(now_ms());
             tokio::select! {
                 () = this.shutdown.cancelled() => return,
                 () = tokio::time::sleep(Duration::from_millis(wait)) => {}
@@ -131,7 +131,7 @@ impl Orders {
                 }
                 Err(err) => tracing::warn!(peer = %order.peer, %err, "throughput test failed"),
             }
-            let result = result(&order, outcome.map_err(|e| e.to_string()), unix_ms_now());
+            let result = result(&order, outcome.map_err(|e| e.to_string()), now_ms());
             let _ = this.results.send(result).await;
         });
     }

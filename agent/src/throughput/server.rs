@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::tokens::{BookFull, Expected, TokenBook};
 use super::wire::{Counted, HEADER_LEN, Header, Status, Token};
 use super::{CHUNK_BYTES, HEADER_TIMEOUT, MAX_CONNECTIONS, tcp_info};
-use crate::measure::unix_ms_now as now_ms;
+use netaware_runtime::clock::now_ms;
 
 /// How long after its measured part a stream may keep sending before the
 /// server closes it.

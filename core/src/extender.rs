@@ -1,20 +1,28 @@
-//! The extender's decisions, pure: which candidate nodes pass the filter
-//! and what each scores, from the shared placement policy
-//! ([`netaware_core::placement::rank`], the same code as `netaware rank`).
+//! The kube-scheduler extender's decisions, pure: which candidate nodes
+//! pass the filter and what each scores, from the placement policy
+//! ([`crate::placement::rank`], the same code as `netaware rank`).
 //!
 //! The extender never blocks scheduling on missing data: without fresh
 //! scores, or for a pod that belongs to no known job, every node passes with
-//! the same score. Only what the measurements show fails a node: loss above
-//! the threshold, or goodput far below the usual, to a worker of the same
-//! job already placed or on most of the node's own links inside its zone
-//! (and, in strict mode, a node outside the job's zone).
+//! the same score. Only what the measurements show fails a node (see
+//! [`crate::verdict::FailureCode::fails_filter`]): loss above the threshold, or goodput far
+//! below the usual, to a worker of the same job already placed or on most
+//! of the node's own links inside its zone (and, in strict mode, a node
+//! outside the job's zone).
+//!
+//! It lives in the core, not in the extender's crate, so that the
+//! evaluation places jobs with this very code without linking an HTTP
+//! server or a Kubernetes client.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use netaware_core::placement::{JobRequest, PlacementConfig, rank};
-use netaware_core::snapshot::ScoredMatrix;
+use crate::placement::{JobRequest, PlacementConfig, RankedNode, rank};
+use crate::snapshot::ScoredMatrix;
+use crate::verdict::Failure;
 
-use crate::wire::MAX_EXTENDER_PRIORITY;
+/// The highest score an extender may give (kube-scheduler's
+/// MaxExtenderPriority).
+pub const MAX_EXTENDER_PRIORITY: i64 = 10;
 
 /// How the extender decides.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -40,7 +48,7 @@ pub struct Decision<'a> {
     /// Candidates that pass, in the order given.
     pub passing: Vec<&'a str>,
     /// Candidates that fail, with the reason.
-    pub failed: BTreeMap<String, String>,
+    pub failed: BTreeMap<&'a str, Failure>,
     /// Every candidate's score, 0 to MaxExtenderPriority, in the order given.
     pub scores: Vec<(&'a str, i64)>,
     /// Set when the answer carries no opinion, and why.
@@ -76,9 +84,6 @@ pub fn decide<'a>(
         strict_zone: config.strict_zone,
     };
     let ranking = rank(matrix, &request, &config.placement);
-    let mut failed = BTreeMap::new();
-    let mut fails = vec![false; candidates.len()];
-    let mut scores: Vec<(&str, i64)> = candidates.iter().map(|c| (c.as_str(), 0)).collect();
     // kube-scheduler takes whole scores from 0 to 10. Scaled to the best
     // candidate (as kube-scheduler's own plugins normalise theirs), the
     // best gets 10 and the others keep their order at the resolution left:
@@ -91,36 +96,26 @@ pub fn decide<'a>(
         .filter(|n| n.feasible())
         .map(|n| n.score)
         .fold(0.0, f64::max);
-    for node in &ranking.nodes {
+    let scale = |node: &RankedNode| {
         let relative = if best > 0.0 { node.score / best } else { 0.0 };
-        let score = (relative * MAX_EXTENDER_PRIORITY as f64).round() as i64;
-        scores[node.candidate].1 = score.clamp(0, MAX_EXTENDER_PRIORITY);
-        // Only what was measured fails a node; a node without data (unknown
-        // or stale) stays schedulable, with the lowest score.
-        if let Some(reason) = &node.failure {
-            let measured = ["loss ", "goodput ", "degraded", "outside the chosen zone"]
-                .iter()
-                .any(|measured| reason.starts_with(measured));
-            if measured {
-                fails[node.candidate] = true;
-                failed.insert(node.name.to_owned(), reason.clone());
+        ((relative * MAX_EXTENDER_PRIORITY as f64).round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
+    };
+    // rank() ranks a repeated name once: every place it holds in the
+    // request gets that one verdict.
+    let by_name: HashMap<&str, &RankedNode> = ranking.nodes.iter().map(|n| (n.name, n)).collect();
+    let mut passing = Vec::with_capacity(candidates.len());
+    let mut failed = BTreeMap::new();
+    let mut scores = Vec::with_capacity(candidates.len());
+    for name in candidates.iter().map(String::as_str) {
+        let node = by_name[name];
+        scores.push((name, scale(node)));
+        match &node.failure {
+            Some(failure) if failure.fails_filter() => {
+                failed.insert(name, failure.clone());
             }
+            _ => passing.push(name),
         }
     }
-    // rank() drops a name repeated right after itself: the repeat gets the
-    // verdict of the name before it.
-    for i in 1..candidates.len() {
-        if candidates[i] == candidates[i - 1] {
-            scores[i].1 = scores[i - 1].1;
-            fails[i] = fails[i - 1];
-        }
-    }
-    let passing = candidates
-        .iter()
-        .zip(&fails)
-        .filter(|(_, fails)| !**fails)
-        .map(|(c, _)| c.as_str())
-        .collect();
     Decision {
         passing,
         failed,
@@ -175,10 +170,11 @@ fn neutral(candidates: &[String], why: Neutral) -> Decision<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netaware_core::matrix::{PairMatrix, PairWindow, RttStats};
-    use netaware_core::registry::Registry;
-    use netaware_core::score::ScoreConfig;
-    use netaware_core::{NodeInfo, NodeKind};
+    use crate::matrix::{PairMatrix, PairWindow, RttStats};
+    use crate::registry::Registry;
+    use crate::score::ScoreConfig;
+    use crate::verdict::FailureCode;
+    use crate::{NodeInfo, NodeKind};
 
     #[test]
     fn scores_are_scaled_to_the_best_candidate() {
@@ -292,8 +288,9 @@ mod tests {
             &PolicyConfig::default(),
         );
         assert_eq!(decision.passing, names(&["a2", "b1", "ghost"]));
+        assert_eq!(decision.failed["a3"].code(), FailureCode::LossToWorker);
         assert!(
-            decision.failed["a3"].starts_with("loss 20.0%"),
+            decision.failed["a3"].to_string().starts_with("loss 20.0%"),
             "{:?}",
             decision.failed
         );
@@ -321,7 +318,12 @@ mod tests {
         let candidates = names(&["a2", "b1"]);
         let decision = decide(Some(&matrix()), Some(&job), &candidates, &config);
         assert_eq!(decision.passing, ["a2"]);
-        assert!(decision.failed["b1"].contains("outside the chosen zone"));
+        assert_eq!(
+            decision.failed["b1"],
+            Failure::OutsideZone {
+                zone: "zone-a".into()
+            }
+        );
     }
 
     #[test]

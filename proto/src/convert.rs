@@ -1,0 +1,512 @@
+//! The one mapping between the core's types and the wire's, both ways.
+//!
+//! The collector sends scored matrices, zone summaries and rankings
+//! (`*_to_wire`); the extender and the CLI read them back
+//! (`*_from_wire`). Every enum has its pair of functions here and nowhere
+//! else, so that both ends always agree on what a value means, and what a
+//! consumer needs is carried on the wire rather than re-derived by it.
+//!
+//! Reading never trusts the sender: pairs that name unknown nodes are left
+//! out, unit figures outside [0, 1] are clamped, and values of enums this
+//! build does not know read as the most cautious one.
+
+use std::collections::HashMap;
+
+use netaware_core::matrix::{PairSummary, Throughput};
+use netaware_core::placement::{Basis, Ranking};
+use netaware_core::score::{ScoreConfig, Source, Terms};
+use netaware_core::snapshot::{NodeView, ScoredMatrix, ScoredPair, ZoneSummary};
+use netaware_core::verdict::FailureCode;
+use netaware_core::{NodeInfo, NodeKind, UnixMillis};
+
+use crate::v1 as pb;
+
+const MS_PER_S: f64 = 1_000.0;
+
+/// The wire form of a term's source.
+pub fn source_to_wire(source: Source) -> pb::Source {
+    match source {
+        Source::Measured => pb::Source::Measured,
+        Source::ZoneAverage => pb::Source::ZoneAverage,
+        Source::Unknown => pb::Source::Unknown,
+    }
+}
+
+/// A term's source from the wire; anything unknown is `Unknown`.
+pub fn source_from_wire(value: i32) -> Source {
+    match pb::Source::try_from(value) {
+        Ok(pb::Source::Measured) => Source::Measured,
+        Ok(pb::Source::ZoneAverage) => Source::ZoneAverage,
+        _ => Source::Unknown,
+    }
+}
+
+/// The wire form of a node kind.
+pub fn node_kind_to_wire(kind: NodeKind) -> pb::NodeKind {
+    match kind {
+        NodeKind::Agent => pb::NodeKind::Agent,
+        NodeKind::Inventory => pb::NodeKind::Inventory,
+    }
+}
+
+/// A node kind from the wire: only an explicit inventory node is one; a
+/// node that says nothing is an agent (it reports, so it is not probed as
+/// a bare host).
+pub fn node_kind_from_wire(value: i32) -> NodeKind {
+    match pb::NodeKind::try_from(value) {
+        Ok(pb::NodeKind::Inventory) => NodeKind::Inventory,
+        _ => NodeKind::Agent,
+    }
+}
+
+/// The wire form of what a node's score was measured against.
+pub fn basis_to_wire(basis: Basis) -> pb::Basis {
+    match basis {
+        Basis::Placed => pb::Basis::Placed,
+        Basis::Zone => pb::Basis::Zone,
+        Basis::Colocated => pb::Basis::Colocated,
+    }
+}
+
+/// What a node's score was measured against, from the wire (`None` when
+/// the sender did not say).
+pub fn basis_from_wire(value: i32) -> Option<Basis> {
+    match pb::Basis::try_from(value).ok()? {
+        pb::Basis::Placed => Some(Basis::Placed),
+        pb::Basis::Zone => Some(Basis::Zone),
+        pb::Basis::Colocated => Some(Basis::Colocated),
+        pb::Basis::Unspecified => None,
+    }
+}
+
+/// The wire form of a failure code (`None`: the node is feasible).
+pub fn failure_to_wire(code: Option<FailureCode>) -> pb::Failure {
+    match code {
+        None => pb::Failure::None,
+        Some(FailureCode::UnknownNode) => pb::Failure::UnknownNode,
+        Some(FailureCode::Stale) => pb::Failure::Stale,
+        Some(FailureCode::LossToWorker) => pb::Failure::LossToWorker,
+        Some(FailureCode::GoodputToWorker) => pb::Failure::GoodputToWorker,
+        Some(FailureCode::DegradedLoss) => pb::Failure::DegradedLoss,
+        Some(FailureCode::DegradedGoodput) => pb::Failure::DegradedGoodput,
+        Some(FailureCode::OutsideZone) => pb::Failure::OutsideZone,
+        Some(FailureCode::NoZone) => pb::Failure::NoZone,
+    }
+}
+
+/// A failure code from the wire (`None`: no failure, or a code this build
+/// does not know).
+pub fn failure_from_wire(value: i32) -> Option<FailureCode> {
+    match pb::Failure::try_from(value).ok()? {
+        pb::Failure::None => None,
+        pb::Failure::UnknownNode => Some(FailureCode::UnknownNode),
+        pb::Failure::Stale => Some(FailureCode::Stale),
+        pb::Failure::LossToWorker => Some(FailureCode::LossToWorker),
+        pb::Failure::GoodputToWorker => Some(FailureCode::GoodputToWorker),
+        pb::Failure::DegradedLoss => Some(FailureCode::DegradedLoss),
+        pb::Failure::DegradedGoodput => Some(FailureCode::DegradedGoodput),
+        pb::Failure::OutsideZone => Some(FailureCode::OutsideZone),
+        pb::Failure::NoZone => Some(FailureCode::NoZone),
+    }
+}
+
+fn ms_to_seconds(ms: u64) -> f64 {
+    ms as f64 / MS_PER_S
+}
+
+fn seconds_to_ms(seconds: f64) -> Option<u64> {
+    (seconds.is_finite() && seconds >= 0.0).then(|| (seconds * MS_PER_S).round() as u64)
+}
+
+/// A figure that must lie in [0, 1]; anything else from the wire is 0.
+fn unit(value: f64) -> f64 {
+    if value.is_finite() {
+        value.clamp(0.0, 1.0)
+    } else {
+        0.0
+    }
+}
+
+/// The wire form of a node.
+pub fn node_to_wire(node: &NodeView) -> pb::Node {
+    pb::Node {
+        name: node.info.name.clone(),
+        zone: node.info.zone.clone(),
+        region: node.info.region.clone(),
+        address: node.info.address.clone(),
+        stale: node.stale,
+        kind: node_kind_to_wire(node.info.kind).into(),
+        last_report_age_s: node.last_report_age_ms.map(ms_to_seconds),
+    }
+}
+
+/// A node from the wire.
+pub fn node_from_wire(node: &pb::Node) -> NodeView {
+    NodeView {
+        info: NodeInfo {
+            name: node.name.clone(),
+            address: node.address.clone(),
+            zone: node.zone.clone(),
+            region: node.region.clone(),
+            kind: node_kind_from_wire(node.kind),
+        },
+        stale: node.stale,
+        last_report_age_ms: node.last_report_age_s.and_then(seconds_to_ms),
+    }
+}
+
+/// The wire form of a scored pair, naming its ends by `name`.
+pub fn pair_to_wire<'n>(
+    pair: &ScoredPair,
+    name: impl Fn(usize) -> &'n str,
+    now: UnixMillis,
+) -> pb::Pair {
+    let s = &pair.summary;
+    pb::Pair {
+        src: name(pair.src).to_owned(),
+        dst: name(pair.dst).to_owned(),
+        rtt_median_ms: s.rtt_median_ms,
+        rtt_p99_ms: s.rtt_p99_ms,
+        jitter_ms: s.jitter_ms,
+        loss_ratio: s.loss_ratio,
+        throughput_bps: s.throughput.map(|tp| tp.bps),
+        throughput_retransmits: s.throughput.and_then(|tp| tp.retransmits),
+        throughput_tcp_rtt_ms: s.throughput.and_then(|tp| tp.tcp_rtt_ms),
+        throughput_age_s: s
+            .throughput
+            .map(|tp| ms_to_seconds(now.saturating_sub(tp.at))),
+        samples: s.samples,
+        age_s: pair.age_ms.map_or(-1.0, ms_to_seconds),
+        quality: pair.quality,
+        terms: Some(pb::Terms {
+            delay: pair.terms.delay,
+            loss: pair.terms.loss,
+            throughput: pair.terms.throughput,
+            delay_source: source_to_wire(pair.terms.delay_source).into(),
+            loss_source: source_to_wire(pair.terms.loss_source).into(),
+            throughput_source: source_to_wire(pair.terms.throughput_source).into(),
+            dead: pair.terms.dead,
+        }),
+        stale: pair.stale,
+        one_way_loss_ratio: s.one_way_loss_ratio,
+    }
+}
+
+/// A scored pair from the wire, its ends looked up by `index`; `None` when
+/// either end is unknown.
+pub fn pair_from_wire(
+    pair: &pb::Pair,
+    index: impl Fn(&str) -> Option<usize>,
+) -> Option<ScoredPair> {
+    let (src, dst) = (index(&pair.src)?, index(&pair.dst)?);
+    let terms = pair.terms.unwrap_or_default();
+    Some(ScoredPair {
+        src,
+        dst,
+        summary: PairSummary {
+            rtt_median_ms: pair.rtt_median_ms,
+            rtt_p99_ms: pair.rtt_p99_ms,
+            jitter_ms: pair.jitter_ms,
+            loss_ratio: pair.loss_ratio.map(unit),
+            samples: pair.samples,
+            last_end: None,
+            throughput: pair.throughput_bps.map(|bps| Throughput {
+                bps,
+                at: 0,
+                retransmits: pair.throughput_retransmits,
+                tcp_rtt_ms: pair.throughput_tcp_rtt_ms,
+            }),
+            one_way_loss_ratio: pair.one_way_loss_ratio.map(unit),
+        },
+        age_ms: seconds_to_ms(pair.age_s),
+        stale: pair.stale,
+        terms: Terms {
+            delay: unit(terms.delay),
+            loss: unit(terms.loss),
+            throughput: unit(terms.throughput),
+            delay_source: source_from_wire(terms.delay_source),
+            loss_source: source_from_wire(terms.loss_source),
+            throughput_source: source_from_wire(terms.throughput_source),
+            dead: terms.dead,
+        },
+        quality: unit(pair.quality),
+    })
+}
+
+/// The wire form of a scored matrix.
+pub fn matrix_to_wire(
+    scored: &ScoredMatrix,
+    config: &ScoreConfig,
+    version: u64,
+    now: UnixMillis,
+) -> pb::Matrix {
+    let name = |i: usize| scored.nodes()[i].info.name.as_str();
+    pb::Matrix {
+        version,
+        generated_unix_ms: now,
+        nodes: scored.nodes().iter().map(node_to_wire).collect(),
+        pairs: scored
+            .pairs()
+            .iter()
+            .map(|pair| pair_to_wire(pair, name, now))
+            .collect(),
+        weights: Some(pb::ScoreWeights {
+            delay: config.weights.delay,
+            loss: config.weights.loss,
+            throughput: config.weights.throughput,
+        }),
+    }
+}
+
+/// The scored matrix a wire matrix describes, so that a consumer runs the
+/// very placement code the collector runs.
+pub fn matrix_from_wire(matrix: &pb::Matrix) -> ScoredMatrix {
+    let nodes: Vec<NodeView> = matrix.nodes.iter().map(node_from_wire).collect();
+    let index: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.info.name.as_str(), i))
+        .collect();
+    let pairs = matrix
+        .pairs
+        .iter()
+        .filter_map(|p| pair_from_wire(p, |name| index.get(name).copied()))
+        .collect();
+    ScoredMatrix::from_parts(nodes, pairs)
+}
+
+/// The wire form of the zone summary.
+pub fn zones_to_wire(summary: &ZoneSummary) -> pb::ZoneSummary {
+    pb::ZoneSummary {
+        zones: summary
+            .zones
+            .iter()
+            .map(|z| pb::Zone {
+                name: z.name.clone(),
+                region: z.region.clone(),
+                nodes: z.nodes,
+                fresh_nodes: z.fresh_nodes,
+            })
+            .collect(),
+        zone_pairs: summary
+            .zone_pairs
+            .iter()
+            .map(|z| pb::ZonePair {
+                src_zone: z.src_zone.clone(),
+                dst_zone: z.dst_zone.clone(),
+                rtt_median_ms: z.rtt_median_ms,
+                loss_ratio: z.loss_ratio,
+                throughput_bps: z.throughput_bps,
+                quality: z.quality,
+                pairs: z.pairs,
+                measured_pairs: z.measured_pairs,
+            })
+            .collect(),
+    }
+}
+
+/// The wire form of a ranking: every verdict with its reason for people
+/// and its code for programs.
+pub fn ranking_to_wire(ranking: &Ranking) -> pb::RankResponse {
+    pb::RankResponse {
+        zone: ranking.zone.clone().unwrap_or_default(),
+        zone_reason: ranking.zone_reason.to_string(),
+        nodes: ranking
+            .nodes
+            .iter()
+            .map(|n| pb::RankedNode {
+                name: n.name.to_owned(),
+                zone: n.zone.to_owned(),
+                score: n.score,
+                feasible: n.feasible(),
+                reason: n
+                    .failure
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+                failure: failure_to_wire(n.failure.as_ref().map(|f| f.code())).into(),
+                terms: Some(pb::NodeTerms {
+                    quality: n.terms.quality,
+                    delay: n.terms.delay,
+                    loss: n.terms.loss,
+                    throughput: n.terms.throughput,
+                    pairs: n.terms.pairs,
+                    fallback_pairs: n.terms.fallback_pairs,
+                    basis: basis_to_wire(n.terms.basis).into(),
+                    in_chosen_zone: n.terms.in_chosen_zone,
+                }),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netaware_core::extender::{JobContext, PolicyConfig, decide};
+    use netaware_core::matrix::{PairMatrix, PairWindow, RttStats};
+    use netaware_core::placement::{JobRequest, PlacementConfig, rank};
+    use netaware_core::registry::Registry;
+    use proptest::prelude::*;
+
+    const NOW: UnixMillis = 100_000;
+
+    /// One measured pair: (src, dst, median RTT, received of 100, goodput).
+    type Measured = (usize, usize, f64, u32, Option<f64>);
+
+    fn build(zones: &[usize], measured: &[Measured], stale_agent: Option<usize>) -> ScoredMatrix {
+        let mut registry = Registry::new();
+        for (i, zone) in zones.iter().enumerate() {
+            let info = NodeInfo {
+                name: format!("n{i}"),
+                address: format!("10.0.0.{i}"),
+                zone: format!("z{zone}"),
+                region: "r".into(),
+                kind: NodeKind::Agent,
+            };
+            // A stale agent last said hello long ago.
+            let seen = if stale_agent == Some(i) { 1_000 } else { NOW };
+            registry.agent_hello(info, 1_000, seen).unwrap();
+        }
+        let mut pairs = PairMatrix::new(6);
+        for &(src, dst, median, received, goodput) in measured {
+            let (src, dst) = (format!("n{src}"), format!("n{dst}"));
+            let rtt = RttStats {
+                min: median,
+                median,
+                p90: median,
+                p99: median * 2.0,
+                max: median * 2.0,
+                jitter: median / 10.0,
+            };
+            let window = PairWindow::new(NOW - 500, 100, received, rtt).unwrap();
+            pairs.record(&src, &dst, window);
+            if let Some(bps) = goodput {
+                let throughput = Throughput {
+                    bps,
+                    at: NOW - 1_000,
+                    retransmits: Some(3),
+                    tcp_rtt_ms: Some(median),
+                };
+                pairs.record_throughput(&src, &dst, throughput);
+            }
+        }
+        ScoredMatrix::build(&registry, &pairs, &ScoreConfig::default(), NOW)
+    }
+
+    fn cluster() -> impl Strategy<Value = (Vec<usize>, Vec<Measured>, Option<usize>)> {
+        (2usize..9).prop_flat_map(|n| {
+            let zones = prop::collection::vec(0usize..3, n);
+            let pair = (
+                0..n,
+                0..n,
+                0.05f64..30.0,
+                prop_oneof![Just(100u32), Just(0u32), 50u32..100],
+                prop::option::of(1e8f64..2e10),
+            )
+                .prop_filter("no self pair", |(s, d, ..)| s != d);
+            let measured = prop::collection::vec(pair, 0..(n * n));
+            let stale = prop::option::of(0..n);
+            (zones, measured, stale)
+        })
+    }
+
+    proptest! {
+        /// What the collector sends is what the extender and the CLI rank
+        /// on: the same pairs, scores, verdicts and filter decisions.
+        #[test]
+        fn core_to_wire_to_core_keeps_scores_and_verdicts(
+            (zones, measured, stale) in cluster(),
+            size in 1usize..5,
+            placed_count in 0usize..3,
+            strict in any::<bool>(),
+        ) {
+            let scored = build(&zones, &measured, stale);
+            let wire = matrix_to_wire(&scored, &ScoreConfig::default(), 7, NOW);
+            let back = matrix_from_wire(&wire);
+
+            prop_assert_eq!(back.nodes(), scored.nodes());
+            prop_assert_eq!(back.pairs().len(), scored.pairs().len());
+            for (a, b) in scored.pairs().iter().zip(back.pairs()) {
+                prop_assert_eq!((a.src, a.dst, a.stale, a.age_ms), (b.src, b.dst, b.stale, b.age_ms));
+                prop_assert_eq!(a.terms, b.terms);
+                prop_assert_eq!(a.quality, b.quality);
+                prop_assert_eq!(a.fresh_goodput(), b.fresh_goodput());
+                prop_assert_eq!(a.summary.loss_ratio, b.summary.loss_ratio);
+            }
+            prop_assert_eq!(back.health(), scored.health());
+
+            let placed: Vec<String> = (0..placed_count.min(zones.len())).map(|i| format!("n{i}")).collect();
+            let request = JobRequest { size, placed: &placed, candidates: None, strict_zone: strict };
+            let config = PlacementConfig::default();
+            let (sent, read) = (rank(&scored, &request, &config), rank(&back, &request, &config));
+            prop_assert_eq!(&sent, &read);
+            prop_assert_eq!(ranking_to_wire(&sent), ranking_to_wire(&read));
+
+            let candidates: Vec<String> = (0..zones.len()).map(|i| format!("n{i}")).collect();
+            let job = JobContext { size, placed: placed.clone() };
+            let policy = PolicyConfig { strict_zone: strict, ..PolicyConfig::default() };
+            prop_assert_eq!(
+                decide(Some(&scored), Some(&job), &candidates, &policy),
+                decide(Some(&back), Some(&job), &candidates, &policy)
+            );
+        }
+    }
+
+    #[test]
+    fn every_enum_value_maps_both_ways() {
+        for source in [Source::Measured, Source::ZoneAverage, Source::Unknown] {
+            assert_eq!(source_from_wire(source_to_wire(source).into()), source);
+        }
+        for kind in [NodeKind::Agent, NodeKind::Inventory] {
+            assert_eq!(node_kind_from_wire(node_kind_to_wire(kind).into()), kind);
+        }
+        for basis in [Basis::Placed, Basis::Zone, Basis::Colocated] {
+            assert_eq!(basis_from_wire(basis_to_wire(basis).into()), Some(basis));
+        }
+        assert_eq!(failure_from_wire(failure_to_wire(None).into()), None);
+        for code in FailureCode::ALL {
+            assert_eq!(
+                failure_from_wire(failure_to_wire(Some(code)).into()),
+                Some(code)
+            );
+        }
+    }
+
+    #[test]
+    fn hostile_figures_are_clamped_and_unknown_ends_dropped() {
+        let node = |name: &str| pb::Node {
+            name: name.into(),
+            kind: 99,
+            ..pb::Node::default()
+        };
+        let pair = |src: &str, dst: &str| pb::Pair {
+            src: src.into(),
+            dst: dst.into(),
+            quality: f64::NAN,
+            loss_ratio: Some(7.0),
+            age_s: -3.0,
+            terms: Some(pb::Terms {
+                delay: -1.0,
+                loss: f64::INFINITY,
+                delay_source: 42,
+                ..pb::Terms::default()
+            }),
+            ..pb::Pair::default()
+        };
+        let wire = pb::Matrix {
+            nodes: vec![node("a"), node("b")],
+            pairs: vec![pair("a", "b"), pair("a", "ghost")],
+            ..pb::Matrix::default()
+        };
+        let read = matrix_from_wire(&wire);
+        assert_eq!(read.nodes()[0].info.kind, NodeKind::Agent);
+        assert_eq!(read.pairs().len(), 1);
+        let p = &read.pairs()[0];
+        assert_eq!(p.quality, 0.0);
+        assert_eq!(p.summary.loss_ratio, Some(1.0));
+        assert_eq!(p.age_ms, None);
+        assert_eq!((p.terms.delay, p.terms.loss), (0.0, 0.0));
+        assert_eq!(p.terms.delay_source, Source::Unknown);
+    }
+}
