@@ -1,10 +1,13 @@
-//! The `netaware` command line: `demo` runs the whole system on this
-//! machine; `matrix`, `zones` and `rank` ask a running collector;
-//! `throughput` runs one test by hand ([`throughput_command`]); `loadgen`
-//! drives simulated agents against a collector ([`loadgen`]); `certs`
-//! makes the certificates of deploy/tls ([`certs_command`]); `workload`
-//! is one worker of a training job's traffic ([`workload`]) and `evaluate`
-//! compares placements with it and with a cluster simulator ([`evaluate`]).
+//! The `netaware` command line, what an operator runs: `agent`,
+//! `collector` and `scheduler` (the services); `demo` runs the whole system
+//! on this machine ([`demo`]) and `lab` keeps a lab up ([`lab_command`],
+//! [`lab_system`]); `matrix`, `zones` and `rank` ask a running collector;
+//! `throughput` runs one test by hand ([`throughput_command`]); `certs`
+//! makes the certificates of deploy/tls ([`certs_command`]).
+//!
+//! The evaluation, the load generator and the training workload are not
+//! here: they live in the `netaware-testbed` crate and binary, which the
+//! production image does not carry.
 //!
 //! [`client`] talks to the collector, [`json`] holds the `--json` contracts,
 //! [`render`] the tables for people, and [`demo`] the in-process demo.
@@ -12,11 +15,8 @@
 pub mod certs_command;
 pub mod client;
 pub mod demo;
-pub mod evaluate;
 pub mod json;
 pub mod lab_command;
 pub mod lab_system;
-pub mod loadgen;
 pub mod render;
 pub mod throughput_command;
-pub mod workload;

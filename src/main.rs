@@ -40,16 +40,6 @@ enum Command {
     /// Run one throughput test by hand (server and client, like iperf3).
     #[command(subcommand)]
     Throughput(netaware::throughput_command::ThroughputCommand),
-    /// Drive many simulated agents against a collector and report its
-    /// throughput, ack latency and memory.
-    Loadgen(netaware::loadgen::LoadOptions),
-    /// One worker of a data-parallel training job's traffic (ring
-    /// all-reduce or parameter server) over TCP.
-    Workload(netaware::workload::WorkloadOptions),
-    /// Compare placements: real traffic on the lab, or the cluster
-    /// simulator (EVALUATION.md).
-    #[command(subcommand)]
-    Evaluate(netaware::evaluate::EvaluateCommand),
     /// Make a CA and the collector's, extender's and nodes' certificates
     /// for deploy/tls.
     Certs(netaware::certs_command::CertsOptions),
@@ -126,44 +116,9 @@ async fn main() -> anyhow::Result<()> {
                 .await
         }
         Command::Demo(options) => demo::run(options, netaware_runtime::shutdown_on_signal()?).await,
-        Command::Loadgen(options) => {
-            let report =
-                netaware::loadgen::run(&options, netaware_runtime::shutdown_on_signal()?).await?;
-            if options.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                print!("{report}");
-            }
-            Ok(())
-        }
         Command::Throughput(command) => {
             netaware::throughput_command::run(command, netaware_runtime::shutdown_on_signal()?)
                 .await
-        }
-        Command::Workload(options) => {
-            let shutdown = netaware_runtime::shutdown_on_signal()?;
-            let report = tokio::select! {
-                report = netaware::workload::run(&options) => report?,
-                () = shutdown.cancelled() => anyhow::bail!("interrupted"),
-            };
-            if options.json {
-                println!("{}", serde_json::to_string(&report)?);
-            } else {
-                let median = netaware_eval::stats::median(&report.iterations_s);
-                let p90 = netaware_eval::stats::quantile(&report.iterations_s, 0.9);
-                println!(
-                    "worker {} of {}: {} of {:.0} MB, {} iterations: median {median:.3} s, p90 {p90:.3} s",
-                    report.rank,
-                    report.workers,
-                    report.pattern,
-                    report.gradient_bytes as f64 / 1e6,
-                    report.iterations_s.len()
-                );
-            }
-            Ok(())
-        }
-        Command::Evaluate(command) => {
-            netaware::evaluate::run(command, netaware_runtime::shutdown_on_signal()?).await
         }
         Command::Certs(options) => {
             let report = netaware::certs_command::run(&options)?;

@@ -78,10 +78,7 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
         assert_eq!(terms.delay_source(), pb::Source::Measured);
     }
     let nas = matrix.nodes.iter().find(|n| n.name == "e2e-nas").unwrap();
-    assert_eq!(
-        (nas.kind(), nas.stale),
-        (pb::NodeKind::Inventory, false)
-    );
+    assert_eq!((nas.kind(), nas.stale), (pb::NodeKind::Inventory, false));
     assert!(
         matrix.pairs.iter().all(|p| p.src != "e2e-nas"),
         "inventory nodes do not probe"

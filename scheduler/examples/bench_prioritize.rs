@@ -107,7 +107,11 @@ async fn main() {
     cache.store(&wire).await;
     let stored = start.elapsed();
     let scored = cache.fresh().await.unwrap();
-    let zones: Vec<&str> = scored.nodes().iter().map(|n| n.info.zone.as_str()).collect();
+    let zones: Vec<&str> = scored
+        .nodes()
+        .iter()
+        .map(|n| n.info.zone.as_str())
+        .collect();
     let start = Instant::now();
     let health = netaware_core::node_health::of(&zones, scored.pairs());
     let health_took = start.elapsed();

@@ -1,4 +1,4 @@
-//! `netaware workload`: one worker of a data-parallel training job's
+//! `netaware-testbed workload`: one worker of a data-parallel training job's
 //! traffic, over real TCP. Each iteration is a compute pause (the GPU's
 //! forward and backward pass) and then the gradient exchange, in one of the
 //! two patterns of data-parallel training:
@@ -12,7 +12,7 @@
 //! Only the bytes move: the reduction's arithmetic is compute, not network,
 //! and is left out. Each worker times its iterations; the job's time per
 //! iteration is the slowest worker's, which the evaluation takes
-//! (`netaware evaluate lab`).
+//! (`netaware-testbed evaluate lab`).
 
 pub mod ps;
 pub mod ring;
@@ -44,7 +44,7 @@ impl Pattern {
     }
 }
 
-/// The flags of `netaware workload`.
+/// The flags of `netaware-testbed workload`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WorkloadOptions {
     /// This worker's rank: its place in --workers, from 0.
@@ -88,6 +88,22 @@ pub struct WorkerReport {
     pub gradient_bytes: u64,
     /// Seconds of each timed iteration, compute included.
     pub iterations_s: Vec<f64>,
+}
+
+impl std::fmt::Display for WorkerReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let median = netaware_eval::stats::median(&self.iterations_s);
+        let p90 = netaware_eval::stats::quantile(&self.iterations_s, 0.9);
+        writeln!(
+            f,
+            "worker {} of {}: {} of {:.0} MB, {} iterations: median {median:.3} s, p90 {p90:.3} s",
+            self.rank,
+            self.workers,
+            self.pattern,
+            self.gradient_bytes as f64 / 1e6,
+            self.iterations_s.len()
+        )
+    }
 }
 
 impl WorkloadOptions {

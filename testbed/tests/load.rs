@@ -4,11 +4,12 @@
 //! count agrees with the generator's. (The 2,000-agent figures are a
 //! benchmark: scripts/bench-load, BENCHMARKS.md.)
 
+#[path = "../../tests/support/mod.rs"]
 mod support;
 
 use std::time::Duration;
 
-use netaware::loadgen::{self, LoadOptions};
+use netaware_testbed::loadgen::{self, LoadOptions};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

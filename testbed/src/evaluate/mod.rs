@@ -1,7 +1,7 @@
-//! `netaware evaluate`: does netaware's placement make training faster, and
+//! `netaware-testbed evaluate`: does netaware's placement make training faster, and
 //! by how much? Two experiments, each one command (EVALUATION.md):
 //!
-//! - [`lab`]: real training traffic (`netaware workload`) on the lab, a job
+//! - [`lab`]: real training traffic (`netaware-testbed workload`) on the lab, a job
 //!   placed by each policy in turn, in the same run;
 //! - [`sim`]: a cluster of thousands of nodes and a trace of jobs, placed
 //!   by each policy, timed by the alpha-beta model.

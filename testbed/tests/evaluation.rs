@@ -10,15 +10,16 @@
 //!   placement is faster per iteration than default spreading and than
 //!   zone-only.
 
+#[path = "../../tests/support/mod.rs"]
 mod support;
 
 use std::process::Command;
 use std::time::Duration;
 
-use netaware::evaluate::lab::LabReport;
-use netaware::evaluate::sim::{SimOptions, simulate_all};
-use netaware::workload::{Pattern, WorkloadOptions, run};
 use netaware_eval::policies::Policy;
+use netaware_testbed::evaluate::lab::LabReport;
+use netaware_testbed::evaluate::sim::{SimOptions, simulate_all};
+use netaware_testbed::workload::{Pattern, WorkloadOptions, run};
 
 fn workload_options(
     rank: usize,
@@ -102,7 +103,7 @@ fn in_the_simulator_netaware_has_the_lowest_mean_job_completion_time() {
             strict_zone: false,
             max_peers: None,
             seed: 1,
-            output: netaware::evaluate::OutputArgs {
+            output: netaware_testbed::evaluate::OutputArgs {
                 out: std::env::temp_dir(),
                 json: true,
             },
@@ -146,7 +147,7 @@ fn on_the_lab_netaware_is_faster_than_spreading_and_zone_only() {
         return;
     }
     let out = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_netaware"))
+    let output = Command::new(env!("CARGO_BIN_EXE_netaware-testbed"))
         .args(["evaluate", "lab", "--json", "--patterns", "ring"])
         .args(["--gradient-mb", "8", "--iterations", "3", "--draws", "3"])
         .arg("--out")

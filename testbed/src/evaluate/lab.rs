@@ -1,8 +1,8 @@
-//! `netaware evaluate lab`: real training traffic on the lab. The whole
+//! `netaware-testbed evaluate lab`: real training traffic on the lab. The whole
 //! system measures the lab first (agents, collector, throughput tests);
 //! then, with the measuring stopped so that it does not share the links,
 //! a k-worker job is placed by each policy in turn and runs real
-//! iterations (`netaware workload`, one process per worker, in the workers'
+//! iterations (`netaware-testbed workload`, one process per worker, in the workers'
 //! hosts) on each placement, ring all-reduce and parameter server.
 
 use std::collections::BTreeSet;
@@ -16,11 +16,11 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 use super::plot::{Bar, Panel, bar_chart};
-use crate::demo::lab::load_topology;
-use crate::lab_system::{AgentTiming, COLLECTOR_PORT, LabSystem};
 use crate::workload::{Pattern, WorkerReport};
+use netaware::demo::lab::load_topology;
+use netaware::lab_system::{AgentTiming, COLLECTOR_PORT, LabSystem};
 
-/// The flags of `netaware evaluate lab`.
+/// The flags of `netaware-testbed evaluate lab`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LabOptions {
     /// Lab topology: a shipped name or a YAML file.
@@ -76,7 +76,7 @@ pub struct PlacementRun {
     pub p90_s: f64,
 }
 
-/// What `netaware evaluate lab` writes to lab.json.
+/// What `netaware-testbed evaluate lab` writes to lab.json.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LabReport {
     pub topology: String,
@@ -258,7 +258,7 @@ async fn measured_matrix(
         .count();
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        let matrix = match crate::client::ScoresConnection::connect(&url).await {
+        let matrix = match netaware::client::ScoresConnection::connect(&url).await {
             Ok(mut scores) => scores.matrix().await.ok(),
             Err(_) => None,
         };
@@ -279,7 +279,7 @@ async fn measured_matrix(
     }
 }
 
-/// Runs one job: a `netaware workload` per worker, in its host.
+/// Runs one job: a `netaware-testbed workload` per worker, in its host.
 async fn run_job(
     system: &LabSystem,
     exe: &std::path::Path,

@@ -1,4 +1,4 @@
-//! `netaware evaluate sim`: the cluster simulator, every policy on the same
+//! `netaware-testbed evaluate sim`: the cluster simulator, every policy on the same
 //! cluster, the same measurements and the same trace of jobs.
 
 use netaware_core::extender::PolicyConfig;
@@ -10,7 +10,7 @@ use rand::rngs::StdRng;
 
 use super::plot::{Bar, Panel, bar_chart};
 
-/// The flags of `netaware evaluate sim`.
+/// The flags of `netaware-testbed evaluate sim`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SimOptions {
     /// Zones.
@@ -52,7 +52,7 @@ pub struct SimOptions {
     pub output: super::OutputArgs,
 }
 
-/// What `netaware evaluate sim` writes to sim.json.
+/// What `netaware-testbed evaluate sim` writes to sim.json.
 #[derive(Debug, serde::Serialize)]
 pub struct SimReport {
     pub cluster: ClusterSpec,

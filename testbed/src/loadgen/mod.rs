@@ -1,4 +1,4 @@
-//! `netaware loadgen`: many simulated agents against one collector, over
+//! `netaware-testbed loadgen`: many simulated agents against one collector, over
 //! real gRPC: each has its own connection and session, says hello, then
 //! sends a window of `--peers` peer entries every `--window` (time
 //! compressed: real agents send one every 10 s) and waits for its ack.
@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use self::fleet::Fleet;
 use self::report::{LoadReport, Memory, Outcome, Tally};
 
-/// The flags of `netaware loadgen`.
+/// The flags of `netaware-testbed loadgen`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadOptions {
     /// Collector URL.
