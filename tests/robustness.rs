@@ -7,7 +7,6 @@
 use netaware_collector::robustness::{
     NOW_MS, agent_message_bytes, inventory_bytes, seeded_state, state_file_bytes,
 };
-use netaware_collector::saved::SavedState;
 use netaware_proto::v1::{AgentMessage, PeerWindow, Window, agent_message};
 use netaware_scheduler::robustness::request_bytes;
 use proptest::prelude::*;
@@ -82,7 +81,7 @@ proptest! {
 
     #[test]
     fn mutated_state_files(at in 0usize..4_000, byte in any::<u8>()) {
-        let mut text = serde_json::to_vec(&SavedState::of(&seeded_state(), NOW_MS)).unwrap();
+        let mut text = serde_json::to_vec(&seeded_state().saved(NOW_MS)).unwrap();
         let at = at % text.len();
         text[at] = byte;
         state_file_bytes(&text);

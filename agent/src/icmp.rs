@@ -24,16 +24,17 @@ use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use socket2::{Domain, Protocol, SockAddr, SockFilter, Socket, Type};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::oneshot;
 
 use crate::AgentError;
 use crate::counters::Counters;
+use crate::icmp_packet::{
+    Family, echo_reply_filter, echo_request, ipv4_header_len, parse_echo_reply,
+};
 
-/// Bytes of payload per echo request, as ping(8) sends by default.
-const PAYLOAD_LEN: usize = 56;
 /// SO_TIMESTAMPNS and its control message type (include/uapi/asm-generic/socket.h).
 const SO_TIMESTAMPNS: libc::c_int = 35;
 
@@ -46,28 +47,6 @@ pub enum ProbeError {
     /// The probe could not be sent (counted as loss too).
     #[error("probe failed: {0}")]
     Failed(String),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Family {
-    V4,
-    V6,
-}
-
-impl Family {
-    fn echo_request(self) -> u8 {
-        match self {
-            Family::V4 => 8,
-            Family::V6 => 128,
-        }
-    }
-
-    fn echo_reply(self) -> u8 {
-        match self {
-            Family::V4 => 0,
-            Family::V6 => 129,
-        }
-    }
 }
 
 type Pending = Mutex<HashMap<(IpAddr, u16), oneshot::Sender<SystemTime>>>;
@@ -329,116 +308,4 @@ fn recv_with_timestamp(
         }
     }
     Ok((len as usize, from, stamped))
-}
-
-fn ipv4_header_len(packet: &[u8]) -> Option<usize> {
-    let first = *packet.first()?;
-    (first >> 4 == 4).then_some(usize::from(first & 0x0f) * 4)
-}
-
-/// (identifier, sequence) of an echo reply; `None` for anything else.
-fn parse_echo_reply(icmp: &[u8], family: Family) -> Option<(u16, u16)> {
-    if icmp.len() < 8 || icmp[0] != family.echo_reply() || icmp[1] != 0 {
-        return None;
-    }
-    Some((
-        u16::from_be_bytes([icmp[4], icmp[5]]),
-        u16::from_be_bytes([icmp[6], icmp[7]]),
-    ))
-}
-
-/// An echo request. The IPv4 checksum is ours to compute; for ICMPv6 the
-/// kernel fills it in (it covers a pseudo-header only the kernel knows).
-fn echo_request(family: Family, ident: u16, seq: u16) -> Vec<u8> {
-    let mut packet = vec![0u8; 8 + PAYLOAD_LEN];
-    packet[0] = family.echo_request();
-    packet[4..6].copy_from_slice(&ident.to_be_bytes());
-    packet[6..8].copy_from_slice(&seq.to_be_bytes());
-    for (i, byte) in packet[8..].iter_mut().enumerate() {
-        *byte = i as u8;
-    }
-    if family == Family::V4 {
-        let checksum = internet_checksum(&packet);
-        packet[2..4].copy_from_slice(&checksum.to_be_bytes());
-    }
-    packet
-}
-
-/// The RFC 1071 checksum.
-fn internet_checksum(data: &[u8]) -> u16 {
-    let mut sum: u32 = data
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
-// Classic BPF opcodes (linux/filter.h).
-const BPF_LDX_B_MSH: u16 = 0xb1; // X = 4 * (P[k] & 0xf): the IPv4 header length
-const BPF_LDX_IMM: u16 = 0x01; // X = k
-const BPF_LD_B_IND: u16 = 0x50; // A = P[X + k], one byte
-const BPF_LD_H_IND: u16 = 0x48; // A = P[X + k], two bytes, network order
-const BPF_JEQ_K: u16 = 0x15; // if A == k skip jt else skip jf
-const BPF_RET_K: u16 = 0x06; // accept k bytes (0 drops)
-
-/// A filter that passes only echo replies with identifier `ident`.
-/// IPv4 raw sockets see the IP header first; IPv6 ones start at ICMPv6.
-fn echo_reply_filter(family: Family, ident: u16) -> Vec<SockFilter> {
-    let header = match family {
-        Family::V4 => SockFilter::new(BPF_LDX_B_MSH, 0, 0, 0),
-        Family::V6 => SockFilter::new(BPF_LDX_IMM, 0, 0, 0),
-    };
-    vec![
-        header,
-        SockFilter::new(BPF_LD_B_IND, 0, 0, 0),
-        SockFilter::new(BPF_JEQ_K, 0, 3, u32::from(family.echo_reply())),
-        SockFilter::new(BPF_LD_H_IND, 0, 0, 4),
-        SockFilter::new(BPF_JEQ_K, 0, 1, u32::from(ident)),
-        SockFilter::new(BPF_RET_K, 0, 0, 0xffff),
-        SockFilter::new(BPF_RET_K, 0, 0, 0),
-    ]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn echo_requests_carry_a_valid_checksum() {
-        let packet = echo_request(Family::V4, 0xbeef, 7);
-        assert_eq!(&packet[..2], &[8, 0]);
-        assert_eq!(
-            internet_checksum(&packet),
-            0,
-            "a packet with its checksum sums to zero"
-        );
-        assert_eq!(
-            parse_echo_reply(&packet, Family::V4),
-            None,
-            "a request is not a reply"
-        );
-        let mut reply = packet.clone();
-        reply[0] = 0;
-        assert_eq!(parse_echo_reply(&reply, Family::V4), Some((0xbeef, 7)));
-        assert_eq!(echo_request(Family::V6, 1, 2)[0], 128);
-    }
-
-    #[test]
-    fn checksum_of_known_data() {
-        // RFC 1071's example bytes.
-        let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
-        assert_eq!(internet_checksum(&data), !0xddf2);
-        assert_eq!(internet_checksum(&[0xff]), !0xff00);
-    }
-
-    #[test]
-    fn ipv4_header_lengths() {
-        assert_eq!(ipv4_header_len(&[0x45]), Some(20));
-        assert_eq!(ipv4_header_len(&[0x46]), Some(24));
-        assert_eq!(ipv4_header_len(&[0x60]), None);
-        assert_eq!(ipv4_header_len(&[]), None);
-    }
 }

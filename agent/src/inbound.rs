@@ -15,11 +15,12 @@ use std::mem::MaybeUninit;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
-use socket2::{Domain, Protocol, SockFilter, Socket, Type};
+use socket2::{Domain, Protocol, Socket, Type};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc;
 
 use crate::counters::Counters;
+use crate::icmp_packet::{echo_request_filter, parse_echo_request};
 
 /// One echo request seen arriving.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,38 +100,6 @@ impl InboundTracker {
     }
 }
 
-// Classic BPF: pass ICMP echo requests (type 8) addressed to `local` only,
-// so that the agent does not wake up for requests to other addresses of the
-// host (on loopback, every other agent's). IPv4 raw sockets see the IP
-// header first (X = its length).
-fn echo_request_filter(local: Ipv4Addr) -> [SockFilter; 7] {
-    [
-        SockFilter::new(0x20, 0, 0, 16), // ld [16]: destination address
-        SockFilter::new(0x15, 0, 4, u32::from(local)), // jeq #local, else drop
-        SockFilter::new(0xb1, 0, 0, 0),  // ldxb 4*([0]&0xf)
-        SockFilter::new(0x50, 0, 0, 0),  // ldb [x+0]: ICMP type
-        SockFilter::new(0x15, 0, 1, 8),  // jeq #8, else drop
-        SockFilter::new(0x06, 0, 0, 0xffff),
-        SockFilter::new(0x06, 0, 0, 0),
-    ]
-}
-
-/// Parses an IPv4 packet carrying an ICMP echo request addressed to `local`.
-fn parse(packet: &[u8], local: Ipv4Addr) -> Option<Request> {
-    let header = usize::from(packet.first()? & 0x0f) * 4;
-    let icmp = packet.get(header..header + 8)?;
-    if packet[0] >> 4 != 4 || icmp[0] != 8 || packet.get(16..20)? != local.octets() {
-        return None;
-    }
-    Some(Request {
-        source: IpAddr::V4(Ipv4Addr::new(
-            packet[12], packet[13], packet[14], packet[15],
-        )),
-        ident: u16::from_be_bytes([icmp[4], icmp[5]]),
-        seq: u16::from_be_bytes([icmp[6], icmp[7]]),
-    })
-}
-
 /// Opens the raw socket that sees echo requests to `local` (IPv4), or says
 /// why it cannot (it needs CAP_NET_RAW like the probes).
 pub fn open(local: Ipv4Addr) -> std::io::Result<(AsyncFd<Socket>, Ipv4Addr)> {
@@ -165,9 +134,11 @@ pub async fn watch(
                     // SAFETY: recv initialised the first `len` bytes.
                     let packet: &[u8] =
                         unsafe { std::slice::from_raw_parts(buffer.as_ptr().cast(), len) };
-                    let Some(request) = parse(packet, local) else {
+                    let Some((source, ident, seq)) = parse_echo_request(packet, local) else {
                         continue;
                     };
+                    let source = IpAddr::V4(source);
+                    let request = Request { source, ident, seq };
                     if requests.send(request).await.is_err() {
                         return;
                     }
@@ -250,24 +221,5 @@ mod tests {
                 received: 1
             }
         );
-    }
-
-    #[test]
-    fn parses_requests_to_this_node_only() {
-        let local = Ipv4Addr::new(198, 18, 1, 2);
-        let mut packet = vec![0u8; 28];
-        packet[0] = 0x45;
-        packet[12..16].copy_from_slice(&[198, 18, 2, 1]);
-        packet[16..20].copy_from_slice(&local.octets());
-        packet[20] = 8;
-        packet[24..26].copy_from_slice(&0x1234u16.to_be_bytes());
-        packet[26..28].copy_from_slice(&5u16.to_be_bytes());
-        let request = parse(&packet, local).unwrap();
-        assert_eq!((request.ident, request.seq), (0x1234, 5));
-        assert_eq!(request.source, IpAddr::V4(Ipv4Addr::new(198, 18, 2, 1)));
-        assert_eq!(parse(&packet, Ipv4Addr::new(198, 18, 1, 3)), None);
-        packet[20] = 0;
-        assert_eq!(parse(&packet, local), None);
-        assert_eq!(parse(&packet[..22], local), None);
     }
 }

@@ -9,7 +9,8 @@
 //! It also runs a [`throughput`] server, and runs the throughput tests the
 //! collector orders.
 //!
-//! Layout: pure parts ([`window`] statistics, the probe [`schedule`]) beside
+//! Layout: pure parts ([`window`] statistics, the probe [`schedule`], ICMP
+//! packets and kernel filters in [`icmp_packet`]) beside
 //! thin shells ([`icmp`] sockets, the [`measure`] loop, the collector
 //! [`session`], [`node_stats`] from sysinfo, [`throughput`] tests). [`Agent`] ties them together;
 //! the `netaware-agent` binary and the `netaware demo` command both use it.
@@ -17,6 +18,7 @@
 pub mod cli;
 pub mod counters;
 pub mod icmp;
+pub mod icmp_packet;
 pub mod inbound;
 pub mod measure;
 pub mod metrics;
@@ -43,6 +45,29 @@ pub const DEFAULT_THROUGHPUT_PORT: u16 = 7471;
 /// The metrics port of the agent binary unless configured otherwise.
 pub const DEFAULT_METRICS_PORT: u16 = 9471;
 
+/// Why an agent's configuration is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// No node name.
+    #[error("the node name is empty")]
+    NoNode,
+    /// No zone.
+    #[error("the zone is empty")]
+    NoZone,
+    /// No address for peers to probe.
+    #[error("no address given")]
+    NoAddress,
+    /// Probing too fast, or windows shorter than the interval.
+    #[error("the interval must be at least 10 ms and the window at least one interval")]
+    Interval,
+    /// A probe timeout of zero or longer than a window.
+    #[error("the probe timeout must be above 0 and at most one window")]
+    ProbeTimeout,
+    /// The collector's URL or the TLS set-up towards it.
+    #[error(transparent)]
+    Collector(#[from] netaware_runtime::tls::TlsError),
+}
+
 /// Errors that stop an agent from starting.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
@@ -53,7 +78,7 @@ pub enum AgentError {
     IcmpSocket(std::io::Error),
     /// The configuration is unusable.
     #[error("invalid agent configuration: {0}")]
-    Config(String),
+    Config(#[from] ConfigError),
     /// SIGINT and SIGTERM handlers could not be installed.
     #[error("cannot listen for shutdown signals: {0}")]
     Signals(std::io::Error),
@@ -138,21 +163,21 @@ impl AgentConfig {
     }
 
     fn check(&self) -> Result<(), AgentError> {
-        let bad = |what: &str| Err(AgentError::Config(what.to_owned()));
+        let bad = |why: ConfigError| Err(AgentError::Config(why));
         if self.node.is_empty() {
-            return bad("the node name is empty");
+            return bad(ConfigError::NoNode);
         }
         if self.zone.is_empty() {
-            return bad("the zone is empty");
+            return bad(ConfigError::NoZone);
         }
         if self.addresses.is_empty() {
-            return bad("no address given");
+            return bad(ConfigError::NoAddress);
         }
         if self.interval < Duration::from_millis(10) || self.window < self.interval {
-            return bad("the interval must be at least 10 ms and the window at least one interval");
+            return bad(ConfigError::Interval);
         }
         if self.probe_timeout.is_zero() || self.probe_timeout > self.window {
-            return bad("the probe timeout must be above 0 and at most one window");
+            return bad(ConfigError::ProbeTimeout);
         }
         Ok(())
     }
@@ -271,7 +296,7 @@ impl Agent {
             orders,
         };
         let collector = netaware_runtime::tls::endpoint(&config.collector, config.tls.as_ref())
-            .map_err(|e| AgentError::Config(e.to_string()))?;
+            .map_err(ConfigError::from)?;
         tasks.spawn(session::run(
             collector,
             hello,

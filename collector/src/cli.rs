@@ -9,7 +9,7 @@ use netaware_core::placement::PlacementConfig;
 use netaware_core::score::{ScoreConfig, Weights};
 
 use crate::state::ThroughputConfig;
-use crate::{CollectorConfig, CollectorError, ModelConfig, StateConfig, inventory};
+use crate::{CollectorConfig, CollectorError, ConfigError, ModelConfig, StateConfig, inventory};
 
 /// The collector's command-line flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -119,20 +119,16 @@ impl ModelArgs {
             ..ScoreConfig::default()
         }
         .validated()
-        .map_err(|err| CollectorError::Config(err.to_string()))?;
+        .map_err(ConfigError::from)?;
         let unit = 0.0..=1.0;
         if !(unit.contains(&self.loss_threshold)
             && unit.contains(&self.out_of_zone_factor)
             && unit.contains(&self.min_goodput_fraction))
         {
-            return Err(CollectorError::Config(
-                "--loss-threshold, --out-of-zone-factor and --min-goodput-fraction must be between 0 and 1".into(),
-            ));
+            return Err(ConfigError::PlacementOutOfRange.into());
         }
         if self.windows_kept == 0 {
-            return Err(CollectorError::Config(
-                "--windows-kept must be at least 1".into(),
-            ));
+            return Err(ConfigError::NoWindowsKept.into());
         }
         let millis = |d: Duration| u32::try_from(d.as_millis()).unwrap_or(u32::MAX);
         let throughput = if self.throughput_budget == 0.0 {
@@ -141,9 +137,7 @@ impl ModelArgs {
             if self.throughput_duration.is_zero()
                 || self.throughput_duration + self.throughput_omit > Duration::from_secs(60)
             {
-                return Err(CollectorError::Config(
-                    "--throughput-duration must be above 0 and, with --throughput-omit, at most 60 s".into(),
-                ));
+                return Err(ConfigError::ThroughputDuration.into());
             }
             Some(
                 ThroughputConfig::new(
@@ -154,7 +148,7 @@ impl ModelArgs {
                     self.throughput_same_zone_only,
                     (self.throughput_max_concurrent > 0).then_some(self.throughput_max_concurrent),
                 )
-                .map_err(|err| CollectorError::Config(err.to_string()))?,
+                .map_err(ConfigError::from)?,
             )
         };
         Ok(ModelConfig {
@@ -175,15 +169,10 @@ impl CollectorArgs {
     /// The configuration these flags describe, with the inventory read.
     pub fn config(&self) -> Result<CollectorConfig, CollectorError> {
         let inventory = match &self.inventory {
-            Some(path) => {
-                inventory::load(path).map_err(|err| CollectorError::Config(err.to_string()))?
-            }
+            Some(path) => inventory::load(path).map_err(ConfigError::from)?,
             None => Vec::new(),
         };
-        let tls = self
-            .tls
-            .load()
-            .map_err(|e| CollectorError::Config(e.to_string()))?;
+        let tls = self.tls.load().map_err(ConfigError::from)?;
         Ok(CollectorConfig {
             listen: self.listen,
             metrics_listen: self.metrics_listen,
@@ -192,7 +181,7 @@ impl CollectorArgs {
             http_tls: self
                 .http_tls
                 .server(tls.as_ref())
-                .map_err(|e| CollectorError::Config(e.to_string()))?,
+                .map_err(ConfigError::from)?,
             tls,
             state: self.state_dir.clone().map(|dir| StateConfig {
                 dir,

@@ -47,6 +47,40 @@ pub use crate::state::{CollectorState, ModelConfig};
 /// Largest gRPC message the collector decodes or encodes.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
+/// Why a configuration is unusable, by what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The score model's flags.
+    #[error(transparent)]
+    Score(#[from] netaware_core::score::ScoreConfigError),
+    /// A placement flag outside [0, 1].
+    #[error(
+        "--loss-threshold, --out-of-zone-factor and --min-goodput-fraction must be between 0 and 1"
+    )]
+    PlacementOutOfRange,
+    /// No window would be kept.
+    #[error("--windows-kept must be at least 1")]
+    NoWindowsKept,
+    /// A throughput test of no length, or longer than a minute.
+    #[error("--throughput-duration must be above 0 and, with --throughput-omit, at most 60 s")]
+    ThroughputDuration,
+    /// The throughput planner's flags.
+    #[error(transparent)]
+    ThroughputPlan(#[from] netaware_core::throughput_plan::PlanError),
+    /// The inventory file.
+    #[error(transparent)]
+    Inventory(#[from] inventory::InventoryError),
+    /// The TLS flags or files.
+    #[error(transparent)]
+    Tls(#[from] netaware_runtime::tls::TlsError),
+    /// gRPC refused the TLS configuration.
+    #[error("TLS: {0}")]
+    GrpcTls(#[source] tonic::transport::Error),
+    /// The state directory cannot be used.
+    #[error(transparent)]
+    StateDir(#[from] persist::PersistError),
+}
+
 /// Errors that stop the collector.
 #[derive(Debug, thiserror::Error)]
 pub enum CollectorError {
@@ -60,7 +94,7 @@ pub enum CollectorError {
     },
     /// The configuration is unusable.
     #[error("invalid collector configuration: {0}")]
-    Config(String),
+    Config(#[from] ConfigError),
     /// SIGINT and SIGTERM handlers could not be installed.
     #[error("cannot listen for shutdown signals: {0}")]
     Signals(std::io::Error),
@@ -164,12 +198,8 @@ impl Collector {
             .map_err(|e| CollectorError::Reflection(e.to_string()))?;
         let mut server = tonic::transport::Server::builder();
         if let Some(tls) = &config.tls {
-            let tls = tls
-                .server()
-                .map_err(|e| CollectorError::Config(e.to_string()))?;
-            server = server
-                .tls_config(tls)
-                .map_err(|e| CollectorError::Config(format!("TLS: {e}")))?;
+            let tls = tls.server().map_err(ConfigError::from)?;
+            server = server.tls_config(tls).map_err(ConfigError::GrpcTls)?;
         }
         let router = server
             .add_service(health)
@@ -243,7 +273,7 @@ fn initial_state(
             Vec::new(),
         )
     };
-    persist::prepare(&saving.dir).map_err(|e| CollectorError::Config(e.to_string()))?;
+    persist::prepare(&saving.dir).map_err(ConfigError::from)?;
     let problem = match persist::load(&saving.dir) {
         Ok(None) => return Ok(empty()),
         Ok(Some(saved)) => {

@@ -3,16 +3,18 @@
 //! accepted window, so that windows replayed after a restart are still
 //! taken exactly once) and every pair's kept windows and last goodput.
 //!
-//! Pure: [`SavedState::of`] reads a state, [`CollectorState::restored`]
-//! builds one, checking everything as if it came from the network (a file
-//! is input too). The file I/O is in [`crate::persist`].
+//! Pure, and about the format only: [`SavedState::new`] writes a pair
+//! matrix and the nodes down, [`SavedPair::restore_into`] reads a pair back
+//! into a matrix, checking everything as if it came from the network (a
+//! file is input too). The collector's state uses both
+//! (`CollectorState::saved` and `CollectorState::restored`); the file I/O
+//! is in [`crate::persist`].
 
 use netaware_core::UnixMillis;
-use netaware_core::matrix::{OneWayWindow, PairWindow, RttStats, Throughput};
+use netaware_core::matrix::{KeptPair, OneWayWindow, PairMatrix, PairWindow, RttStats, Throughput};
 use netaware_proto::v1::Hello;
 use serde::{Deserialize, Serialize};
 
-use crate::state::CollectorState;
 use crate::validate::Invalid;
 
 /// The version of the saved format; another version is refused.
@@ -120,38 +122,59 @@ impl SavedWindow {
 }
 
 impl SavedState {
-    /// What `state` holds now.
-    pub fn of(state: &CollectorState, now: UnixMillis) -> Self {
-        let pairs = state
-            .matrix()
-            .kept()
-            .map(|pair| SavedPair {
-                src: pair.src.to_owned(),
-                dst: pair.dst.to_owned(),
-                windows: pair.windows.iter().map(SavedWindow::of).collect(),
-                one_way: pair
-                    .one_way
-                    .iter()
-                    .map(|w| SavedOneWay {
-                        end: w.end,
-                        expected: w.expected,
-                        received: w.received,
-                    })
-                    .collect(),
-                throughput: pair.throughput.map(|t| SavedThroughput {
-                    bps: t.bps,
-                    at: t.at,
-                    retransmits: t.retransmits,
-                    tcp_rtt_ms: t.tcp_rtt_ms,
-                }),
-            })
-            .collect();
+    /// The nodes and every kept pair of `matrix`, as of `now`.
+    pub fn new(nodes: Vec<SavedNode>, matrix: &PairMatrix, now: UnixMillis) -> Self {
         Self {
             format: FORMAT,
             saved_at: now,
-            nodes: state.saved_nodes(),
-            pairs,
+            nodes,
+            pairs: matrix.kept().map(SavedPair::of).collect(),
         }
+    }
+}
+
+impl SavedPair {
+    fn of(pair: KeptPair<'_>) -> Self {
+        Self {
+            src: pair.src.to_owned(),
+            dst: pair.dst.to_owned(),
+            windows: pair.windows.iter().map(SavedWindow::of).collect(),
+            one_way: pair
+                .one_way
+                .iter()
+                .map(|w| SavedOneWay {
+                    end: w.end,
+                    expected: w.expected,
+                    received: w.received,
+                })
+                .collect(),
+            throughput: pair.throughput.map(|t| SavedThroughput {
+                bps: t.bps,
+                at: t.at,
+                retransmits: t.retransmits,
+                tcp_rtt_ms: t.tcp_rtt_ms,
+            }),
+        }
+    }
+
+    /// Records this pair's windows and goodput into `matrix`, every figure
+    /// checked; the first bad one refuses the pair.
+    pub fn restore_into(&self, matrix: &mut PairMatrix) -> Result<(), Invalid> {
+        let refuse = |why: String| Invalid(format!("pair {} -> {}: {why}", self.src, self.dst));
+        for window in &self.windows {
+            matrix.record(&self.src, &self.dst, window.checked().map_err(refuse)?);
+        }
+        for window in &self.one_way {
+            let checked = OneWayWindow::new(window.end, window.expected, window.received)
+                .map_err(|e| refuse(e.to_string()))?;
+            matrix.record_one_way(&self.src, &self.dst, checked);
+        }
+        if let Some(t) = &self.throughput {
+            let checked = Throughput::new(t.bps, t.at, t.retransmits, t.tcp_rtt_ms)
+                .map_err(|e| refuse(e.to_string()))?;
+            matrix.record_throughput(&self.src, &self.dst, checked);
+        }
+        Ok(())
     }
 }
 
@@ -173,41 +196,10 @@ impl SavedNode {
     }
 }
 
-/// Applies the pairs of `saved` to `state`, checking every figure; pairs of
-/// nodes the state does not know are skipped (their count is returned).
-pub(crate) fn restore_pairs(
-    state: &mut CollectorState,
-    saved: &SavedState,
-) -> Result<usize, Invalid> {
-    let mut skipped = 0;
-    for pair in &saved.pairs {
-        if !state.knows(&pair.src) || !state.knows(&pair.dst) || pair.src == pair.dst {
-            skipped += 1;
-            continue;
-        }
-        let refuse = |why: String| Invalid(format!("pair {} -> {}: {why}", pair.src, pair.dst));
-        let matrix = state.matrix_mut();
-        for window in &pair.windows {
-            matrix.record(&pair.src, &pair.dst, window.checked().map_err(refuse)?);
-        }
-        for window in &pair.one_way {
-            let checked = OneWayWindow::new(window.end, window.expected, window.received)
-                .map_err(|e| refuse(e.to_string()))?;
-            matrix.record_one_way(&pair.src, &pair.dst, checked);
-        }
-        if let Some(t) = &pair.throughput {
-            let checked = Throughput::new(t.bps, t.at, t.retransmits, t.tcp_rtt_ms)
-                .map_err(|e| refuse(e.to_string()))?;
-            matrix.record_throughput(&pair.src, &pair.dst, checked);
-        }
-    }
-    Ok(skipped)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{Ingested, ModelConfig};
+    use crate::state::{CollectorState, Ingested, ModelConfig};
     use netaware_proto::v1::{PeerWindow, Window};
 
     fn hello(node: &str, instance: u64) -> Hello {
@@ -267,7 +259,7 @@ mod tests {
     #[test]
     fn a_restored_state_scores_the_same_and_still_knows_what_it_took() {
         let state = busy_state();
-        let saved = through_json(&SavedState::of(&state, 5_000));
+        let saved = through_json(&state.saved(5_000));
         let mut restored =
             CollectorState::restored(ModelConfig::default(), Vec::new(), &saved).unwrap();
         let summaries = |s: &CollectorState| {
@@ -297,7 +289,7 @@ mod tests {
 
     #[test]
     fn a_damaged_state_is_refused_whole() {
-        let good = SavedState::of(&busy_state(), 5_000);
+        let good = busy_state().saved(5_000);
         let restore = |saved: &SavedState| {
             CollectorState::restored(ModelConfig::default(), Vec::new(), saved)
         };
@@ -342,7 +334,7 @@ mod tests {
 
     #[test]
     fn pairs_of_unknown_nodes_are_left_out() {
-        let mut saved = SavedState::of(&busy_state(), 5_000);
+        let mut saved = busy_state().saved(5_000);
         saved.nodes.retain(|n| n.name == "n1");
         let restored =
             CollectorState::restored(ModelConfig::default(), Vec::new(), &saved).unwrap();

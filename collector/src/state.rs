@@ -205,11 +205,23 @@ impl CollectorState {
                 mark.last_seq = node.last_seq;
             }
         }
-        let skipped = saved::restore_pairs(&mut state, saved)?;
+        let mut skipped = 0;
+        for pair in &saved.pairs {
+            if !state.knows(&pair.src) || !state.knows(&pair.dst) || pair.src == pair.dst {
+                skipped += 1;
+                continue;
+            }
+            pair.restore_into(state.matrix_mut())?;
+        }
         if skipped > 0 {
             tracing::warn!(skipped, "saved pairs of unknown nodes left out");
         }
         Ok(state)
+    }
+
+    /// What a restart must keep, as of `now`.
+    pub fn saved(&self, now: UnixMillis) -> SavedState {
+        SavedState::new(self.saved_nodes(), self.matrix(), now)
     }
 
     /// The agents' nodes with what a restart must keep of each.

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::client::{self, Plan};
 use super::server::ServerHandle;
-use super::tokens::Expected;
+use super::tokens::{BookFull, Expected};
 use super::wire::MAX_TEST;
 use super::{MAX_STREAMS, Outcome};
 use crate::counters::Counters;
@@ -71,7 +71,7 @@ impl Orders {
                 self.spawn_client(order, token, address);
                 Ok(())
             }
-            (Ok(_), Role::Unspecified) => Err("order without a role".to_owned()),
+            (Ok(_), Role::Unspecified) => Err(OrderError::NoRole),
         };
         if let Err(reason) = outcome {
             self.counters
@@ -81,19 +81,19 @@ impl Orders {
         }
     }
 
-    fn arm(&self, order: &ThroughputOrder, token: [u8; 16], client: IpAddr) -> Result<(), String> {
-        let server = self
-            .server
-            .as_ref()
-            .ok_or("server order, but this agent runs no throughput server")?;
-        server
-            .expect(Expected {
-                token,
-                client: Some(client),
-                not_before: order.start_unix_ms.saturating_sub(CLOCK_SKEW_MS),
-                expires: order.expires_unix_ms.saturating_add(CLOCK_SKEW_MS),
-            })
-            .map_err(|e| e.to_string())
+    fn arm(
+        &self,
+        order: &ThroughputOrder,
+        token: [u8; 16],
+        client: IpAddr,
+    ) -> Result<(), OrderError> {
+        let server = self.server.as_ref().ok_or(OrderError::NoServer)?;
+        Ok(server.expect(Expected {
+            token,
+            client: Some(client),
+            not_before: order.start_unix_ms.saturating_sub(CLOCK_SKEW_MS),
+            expires: order.expires_unix_ms.saturating_add(CLOCK_SKEW_MS),
+        })?)
     }
 
     fn spawn_client(&self, order: ThroughputOrder, token: [u8; 16], server: IpAddr) {
@@ -137,24 +137,50 @@ impl Orders {
     }
 }
 
+/// Why an order is not carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum OrderError {
+    /// The token is not 16 bytes.
+    #[error("token of {0} bytes, not 16")]
+    Token(usize),
+    /// The peer's address does not parse.
+    #[error("peer address {0:?} is not an IP address")]
+    PeerAddress(String),
+    /// The test's length or its streams are out of range.
+    #[error("test length or streams out of range")]
+    OutOfRange,
+    /// A client order without a usable port.
+    #[error("port {0} out of range")]
+    Port(u32),
+    /// The order says neither client nor server.
+    #[error("order without a role")]
+    NoRole,
+    /// A server order to an agent that runs no throughput server.
+    #[error("server order, but this agent runs no throughput server")]
+    NoServer,
+    /// The server expects too many tests already.
+    #[error(transparent)]
+    BookFull(#[from] BookFull),
+}
+
 /// The token and the peer's address of a sound order.
-fn check(order: &ThroughputOrder) -> Result<([u8; 16], IpAddr), String> {
+fn check(order: &ThroughputOrder) -> Result<([u8; 16], IpAddr), OrderError> {
     let token: [u8; 16] = order
         .token
         .as_slice()
         .try_into()
-        .map_err(|_| format!("token of {} bytes, not 16", order.token.len()))?;
+        .map_err(|_| OrderError::Token(order.token.len()))?;
     let address = order
         .peer_address
         .parse()
-        .map_err(|_| format!("peer address {:?} is not an IP address", order.peer_address))?;
+        .map_err(|_| OrderError::PeerAddress(order.peer_address.clone()))?;
     let test = Duration::from_millis(u64::from(order.omit_ms) + u64::from(order.duration_ms));
     let streams_ok = (1..=u32::from(MAX_STREAMS)).contains(&order.streams);
     if order.duration_ms == 0 || test > MAX_TEST || !streams_ok {
-        return Err("test length or streams out of range".into());
+        return Err(OrderError::OutOfRange);
     }
     if order.role() == Role::Client && !(1..=u32::from(u16::MAX)).contains(&order.port) {
-        return Err(format!("port {} out of range", order.port));
+        return Err(OrderError::Port(order.port));
     }
     Ok((token, address))
 }

@@ -110,32 +110,57 @@ pub fn bind(addr: SocketAddr, receive_buffer: Option<usize>) -> std::io::Result<
     TcpListener::from_std(socket.into())
 }
 
+/// Why a throughput stream ended early.
+#[derive(Debug, thiserror::Error)]
+enum StreamError {
+    #[error("no header: {0}")]
+    NoHeader(std::io::Error),
+    #[error("no header within a second")]
+    HeaderTimeout,
+    #[error("malformed header")]
+    Malformed,
+    #[error("refused: {0}")]
+    Refused(Status),
+    #[error("stream joined a test that is over")]
+    TestOver,
+    #[error("still sending after the test")]
+    StillSending,
+    #[error("{what}: {source}")]
+    Io {
+        what: &'static str,
+        source: std::io::Error,
+    },
+}
+
 async fn stream_session(
     mut stream: TcpStream,
     client: IpAddr,
     book: &Mutex<TokenBook>,
     running: &Running,
-) -> Result<(), String> {
+) -> Result<(), StreamError> {
     let mut raw = [0u8; HEADER_LEN];
     match timeout(HEADER_TIMEOUT, stream.read_exact(&mut raw)).await {
         Ok(Ok(_)) => {}
-        Ok(Err(err)) => return Err(format!("no header: {err}")),
-        Err(_) => return Err("no header within a second".into()),
+        Ok(Err(err)) => return Err(StreamError::NoHeader(err)),
+        Err(_) => return Err(StreamError::HeaderTimeout),
     }
     let Some(header) = Header::decode(&raw) else {
         refuse(&mut stream, Status::Malformed).await;
-        return Err("malformed header".into());
+        return Err(StreamError::Malformed);
     };
     let status = lock(book).admit(&header, client, now_ms());
     if status != Status::Accepted {
         refuse(&mut stream, status).await;
         tracing::warn!(%client, %status, "throughput stream refused");
-        return Err(status.to_string());
+        return Err(StreamError::Refused(status));
     }
     stream
         .write_all(&[Status::Accepted.to_byte()])
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|source| StreamError::Io {
+            what: "accepting",
+            source,
+        })?;
     // Bulk data from here on: read it in batches. What waits unread at a
     // count is at most this much, at both ends of the measured part.
     tcp_info::set_receive_low_water(&stream, RECEIVE_LOW_WATER);
@@ -143,7 +168,7 @@ async fn stream_session(
     if header.stream != 0 {
         let counter = lock(running).get(&header.token).cloned();
         let Some(counter) = counter else {
-            return Err("stream joined a test that is over".into());
+            return Err(StreamError::TestOver);
         };
         return count(&mut stream, &counter, end + DRAIN).await;
     }
@@ -165,7 +190,10 @@ async fn stream_session(
     writer
         .write_all(&counted.encode())
         .await
-        .map_err(|e| format!("sending the result: {e}"))?;
+        .map_err(|source| StreamError::Io {
+            what: "sending the result",
+            source,
+        })?;
     let _ = reading.await;
     Ok(())
 }
@@ -175,7 +203,7 @@ async fn count(
     stream: &mut (impl AsyncReadExt + Unpin),
     counter: &AtomicU64,
     deadline: Instant,
-) -> Result<(), String> {
+) -> Result<(), StreamError> {
     let mut buffer = vec![0u8; CHUNK_BYTES];
     loop {
         match timeout_at(deadline, stream.read(&mut buffer)).await {
@@ -183,8 +211,13 @@ async fn count(
             Ok(Ok(n)) => {
                 counter.fetch_add(n as u64, Relaxed);
             }
-            Ok(Err(err)) => return Err(err.to_string()),
-            Err(_) => return Err("still sending after the test".into()),
+            Ok(Err(source)) => {
+                return Err(StreamError::Io {
+                    what: "reading",
+                    source,
+                });
+            }
+            Err(_) => return Err(StreamError::StillSending),
         }
     }
 }
