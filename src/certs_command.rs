@@ -56,7 +56,9 @@ pub struct CertSpec {
 /// A node named in the flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeSpec {
+    /// Node name (the certificate's DNS name).
     pub name: String,
+    /// Its addresses (the certificate's IP names).
     pub addresses: Vec<IpAddr>,
 }
 
@@ -155,15 +157,20 @@ pub fn plan(nodes: &[NodeSpec], namespace: &str) -> anyhow::Result<Vec<CertSpec>
 /// What `netaware certs --json` prints.
 #[derive(Debug, Serialize)]
 pub struct CertsReport {
+    /// The CA certificate.
     pub ca: PathBuf,
+    /// Whether an existing CA in the directory was used.
     pub ca_reused: bool,
+    /// Every certificate written.
     pub issued: Vec<Issued>,
 }
 
 /// One certificate written.
 #[derive(Debug, Serialize)]
 pub struct Issued {
+    /// Where its certificate and key are.
     pub dir: PathBuf,
+    /// The names it carries.
     pub names: Vec<String>,
 }
 

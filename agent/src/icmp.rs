@@ -16,6 +16,9 @@
 //! filter in the kernel passes only echo replies carrying this agent's
 //! identifier: the agent never wakes up for the rest.
 
+// Unsafe is allowed here only for the kernel interface: recvmsg with control messages (the kernel's receive timestamps) and registering raw sockets with tokio.
+#![allow(unsafe_code)]
+
 use std::collections::HashMap;
 use std::io::{self, ErrorKind};
 use std::mem::MaybeUninit;

@@ -9,6 +9,9 @@
 //! [`InboundTracker`] is the pure counting; [`watch`] is the raw socket that
 //! feeds it (a kernel filter passes only echo requests).
 
+// Unsafe is allowed here only for the kernel interface: registering the raw socket with tokio and reading into an uninitialised buffer.
+#![allow(unsafe_code)]
+
 use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::mem::MaybeUninit;

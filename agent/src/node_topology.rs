@@ -18,13 +18,18 @@ pub enum NodeTopologyError {
     /// The API server refused or failed the request.
     #[error("reading Node {node}: {source}")]
     Api {
+        /// The node.
         node: String,
         #[source]
+        /// The cause.
         source: kube::Error,
     },
     /// The node carries no zone label.
     #[error("Node {node} has no {ZONE_LABEL} label: set it, or pass --zone")]
-    NoZone { node: String },
+    NoZone {
+        /// The node.
+        node: String,
+    },
 }
 
 /// The zone and region that `labels` give to `node` (see

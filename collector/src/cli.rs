@@ -31,11 +31,13 @@ pub struct CollectorArgs {
     #[command(flatten)]
     pub tls: netaware_runtime::tls::TlsArgs,
     #[command(flatten)]
+    /// The HTTPS flags of the collector's HTTP endpoints.
     pub http_tls: netaware_runtime::tls::HttpTlsArgs,
     /// Time between two saves of the state (one more on shutdown).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub state_interval: Duration,
     #[command(flatten)]
+    /// The score, placement and throughput flags.
     pub model: ModelArgs,
 }
 

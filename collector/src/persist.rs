@@ -28,16 +28,28 @@ pub enum PersistError {
     /// The directory or file could not be created, read or written.
     #[error("{path}: {source}")]
     Io {
+        /// The file or directory.
         path: PathBuf,
         #[source]
+        /// The cause.
         source: std::io::Error,
     },
     /// The file is too big to be a state file.
     #[error("{path}: {size} bytes, more than the {MAX_STATE_BYTES} a state file may have")]
-    TooBig { path: PathBuf, size: u64 },
+    TooBig {
+        /// The file.
+        path: PathBuf,
+        /// Its size in bytes.
+        size: u64,
+    },
     /// The file is not a state file.
     #[error("{path}: not a netaware state file: {message}")]
-    Damaged { path: PathBuf, message: String },
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> PersistError + '_ {

@@ -36,15 +36,22 @@ pub struct SavedState {
 /// An agent's node as its hello described it, and its last window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavedNode {
+    /// Node name.
     pub name: String,
+    /// The address peers probe.
     pub address: String,
+    /// Zone.
     pub zone: String,
+    /// Region (may be empty).
     pub region: String,
+    /// The agent's window length.
     pub window_ms: u64,
+    /// Its throughput server's port (0: none).
     pub throughput_port: u32,
     /// The agent process's instance, and the sequence number of its last
     /// accepted window.
     pub instance: u64,
+    /// Sequence number of the last accepted window.
     pub last_seq: u64,
     /// When its last report arrived.
     pub last_seen: UnixMillis,
@@ -58,18 +65,26 @@ pub struct SavedNode {
 /// One pair's kept windows and last goodput.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavedPair {
+    /// Probing node.
     pub src: String,
+    /// Probed node.
     pub dst: String,
+    /// Kept windows, oldest first.
     pub windows: Vec<SavedWindow>,
+    /// Kept one-way windows, oldest first.
     pub one_way: Vec<SavedOneWay>,
+    /// Last goodput.
     pub throughput: Option<SavedThroughput>,
 }
 
 /// A [`PairWindow`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavedWindow {
+    /// End of the window (Unix ms).
     pub end: UnixMillis,
+    /// Probes sent.
     pub sent: u32,
+    /// Replies received.
     pub received: u32,
     /// min, median, p90, p99, max, jitter (ms); absent when none came back.
     pub rtt_ms: Option<[f64; 6]>,
@@ -78,17 +93,24 @@ pub struct SavedWindow {
 /// A [`OneWayWindow`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavedOneWay {
+    /// End of the window (Unix ms).
     pub end: UnixMillis,
+    /// Requests the sequence numbers say were sent.
     pub expected: u32,
+    /// Requests that arrived.
     pub received: u32,
 }
 
 /// A [`Throughput`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavedThroughput {
+    /// Goodput, bits/s.
     pub bps: f64,
+    /// When the test ended (Unix ms).
     pub at: UnixMillis,
+    /// Segments retransmitted, when the kernel said.
     pub retransmits: Option<u32>,
+    /// Smoothed TCP RTT (ms), when the kernel said.
     pub tcp_rtt_ms: Option<f64>,
 }
 

@@ -30,9 +30,13 @@ use rand::seq::SliceRandom;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Policy {
+    /// netaware's extender, pod after pod.
     Netaware,
+    /// kube-scheduler's default spreading.
     Spread,
+    /// Zone-only packing (a topology-aware scheduler with zone labels).
     ZoneOnly,
+    /// Any free nodes.
     Random,
 }
 

@@ -50,9 +50,13 @@ impl Default for WorkloadSpec {
 /// A job of the trace.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Job {
+    /// Its place in the trace.
     pub id: usize,
+    /// When it arrives (s from the start).
     pub arrival_s: f64,
+    /// Workers.
     pub size: usize,
+    /// Training iterations it runs.
     pub iterations: u32,
 }
 
@@ -101,7 +105,9 @@ pub fn trace(spec: &WorkloadSpec, nodes: usize, rng: &mut impl Rng) -> Vec<Job> 
 /// What happened to one job.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct JobResult {
+    /// The job's place in the trace.
     pub id: usize,
+    /// Workers.
     pub size: usize,
     /// From arrival to start.
     pub wait_s: f64,
@@ -120,10 +126,15 @@ pub struct JobResult {
 /// The figures of one policy's run.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PolicySummary {
+    /// The policy.
     pub policy: Policy,
+    /// Mean job completion time (s).
     pub mean_jct_s: f64,
+    /// 90th percentile of job completion time (s).
     pub p90_jct_s: f64,
+    /// Mean wait from arrival to start (s).
     pub mean_wait_s: f64,
+    /// Mean time per iteration (s).
     pub mean_iteration_s: f64,
     /// Share of jobs whose workers span more than one zone.
     pub multi_zone: f64,

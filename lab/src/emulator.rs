@@ -8,6 +8,9 @@
 //! some 100 us late on a busy machine. So packets leave within microseconds
 //! of their due time; [`Stats`] keeps how late they were.
 
+// Unsafe is allowed here only for the kernel interface: ppoll over the TUN devices and the timer slack of the forwarding thread.
+#![allow(unsafe_code)]
+
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::fs::File;

@@ -1,6 +1,9 @@
 //! [`Lab`]: builds the hosts and the emulator of a topology, runs programs
 //! in the hosts, switches faults, and removes everything again.
 
+// Unsafe is allowed here only for the kernel interface: geteuid and kill on the lab's own processes.
+#![allow(unsafe_code)]
+
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};

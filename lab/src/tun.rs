@@ -1,6 +1,9 @@
 //! Opening a TUN device: an IP-level interface whose packets this process
 //! reads and writes through a file descriptor.
 
+// Unsafe is allowed here only for the kernel interface: the TUNSETIFF ioctl that makes a TUN device.
+#![allow(unsafe_code)]
+
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;

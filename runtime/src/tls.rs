@@ -68,13 +68,20 @@ pub enum TlsError {
     /// A PEM file could not be read.
     #[error("reading {path}: {source}")]
     Read {
+        /// The file.
         path: PathBuf,
+        /// The cause.
         #[source]
         source: std::io::Error,
     },
     /// A file holds no PEM block of the kind needed.
     #[error("{path}: no PEM {what} in it")]
-    NotPem { path: PathBuf, what: &'static str },
+    NotPem {
+        /// The file.
+        path: PathBuf,
+        /// The kind of block looked for (certificate, key).
+        what: &'static str,
+    },
     /// A server needs its own certificate.
     #[error("serving TLS needs --tls-cert and --tls-key")]
     NoIdentity,

@@ -42,6 +42,7 @@ pub struct SchedulerArgs {
     #[command(flatten)]
     pub tls: netaware_runtime::tls::TlsArgs,
     #[command(flatten)]
+    /// The HTTPS flags of the extender's own endpoints.
     pub http_tls: netaware_runtime::tls::HttpTlsArgs,
 }
 
@@ -54,8 +55,10 @@ pub enum SchedulerError {
     /// A listener could not be bound.
     #[error("binding {addr}: {source}")]
     Bind {
+        /// The address.
         addr: SocketAddr,
         #[source]
+        /// The cause.
         source: std::io::Error,
     },
     /// A server stopped with an error.

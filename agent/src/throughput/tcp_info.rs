@@ -2,6 +2,9 @@
 //! smoothed RTT, for a throughput test's sender; and `SO_RCVLOWAT`, which
 //! lets the receiver wake once per batch of data instead of per packet.
 
+// Unsafe is allowed here only for the kernel interface: getsockopt(TCP_INFO) reads the kernel's own structure.
+#![allow(unsafe_code)]
+
 use std::os::fd::{AsFd, AsRawFd};
 
 /// What `TCP_INFO` says about a socket.

@@ -57,33 +57,46 @@ pub struct LabOptions {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     #[command(flatten)]
+    /// Where the results go.
     pub output: super::OutputArgs,
 }
 
 /// One policy's placement and what the job did on it.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct PlacementRun {
+    /// The policy that placed the job.
     pub policy: String,
+    /// The traffic pattern (ring or ps).
     pub pattern: String,
     /// Which draw of the policy's placements (0 for netaware's one).
     pub draw: u32,
+    /// The hosts of the workers, in rank order.
     pub hosts: Vec<String>,
+    /// Zones they span.
     pub zones: usize,
     /// The job's seconds per iteration: the slowest worker's, iteration by
     /// iteration.
     pub iterations_s: Vec<f64>,
+    /// Median seconds per iteration.
     pub median_s: f64,
+    /// 90th percentile of seconds per iteration.
     pub p90_s: f64,
 }
 
 /// What `netaware-testbed evaluate lab` writes to lab.json.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LabReport {
+    /// The lab topology.
     pub topology: String,
+    /// Workers per job.
     pub workers: usize,
+    /// Gradient size (MB).
     pub gradient_mb: f64,
+    /// Compute pause per iteration (ms).
     pub compute_ms: u64,
+    /// Timed iterations per job.
     pub iterations: u32,
+    /// Every placement run.
     pub runs: Vec<PlacementRun>,
 }
 

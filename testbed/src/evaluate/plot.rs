@@ -14,7 +14,9 @@ use plotters::prelude::*;
 /// One bar.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bar {
+    /// What the bar is.
     pub label: String,
+    /// Its height.
     pub value: f64,
     /// Where the tick goes (p90), if any.
     pub upper: Option<f64>,
@@ -23,7 +25,9 @@ pub struct Bar {
 /// One panel: a title and its bars.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Panel {
+    /// The panel's title.
     pub title: String,
+    /// Its bars, left to right.
     pub bars: Vec<Bar>,
 }
 

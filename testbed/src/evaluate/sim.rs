@@ -49,17 +49,22 @@ pub struct SimOptions {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     #[command(flatten)]
+    /// Where the results go.
     pub output: super::OutputArgs,
 }
 
 /// What `netaware-testbed evaluate sim` writes to sim.json.
 #[derive(Debug, serde::Serialize)]
 pub struct SimReport {
+    /// The simulated cluster.
     pub cluster: ClusterSpec,
+    /// The job trace.
     pub workload: WorkloadSpec,
+    /// Seed of the cluster, the measurements and the trace.
     pub seed: u64,
     /// Whether netaware ran with --strict-zone.
     pub strict_zone: bool,
+    /// Every policy's figures.
     pub policies: Vec<PolicySummary>,
 }
 

@@ -21,9 +21,13 @@ pub enum Outcome {
 pub struct Tally {
     /// Ack latencies of accepted windows, in microseconds.
     latencies_us: Vec<u32>,
+    /// Windows the collector accepted.
     pub accepted: u64,
+    /// Windows it acknowledged as duplicates.
     pub duplicate: u64,
+    /// Windows it refused.
     pub rejected: u64,
+    /// Windows sent and never acknowledged.
     pub lost: u64,
 }
 
@@ -65,7 +69,9 @@ impl Tally {
 /// The collector's resident memory over the run, after warm-up.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct Memory {
+    /// Lowest RSS sample (MB).
     pub min_mb: f64,
+    /// Highest RSS sample (MB).
     pub max_mb: f64,
     /// (max - min) / min: the goal is under 0.10.
     pub spread: f64,
@@ -87,25 +93,37 @@ impl Memory {
 /// The whole run, for people and for `--json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct LoadReport {
+    /// Simulated agents.
     pub agents: usize,
+    /// Peers each agent reports on.
     pub peers: usize,
+    /// Window length (ms).
     pub window_ms: u32,
     /// Seconds to connect every agent and say hello.
     pub connect_s: f64,
     /// Seconds of sending.
     pub duration_s: f64,
+    /// Windows the collector accepted.
     pub accepted: u64,
+    /// Windows it acknowledged as duplicates.
     pub duplicate: u64,
+    /// Windows it refused.
     pub rejected: u64,
+    /// Windows sent and never acknowledged.
     pub lost: u64,
     /// Windows the agents were due to send (one per window per agent).
     pub due: u64,
+    /// Accepted windows per second.
     pub accepted_per_s: f64,
+    /// Median ack latency (ms).
     pub ack_p50_ms: Option<f64>,
+    /// 99th percentile of ack latency (ms).
     pub ack_p99_ms: Option<f64>,
+    /// Longest ack latency (ms).
     pub ack_max_ms: Option<f64>,
     /// The ack latency after warm-up (the goal: p99 under 100 ms).
     pub steady_ack_p50_ms: Option<f64>,
+    /// 99th percentile of ack latency after warm-up (ms).
     pub steady_ack_p99_ms: Option<f64>,
     /// Peer entries (pair windows) accepted per second.
     pub pair_windows_per_s: f64,

@@ -82,9 +82,13 @@ const MAX_GRADIENT_MB: f64 = 16_384.0;
 /// What one worker measured.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WorkerReport {
+    /// This worker's rank.
     pub rank: usize,
+    /// Workers in the job.
     pub workers: usize,
+    /// The traffic pattern.
     pub pattern: String,
+    /// Bytes of the gradient.
     pub gradient_bytes: u64,
     /// Seconds of each timed iteration, compute included.
     pub iterations_s: Vec<f64>,

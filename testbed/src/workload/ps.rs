@@ -10,15 +10,22 @@ use super::{WorkloadOptions, accept, connect};
 
 /// A worker's side of the parameter server pattern.
 pub enum ParameterServer {
-    /// Worker 0: a connection from every other worker, and a buffer for
-    /// each one's gradient.
+    /// Worker 0.
     Server {
+        /// A connection from every other worker.
         workers: Vec<TcpStream>,
+        /// A buffer for each one's gradient.
         gradients: Vec<Vec<u8>>,
+        /// The update sent back.
         update: Vec<u8>,
     },
     /// Every other worker: its connection to worker 0.
-    Worker { server: TcpStream, buffer: Vec<u8> },
+    Worker {
+        /// The connection to worker 0.
+        server: TcpStream,
+        /// The gradient sent and the update received.
+        buffer: Vec<u8>,
+    },
 }
 
 impl ParameterServer {
