@@ -62,7 +62,13 @@ mod tests {
         .unwrap();
         assert_eq!((place.zone.as_str(), place.region.as_str()), ("z1", "r1"));
         let place = place_from_labels(&labels(&[(ZONE_LABEL, " "), (LEGACY_ZONE_LABEL, "z2")]));
-        assert_eq!(place.unwrap().zone, "z2");
+        assert_eq!(
+            place.unwrap(),
+            Place {
+                zone: "z2".into(),
+                region: String::new()
+            }
+        );
         assert_eq!(place_from_labels(&labels(&[(REGION_LABEL, "r")])), None);
     }
 }
