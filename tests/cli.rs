@@ -117,7 +117,9 @@ async fn json_contracts_and_tables() {
     assert_eq!(first["name"], "b");
     assert_eq!(
         keys(first),
-        ["failure", "feasible", "name", "reason", "score", "terms", "zone"]
+        [
+            "failure", "feasible", "name", "reason", "score", "terms", "zone"
+        ]
     );
     assert!(first["failure"].is_null() && first["reason"].is_null());
     assert_eq!(

@@ -14,7 +14,7 @@
 //! evaluation places jobs with this very code without linking an HTTP
 //! server or a Kubernetes client.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use crate::placement::{JobRequest, PlacementConfig, RankedNode, rank};
 use crate::snapshot::ScoredMatrix;
@@ -100,18 +100,18 @@ pub fn decide<'a>(
         let relative = if best > 0.0 { node.score / best } else { 0.0 };
         ((relative * MAX_EXTENDER_PRIORITY as f64).round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
     };
-    // rank() ranks a repeated name once: every place it holds in the
-    // request gets that one verdict.
-    let by_name: HashMap<&str, &RankedNode> = ranking.nodes.iter().map(|n| (n.name, n)).collect();
+    // rank() gives one verdict per place in the request, repeated names
+    // included: back in the request's order.
+    let mut verdicts: Vec<&RankedNode> = ranking.nodes.iter().collect();
+    verdicts.sort_unstable_by_key(|node| node.candidate);
     let mut passing = Vec::with_capacity(candidates.len());
     let mut failed = BTreeMap::new();
     let mut scores = Vec::with_capacity(candidates.len());
-    for name in candidates.iter().map(String::as_str) {
-        let node = by_name[name];
+    for (name, node) in candidates.iter().map(String::as_str).zip(verdicts) {
         scores.push((name, scale(node)));
         match &node.failure {
             Some(failure) if failure.fails_filter() => {
-                failed.insert(name, failure.clone());
+                failed.insert(name, Failure::clone(failure));
             }
             _ => passing.push(name),
         }

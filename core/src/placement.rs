@@ -21,7 +21,7 @@
 //! The CLI's `rank`, the collector's Rank RPC and the scheduler extender all
 //! call [`rank`], so they can never disagree.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use crate::NodeKind;
 use crate::snapshot::{ScoredMatrix, ScoredPair};
@@ -121,8 +121,10 @@ pub struct RankedNode<'a> {
     pub zone: &'a str,
     /// In [0, 1]; 0 for infeasible nodes.
     pub score: f64,
-    /// Why the node must not be used; `None` when it may.
-    pub failure: Option<Failure>,
+    /// Why the node must not be used; `None` when it may. Boxed: the
+    /// extender ranks thousands of candidates per call and most pass, so
+    /// each carries a pointer rather than room for the largest failure.
+    pub failure: Option<Box<Failure>>,
     /// The terms behind the score.
     pub terms: NodeTerms,
 }
@@ -199,8 +201,10 @@ impl std::fmt::Display for ZoneReason {
     }
 }
 
-/// Ranks the candidates for a job. Ties keep the candidates' order; a name
-/// given more than once is ranked once, at its first place.
+/// Ranks the candidates for a job. Ties keep the candidates' order. A name
+/// given more than once gets one verdict at each of its places (the same
+/// one: a node's verdict does not depend on where it was named) and counts
+/// once when the zone is chosen.
 pub fn rank<'a>(
     matrix: &'a ScoredMatrix,
     job: &JobRequest<'a>,
@@ -228,11 +232,9 @@ pub fn rank<'a>(
     };
 
     // Node-level failures that do not depend on the zone.
-    let mut seen = HashSet::with_capacity(candidate_names.len());
-    let verdicts: Vec<(usize, &str, Option<usize>, Option<Failure>)> = candidate_names
+    let verdicts: Vec<(usize, &str, Option<usize>, Option<Box<Failure>>)> = candidate_names
         .into_iter()
         .enumerate()
-        .filter(|(_, name)| seen.insert(*name))
         .map(|(candidate, name)| {
             let index = matrix.index_of(name);
             let failure = match index {
@@ -246,16 +248,19 @@ pub fn rank<'a>(
                             .map(Failure::Degraded)
                     }),
             };
-            (candidate, name, index, failure)
+            (candidate, name, index, failure.map(Box::new))
         })
         .collect();
 
-    let feasible: Vec<usize> = verdicts
-        .iter()
-        .filter(|(_, _, _, f)| f.is_none())
-        .filter_map(|(_, _, i, _)| *i)
-        .collect();
-    let feasible_set = membership(n, feasible.iter().copied());
+    let feasible_set = membership(
+        n,
+        verdicts
+            .iter()
+            .filter(|(_, _, _, f)| f.is_none())
+            .filter_map(|(_, _, i, _)| *i),
+    );
+    // Each feasible node once, however often it was named.
+    let feasible: Vec<usize> = (0..n).filter(|&i| feasible_set[i]).collect();
     let (zone, zone_reason) = choose_zone(matrix, &placed, &feasible, job.size);
     let zone_of = |i: usize| matrix.nodes()[i].info.zone.as_str();
 
@@ -287,10 +292,10 @@ pub fn rank<'a>(
             };
             terms.in_chosen_zone = in_zone;
             if failure.is_none() && !in_zone && job.strict_zone {
-                failure = Some(match &zone {
+                failure = Some(Box::new(match &zone {
                     Some(zone) => Failure::OutsideZone { zone: zone.clone() },
                     None => Failure::NoZone,
-                });
+                }));
             }
             let factor = if in_zone {
                 1.0
@@ -782,7 +787,10 @@ mod tests {
             .collect();
         assert_eq!(feasible, ["b2", "b3"]);
         let a1 = ranking.nodes.iter().find(|n| n.name == "a1").unwrap();
-        assert_eq!(a1.failure, Some(Failure::OutsideZone { zone: "b".into() }));
+        assert_eq!(
+            a1.failure.as_deref(),
+            Some(&Failure::OutsideZone { zone: "b".into() })
+        );
     }
 
     #[test]
@@ -797,7 +805,10 @@ mod tests {
         let ranking = rank(&matrix, &request, &PlacementConfig::default());
         assert_eq!(names(&ranking), ["b1", "b2", "ghost"]);
         assert_eq!(ranking.nodes[0].terms.basis, Basis::Colocated);
-        assert_eq!(ranking.nodes[2].failure, Some(Failure::UnknownNode));
+        assert_eq!(
+            ranking.nodes[2].failure.as_deref(),
+            Some(&Failure::UnknownNode)
+        );
     }
 
     #[test]
