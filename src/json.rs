@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 pub struct MatrixJson {
     /// Every node.
     pub nodes: Vec<NodeJson>,
-    /// Every directed pair.
+    /// Every measured directed pair.
     pub pairs: Vec<PairJson>,
 }
 

@@ -243,7 +243,7 @@ fn register_matrix(registry: &mut Registry, snapshot: &ScoredMatrix, facts: &Scr
     );
     registry.register(
         "node_score",
-        "Mean quality (0 to 1) of the node's links inside its zone, both ways",
+        "Mean quality (0 to 1) of the node's measured links inside its zone, both ways",
         score,
     );
 

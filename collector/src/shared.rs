@@ -69,11 +69,6 @@ impl Shared {
     pub async fn matrix(&self) -> pb::Matrix {
         let now = netaware_runtime::clock::now_ms();
         let state = self.state.lock().await;
-        convert::matrix_to_wire(
-            &state.snapshot(now),
-            &state.config().score,
-            state.version(),
-            now,
-        )
+        convert::matrix_to_wire(&state.snapshot(now), state.version(), now)
     }
 }

@@ -11,6 +11,7 @@
 //! - [`score`]: the score model that turns a pair's figures into a quality.
 //! - [`snapshot`]: a scored, self-contained view of the matrix at one instant.
 //! - [`scored_pair`]: one directed pair of that view.
+//! - [`estimate`]: what a pair nobody measured is taken to be.
 //! - [`node_health`]: whether a node itself is degraded, from its zone links.
 //! - [`placement`]: where the workers of a job should go, and why.
 //! - [`verdict`]: why a node must not take a worker, as typed values.
@@ -19,6 +20,7 @@
 //! - [`throughput_plan`]: which throughput tests run when, within a budget.
 //! - [`topology`]: a node's zone and region from its Kubernetes labels.
 
+pub mod estimate;
 pub mod extender;
 pub mod matrix;
 pub mod node_health;

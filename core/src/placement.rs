@@ -24,6 +24,8 @@
 use std::collections::BTreeMap;
 
 use crate::NodeKind;
+use crate::estimate::Estimate;
+use crate::score::Terms;
 use crate::snapshot::{ScoredMatrix, ScoredPair};
 use crate::verdict::Failure;
 
@@ -232,7 +234,9 @@ pub fn rank<'a>(
     };
 
     // Node-level failures that do not depend on the zone.
-    let verdicts: Vec<(usize, &str, Option<usize>, Option<Box<Failure>>)> = candidate_names
+    // (place in the request, name, index in the matrix, failure).
+    type Verdict<'a> = (usize, &'a str, Option<usize>, Option<Box<Failure>>);
+    let verdicts: Vec<Verdict> = candidate_names
         .into_iter()
         .enumerate()
         .map(|(candidate, name)| {
@@ -261,7 +265,15 @@ pub fn rank<'a>(
     );
     // Each feasible node once, however often it was named.
     let feasible: Vec<usize> = (0..n).filter(|&i| feasible_set[i]).collect();
-    let (zone, zone_reason) = choose_zone(matrix, &placed, &feasible, job.size);
+    let zone_counts = ZoneCounts::of(matrix, &feasible);
+    let (zone, zone_reason) = choose_zone(
+        matrix,
+        &placed,
+        &feasible,
+        job.size,
+        &feasible_set,
+        &zone_counts,
+    );
     let zone_of = |i: usize| matrix.nodes()[i].info.zone.as_str();
 
     let mut nodes: Vec<RankedNode> = verdicts
@@ -279,12 +291,7 @@ pub fn rank<'a>(
             };
             let in_zone = zone.as_deref() == Some(zone_of(i));
             let mut terms = if placed.is_empty() {
-                node_terms(
-                    matrix,
-                    i,
-                    |j| feasible_set[j] && zone_of(j) == zone_of(i),
-                    Basis::Zone,
-                )
+                zone_terms(matrix, i, &feasible_set, &zone_counts)
             } else if placed.iter().all(|&p| p == i) {
                 NodeTerms::colocated()
             } else {
@@ -366,12 +373,57 @@ impl NodeTerms {
     }
 }
 
-/// What the links between one node and a set of others add up to.
-#[derive(Debug, Clone, Default)]
-struct Links<'m> {
+/// Sums of the terms of a set of pairs, for their means.
+#[derive(Debug, Clone, Copy, Default)]
+struct TermSums {
+    /// quality, delay, loss, throughput.
     sums: [f64; 4],
     pairs: u32,
     fallback_pairs: u32,
+}
+
+impl TermSums {
+    fn add_pair(&mut self, pair: &ScoredPair) {
+        self.add(pair.quality, &pair.terms, pair.is_fallback(), 1);
+    }
+
+    /// `count` pairs nobody measured, each taken to be `estimate`.
+    fn add_estimates(&mut self, estimate: &Estimate, count: u32) {
+        self.add(estimate.quality, &estimate.terms, true, count);
+    }
+
+    fn add(&mut self, quality: f64, terms: &Terms, fallback: bool, count: u32) {
+        let weight = f64::from(count);
+        self.sums[0] += quality * weight;
+        self.sums[1] += terms.delay * weight;
+        self.sums[2] += terms.loss * weight;
+        self.sums[3] += terms.throughput * weight;
+        self.pairs += count;
+        self.fallback_pairs += if fallback { count } else { 0 };
+    }
+
+    fn terms(&self, basis: Basis) -> NodeTerms {
+        let mut terms = NodeTerms {
+            basis,
+            pairs: self.pairs,
+            fallback_pairs: self.fallback_pairs,
+            ..NodeTerms::empty()
+        };
+        if self.pairs > 0 {
+            let count = f64::from(self.pairs);
+            terms.quality = self.sums[0] / count;
+            terms.delay = self.sums[1] / count;
+            terms.loss = self.sums[2] / count;
+            terms.throughput = self.sums[3] / count;
+        }
+        terms
+    }
+}
+
+/// What the links between one node and the placed workers add up to.
+#[derive(Debug, Clone, Default)]
+struct Links<'m> {
+    sums: TermSums,
     /// The lossiest fresh pair, for the filter's reason.
     lossiest: Option<&'m ScoredPair>,
     /// The pair with the lowest fresh goodput against its placed end's
@@ -390,12 +442,7 @@ impl<'m> Links<'m> {
                 self.slowest = Some((pair, goodput, median));
             }
         }
-        self.sums[0] += pair.quality;
-        self.sums[1] += pair.terms.delay;
-        self.sums[2] += pair.terms.loss;
-        self.sums[3] += pair.terms.throughput;
-        self.pairs += 1;
-        self.fallback_pairs += u32::from(pair.is_fallback());
+        self.sums.add_pair(pair);
         if !pair.stale {
             let loss = |p: &ScoredPair| p.summary.loss_ratio.unwrap_or(0.0);
             if self.lossiest.is_none_or(|worst| loss(pair) > loss(worst)) {
@@ -405,20 +452,7 @@ impl<'m> Links<'m> {
     }
 
     fn terms(&self, basis: Basis) -> NodeTerms {
-        let mut terms = NodeTerms {
-            basis,
-            pairs: self.pairs,
-            fallback_pairs: self.fallback_pairs,
-            ..NodeTerms::empty()
-        };
-        if self.pairs > 0 {
-            let count = f64::from(self.pairs);
-            terms.quality = self.sums[0] / count;
-            terms.delay = self.sums[1] / count;
-            terms.loss = self.sums[2] / count;
-            terms.throughput = self.sums[3] / count;
-        }
-        terms
+        self.sums.terms(basis)
     }
 }
 
@@ -440,23 +474,83 @@ fn placed_medians(matrix: &ScoredMatrix, placed: &[usize]) -> Vec<Option<f64>> {
     medians
 }
 
-/// For every node, its links with the placed workers (both directions),
-/// from one walk over the placed workers' own links.
+/// For every node, its links with the placed workers (both directions):
+/// the measured ones from one walk over the placed workers' own links, and
+/// every other pair between them estimated from their zones (counted per
+/// zone of the placed workers, so that the cost does not grow with
+/// candidates times workers).
 fn links_to<'m>(
     matrix: &'m ScoredMatrix,
     placed: &[usize],
     medians: &[Option<f64>],
 ) -> Vec<Links<'m>> {
-    let mut links = vec![Links::default(); matrix.nodes().len()];
-    let mut walked = vec![false; matrix.nodes().len()];
+    let n = matrix.nodes().len();
+    let mut links = vec![Links::default(); n];
+    let mut walked = vec![false; n];
+    // The placed workers' zones, and in each how many workers and agents.
+    let mut zones: Vec<(usize, u32, u32)> = Vec::new();
+    let slot_of = |zones: &mut Vec<(usize, u32, u32)>, zone: usize| match zones
+        .iter()
+        .position(|(z, ..)| *z == zone)
+    {
+        Some(slot) => slot,
+        None => {
+            zones.push((zone, 0, 0));
+            zones.len() - 1
+        }
+    };
+    let mut placed_slots = Vec::new();
     for &peer in placed {
         if std::mem::replace(&mut walked[peer], true) {
             continue;
         }
+        let Some(zone) = matrix.zone_index(peer) else {
+            continue;
+        };
+        let slot = slot_of(&mut zones, zone);
+        zones[slot].1 += 1;
+        zones[slot].2 += u32::from(matrix.probes(peer));
+        placed_slots.push((peer, slot));
+    }
+    // Per node and placed zone: measured pairs to and from its workers.
+    let mut measured_out = vec![0u32; n * zones.len()];
+    let mut measured_in = vec![0u32; n * zones.len()];
+    for &(peer, slot) in &placed_slots {
         // Each pair lands with the node at its other end; a pair between
         // two placed workers lands once with each of them.
         for pair in matrix.links(peer) {
-            links[pair.other_end(peer)].add(pair, medians[peer]);
+            let other = pair.other_end(peer);
+            links[other].add(pair, medians[peer]);
+            let counts = if pair.dst == peer {
+                &mut measured_out
+            } else {
+                &mut measured_in
+            };
+            counts[other * zones.len() + slot] += 1;
+        }
+    }
+    for (node, node_links) in links.iter_mut().enumerate() {
+        let Some(zone) = matrix.zone_index(node) else {
+            continue;
+        };
+        for (slot, &(placed_zone, workers, agents)) in zones.iter().enumerate() {
+            // The node itself, if placed, has no pair with itself.
+            let itself = walked[node] && zone == placed_zone;
+            let out_expected = if matrix.probes(node) {
+                workers - u32::from(itself)
+            } else {
+                0
+            };
+            let in_expected = agents - u32::from(itself && matrix.probes(node));
+            let index = node * zones.len() + slot;
+            node_links.sums.add_estimates(
+                &matrix.zone_estimate(zone, placed_zone),
+                out_expected.saturating_sub(measured_out[index]),
+            );
+            node_links.sums.add_estimates(
+                &matrix.zone_estimate(placed_zone, zone),
+                in_expected.saturating_sub(measured_in[index]),
+            );
         }
     }
     links
@@ -492,38 +586,63 @@ fn slow_peer(matrix: &ScoredMatrix, links: &Links<'_>, fraction: f64) -> Option<
     })
 }
 
-/// Means of the pair terms between `node` and the nodes `other` accepts,
-/// both ways; walks the node's own links only.
-fn node_terms(
+/// How many nodes of each zone may take a worker, and how many of those
+/// run agents: what a node's links with its zone-mates would number if
+/// every pair were measured.
+struct ZoneCounts {
+    feasible: Vec<u32>,
+    feasible_agents: Vec<u32>,
+}
+
+impl ZoneCounts {
+    fn of(matrix: &ScoredMatrix, feasible: &[usize]) -> Self {
+        let mut counts = Self {
+            feasible: vec![0; matrix.zone_count()],
+            feasible_agents: vec![0; matrix.zone_count()],
+        };
+        for &i in feasible {
+            if let Some(zone) = matrix.zone_index(i) {
+                counts.feasible[zone] += 1;
+                counts.feasible_agents[zone] += u32::from(matrix.probes(i));
+            }
+        }
+        counts
+    }
+}
+
+/// Means of the pair terms between `node` and the feasible nodes of its
+/// zone, both ways: its measured links, and the rest estimated.
+fn zone_terms(
     matrix: &ScoredMatrix,
     node: usize,
-    other: impl Fn(usize) -> bool,
-    basis: Basis,
+    feasible_set: &[bool],
+    counts: &ZoneCounts,
 ) -> NodeTerms {
-    let mut terms = NodeTerms {
-        basis,
-        ..NodeTerms::empty()
+    let Some(zone) = matrix.zone_index(node) else {
+        return NodeTerms::empty();
     };
-    let mut sums = [0.0; 4];
-    for pair in matrix
-        .links(node)
-        .filter(|pair| other(pair.other_end(node)))
-    {
-        sums[0] += pair.quality;
-        sums[1] += pair.terms.delay;
-        sums[2] += pair.terms.loss;
-        sums[3] += pair.terms.throughput;
-        terms.pairs += 1;
-        terms.fallback_pairs += u32::from(pair.is_fallback());
+    let mate = |j: usize| feasible_set[j] && matrix.zone_index(j) == Some(zone);
+    let mut sums = TermSums::default();
+    let (mut measured_out, mut measured_in) = (0u32, 0u32);
+    for pair in matrix.links(node).filter(|pair| mate(pair.other_end(node))) {
+        sums.add_pair(pair);
+        if pair.src == node {
+            measured_out += 1;
+        } else {
+            measured_in += 1;
+        }
     }
-    if terms.pairs > 0 {
-        let count = f64::from(terms.pairs);
-        terms.quality = sums[0] / count;
-        terms.delay = sums[1] / count;
-        terms.loss = sums[2] / count;
-        terms.throughput = sums[3] / count;
-    }
-    terms
+    let itself = feasible_set[node];
+    let out_expected = if matrix.probes(node) {
+        counts.feasible[zone] - u32::from(itself)
+    } else {
+        0
+    };
+    let in_expected = counts.feasible_agents[zone] - u32::from(itself && matrix.probes(node));
+    let estimate = matrix.zone_estimate(zone, zone);
+    sums.add_estimates(&estimate, out_expected.saturating_sub(measured_out));
+    sums.add_estimates(&estimate, in_expected.saturating_sub(measured_in));
+    sums.terms(Basis::Zone)
 }
 
 /// The zone for the job, and why.
@@ -532,6 +651,8 @@ fn choose_zone(
     placed: &[usize],
     feasible: &[usize],
     size: usize,
+    feasible_set: &[bool],
+    counts: &ZoneCounts,
 ) -> (Option<String>, ZoneReason) {
     let zone_of = |i: usize| matrix.nodes()[i].info.zone.as_str();
     if !placed.is_empty() {
@@ -565,7 +686,7 @@ fn choose_zone(
             (
                 zone,
                 members.len(),
-                best_group_quality(matrix, members, size),
+                best_group_quality(matrix, members, size, feasible_set, counts),
             )
         })
         .max_by(|a, b| {
@@ -597,35 +718,39 @@ fn choose_zone(
     }
 }
 
-/// Mean pair quality among the `size` members best connected to the rest.
-fn best_group_quality(matrix: &ScoredMatrix, members: &[usize], size: usize) -> f64 {
-    let member_set = membership(matrix.nodes().len(), members.iter().copied());
+/// Mean pair quality among the `size` members of a zone best connected to
+/// the rest (measured pairs, the others estimated).
+fn best_group_quality(
+    matrix: &ScoredMatrix,
+    members: &[usize],
+    size: usize,
+    feasible_set: &[bool],
+    counts: &ZoneCounts,
+) -> f64 {
     let mut scored: Vec<(usize, f64)> = members
         .iter()
-        .map(|&i| {
-            (
-                i,
-                node_terms(matrix, i, |j| member_set[j], Basis::Zone).quality,
-            )
-        })
+        .map(|&i| (i, zone_terms(matrix, i, feasible_set, counts).quality))
         .collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let group = membership(
-        matrix.nodes().len(),
-        scored.iter().take(size.max(1)).map(|(i, _)| *i),
-    );
-    let (mut sum, mut count) = (0.0, 0u32);
-    for &(a, _) in scored.iter().take(size.max(1)) {
-        for pair in matrix.outgoing(a).filter(|pair| group[pair.dst]) {
-            sum += pair.quality;
-            count += 1;
+    let group: Vec<usize> = scored.iter().take(size.max(1)).map(|(i, _)| *i).collect();
+    let in_group = membership(matrix.nodes().len(), group.iter().copied());
+    let mut sums = TermSums::default();
+    for &a in &group {
+        let mut measured = 0u32;
+        for pair in matrix.outgoing(a).filter(|pair| in_group[pair.dst]) {
+            sums.add_pair(pair);
+            measured += 1;
+        }
+        if matrix.probes(a) {
+            let others = u32::try_from(group.len() - 1).unwrap_or(u32::MAX);
+            let zone = matrix.zone_index(a).unwrap_or(usize::MAX);
+            sums.add_estimates(
+                &matrix.zone_estimate(zone, zone),
+                others.saturating_sub(measured),
+            );
         }
     }
-    if count == 0 {
-        0.0
-    } else {
-        sum / f64::from(count)
-    }
+    sums.terms(Basis::Zone).quality
 }
 
 #[cfg(test)]
@@ -832,5 +957,56 @@ mod tests {
             .zone
             .is_none()
         );
+    }
+
+    /// `matrix` with every pair it would estimate written out as a pair:
+    /// what the collector served before it kept measured pairs only.
+    fn densified(matrix: &ScoredMatrix) -> ScoredMatrix {
+        let n = matrix.nodes().len();
+        let pairs = (0..n)
+            .flat_map(|src| (0..n).map(move |dst| (src, dst)))
+            .filter_map(|(src, dst)| Some(matrix.pair_or_estimate(src, dst)?.into_owned()))
+            .collect();
+        ScoredMatrix::from_parts(matrix.nodes().to_vec(), pairs, matrix.fallback())
+    }
+
+    proptest::proptest! {
+        /// Estimating unmeasured pairs when asked ranks exactly as writing
+        /// every one of them out would.
+        #[test]
+        fn sparse_ranks_as_dense(
+            zones in proptest::collection::vec(0usize..3, 2..9),
+            measured in proptest::collection::vec((0usize..9, 0usize..9, 0.05f64..30.0, 0.0f64..0.3), 0..40),
+            size in 1usize..5,
+            placed in proptest::collection::vec(0usize..9, 0..3),
+            goodput in proptest::option::of(1e8f64..2e10),
+        ) {
+            let names: Vec<String> = (0..zones.len()).map(|i| format!("n{i}")).collect();
+            let zone_names: Vec<String> = zones.iter().map(|z| format!("z{z}")).collect();
+            let nodes: Vec<(&str, &str)> = names.iter().map(String::as_str).zip(zone_names.iter().map(String::as_str)).collect();
+            let pairs: Vec<(&str, &str, f64, f64)> = measured
+                .iter()
+                .filter(|(s, d, ..)| s != d && *s < names.len() && *d < names.len())
+                .map(|&(s, d, median, loss)| (names[s].as_str(), names[d].as_str(), median, loss))
+                .collect();
+            let sparse = with_goodputs(&scored(&nodes, &pairs, 10_000), |src, dst| {
+                goodput.filter(|_| src < dst)
+            });
+            let dense = densified(&sparse);
+            let placed: Vec<String> = placed.iter().filter(|&&p| p < names.len()).map(|&p| names[p].clone()).collect();
+            for strict_zone in [false, true] {
+                let request = JobRequest { size, placed: &placed, candidates: None, strict_zone };
+                let config = PlacementConfig::default();
+                let (a, b) = (rank(&sparse, &request, &config), rank(&dense, &request, &config));
+                proptest::prop_assert_eq!(&a.zone, &b.zone);
+                proptest::prop_assert_eq!(a.nodes.len(), b.nodes.len());
+                for x in &a.nodes {
+                    let y = b.nodes.iter().find(|y| y.candidate == x.candidate).unwrap();
+                    proptest::prop_assert_eq!(&x.failure, &y.failure);
+                    proptest::prop_assert!((x.score - y.score).abs() < 1e-9, "{} vs {}", x.score, y.score);
+                    proptest::prop_assert_eq!((x.terms.pairs, x.terms.fallback_pairs), (y.terms.pairs, y.terms.fallback_pairs));
+                }
+            }
+        }
     }
 }

@@ -162,6 +162,39 @@ impl ScoreConfig {
 
     /// The quality of a pair from its three terms.
     pub fn quality(&self, terms: &Terms) -> f64 {
+        self.fallback().quality(terms)
+    }
+
+    /// What scoring an unmeasured pair needs of this configuration.
+    pub fn fallback(&self) -> Fallback {
+        Fallback {
+            weights: self.weights,
+            penalty: self.fallback_penalty,
+        }
+    }
+}
+
+/// What an unmeasured pair is scored with: its zone pair's averages less
+/// the penalty, weighted as every pair. Small and on the wire, so that a
+/// consumer of the collector's matrix estimates unmeasured pairs exactly as
+/// the collector does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fallback {
+    /// The weights of the terms.
+    pub weights: Weights,
+    /// Subtracted from each zone-average term.
+    pub penalty: f64,
+}
+
+impl Default for Fallback {
+    fn default() -> Self {
+        ScoreConfig::default().fallback()
+    }
+}
+
+impl Fallback {
+    /// The quality of a pair from its three terms.
+    pub fn quality(&self, terms: &Terms) -> f64 {
         if terms.dead {
             return 0.0;
         }

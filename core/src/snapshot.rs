@@ -1,21 +1,26 @@
-//! A scored view of the whole matrix at one instant: every node with its
-//! liveness, every directed pair with its figures, terms and quality, and
-//! the zone aggregates.
+//! A scored view of the matrix at one instant: every node with its
+//! liveness, every measured directed pair with its figures, terms and
+//! quality, and what any other pair is estimated to be.
 //!
 //! This is what the collector serves and what placement reads. It is built
-//! from the registry and the pair matrix by [`ScoredMatrix::build`], where
-//! missing and stale data get their fallback: per term, the average of the
-//! fresh measured pairs of the same zone pair less the penalty, or 0 when the
-//! zone pair has none. A consumer that received a matrix over the wire can
-//! rebuild the same view with [`ScoredMatrix::from_parts`].
+//! from the registry and the pair matrix by [`ScoredMatrix::build`]. It is
+//! sparse: only pairs with data are kept; a pair nobody measured is
+//! estimated when asked ([`ScoredMatrix::pair_or_estimate`], from
+//! [`crate::estimate`]), so a cluster of N nodes whose agents probe k peers
+//! each costs N x k, not N x N. A measured pair whose data went stale falls
+//! back the same way, term by term. A consumer that received a matrix over
+//! the wire rebuilds the same view, estimates included, with
+//! [`ScoredMatrix::from_parts`].
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
-use crate::matrix::PairMatrix;
+use crate::estimate::{Estimate, Mean, ZoneAverages, ZoneEstimates};
+use crate::matrix::{PairMatrix, PairSummary};
 use crate::node_health::{self, NodeHealth};
 use crate::registry::{Registry, STALE_AFTER_WINDOWS};
-use crate::score::{MeasuredTerms, ScoreConfig, Source, Terms};
+use crate::score::{Fallback, MeasuredTerms, ScoreConfig, Source, Terms};
 pub use crate::scored_pair::ScoredPair;
 use crate::{NodeInfo, NodeKind, UnixMillis};
 
@@ -56,9 +61,10 @@ pub struct ZonePairView {
     pub loss_ratio: Option<f64>,
     /// Mean goodput over pairs with a fresh one.
     pub throughput_bps: Option<f64>,
-    /// Mean quality over all pairs, fallbacks included.
+    /// Mean quality over all pairs, estimated ones included.
     pub quality: f64,
-    /// Directed pairs between the zones.
+    /// Directed pairs between the zones (every agent of the first to every
+    /// other node of the second), measured or not.
     pub pairs: u32,
     /// Of those, pairs with fresh measurements.
     pub measured_pairs: u32,
@@ -78,7 +84,7 @@ pub struct ZoneSummary {
 /// collector fills missing terms from zone averages instead; the
 /// simulator, which has no collector, uses this.)
 pub fn own_terms(config: &ScoreConfig, measured: &MeasuredTerms) -> Terms {
-    ZoneAverages::new(std::iter::empty()).fill(("", ""), measured, config)
+    ZoneAverages::default().fill(0, 0, measured, &config.fallback())
 }
 
 /// Nodes and scored pairs, indexed for lookups.
@@ -94,13 +100,22 @@ pub struct ScoredMatrix {
     /// lookups per call).
     outgoing: Vec<Vec<usize>>,
     incoming: Vec<Vec<usize>>,
+    /// Each node's zone, as an index into `zone_names`.
+    zone_of: Vec<usize>,
+    /// Every zone, by name.
+    zone_names: Vec<String>,
+    /// What an unmeasured pair between two zones is taken to be.
+    estimates: ZoneEstimates,
+    /// How estimates were scored, kept for rebuilding with other zones.
+    fallback: Fallback,
     /// Each node's health, worked out on first use: one walk over every
     /// link, which the extender must not repeat for every pod.
     health: OnceLock<Vec<NodeHealth>>,
 }
 
 impl ScoredMatrix {
-    /// Scores every pair (every agent to every other node) as of `now`.
+    /// Scores every measured pair as of `now`: pairs the matrix holds data
+    /// for, from an agent to another known node.
     pub fn build(
         registry: &Registry,
         matrix: &PairMatrix,
@@ -108,46 +123,49 @@ impl ScoredMatrix {
         now: UnixMillis,
     ) -> Self {
         let entries: Vec<_> = registry.nodes().collect();
-        let mut pairs = Vec::new();
-        let mut measured = Vec::new();
-        for (src, src_entry) in entries.iter().enumerate() {
-            if src_entry.info.kind != NodeKind::Agent {
-                continue;
-            }
-            let src_stale = src_entry.agent_stale(now);
-            let max_age = STALE_AFTER_WINDOWS * src_entry.window_ms;
-            for (dst, dst_entry) in entries.iter().enumerate() {
-                if src == dst {
-                    continue;
-                }
-                let summary = matrix.summary(&src_entry.info.name, &dst_entry.info.name);
-                let age_ms = summary.last_end.map(|end| now.saturating_sub(end));
-                let stale = src_stale || age_ms.is_none_or(|age| age > max_age);
-                measured.push(config.measured_terms(&summary, !stale, now));
-                pairs.push((src, dst, summary, age_ms, stale));
-            }
-        }
-        let zone_of = |i: usize| entries[i].info.zone.as_str();
-        let averages = ZoneAverages::new(
-            pairs
-                .iter()
-                .zip(&measured)
-                .map(|((src, dst, ..), m)| ((zone_of(*src), zone_of(*dst)), *m)),
-        );
-        let pairs: Vec<ScoredPair> = pairs
+        let index: HashMap<&str, usize> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, entry)| (entry.info.name.as_str(), i))
+            .collect();
+        let (zone_of, zone_names) = zones_of(entries.iter().map(|e| e.info.zone.as_str()));
+        let mut measured_pairs: Vec<(usize, usize, PairSummary)> = matrix
+            .pairs()
+            .filter_map(|(src, dst, summary)| {
+                let (src, dst) = (*index.get(src)?, *index.get(dst)?);
+                let from_agent = entries[src].info.kind == NodeKind::Agent;
+                (from_agent && src != dst).then_some((src, dst, summary))
+            })
+            .collect();
+        measured_pairs.sort_unstable_by_key(|(src, dst, _)| (*src, *dst));
+        let mut averages = ZoneAverages::new(zone_names.len());
+        let measured: Vec<(usize, usize, PairSummary, Option<u64>, bool, MeasuredTerms)> =
+            measured_pairs
+                .into_iter()
+                .map(|(src, dst, summary)| {
+                    let src_entry = entries[src];
+                    let max_age = STALE_AFTER_WINDOWS * src_entry.window_ms;
+                    let age_ms = summary.last_end.map(|end| now.saturating_sub(end));
+                    let stale =
+                        src_entry.agent_stale(now) || age_ms.is_none_or(|age| age > max_age);
+                    let terms = config.measured_terms(&summary, !stale, now);
+                    averages.add(zone_of[src], zone_of[dst], &terms);
+                    (src, dst, summary, age_ms, stale, terms)
+                })
+                .collect();
+        let fallback = config.fallback();
+        let pairs: Vec<ScoredPair> = measured
             .into_iter()
-            .zip(measured)
-            .map(|((src, dst, summary, age_ms, stale), measured)| {
-                let terms = averages.fill((zone_of(src), zone_of(dst)), &measured, config);
-                let quality = config.quality(&terms);
+            .map(|(src, dst, summary, age_ms, stale, measured)| {
+                let terms = averages.fill(zone_of[src], zone_of[dst], &measured, &fallback);
                 ScoredPair {
                     src,
                     dst,
                     summary,
                     age_ms,
                     stale,
+                    quality: fallback.quality(&terms),
                     terms,
-                    quality,
                 }
             })
             .collect();
@@ -170,26 +188,27 @@ impl ScoredMatrix {
                 last_report_age_ms: entry.last_seen.map(|seen| now.saturating_sub(seen)),
             })
             .collect();
-        Self::from_parts(nodes, pairs)
+        Self::from_parts(nodes, pairs, fallback)
     }
 
     /// Indexes nodes and pairs that were scored elsewhere (for example
-    /// received from the collector). Pairs whose indices are out of range
-    /// are left out.
-    pub fn from_parts(nodes: Vec<NodeView>, pairs: Vec<ScoredPair>) -> Self {
+    /// received from the collector), and works out the estimates of the
+    /// pairs not among them with `fallback`. Pairs whose indices are out of
+    /// range, from a node to itself, or repeated are left out.
+    pub fn from_parts(nodes: Vec<NodeView>, pairs: Vec<ScoredPair>, fallback: Fallback) -> Self {
         let node_index = nodes
             .iter()
             .enumerate()
             .map(|(i, n)| (n.info.name.clone(), i))
             .collect();
+        let mut pair_index = HashMap::with_capacity(pairs.len());
         let pairs: Vec<ScoredPair> = pairs
             .into_iter()
             .filter(|p| p.src < nodes.len() && p.dst < nodes.len() && p.src != p.dst)
-            .collect();
-        let pair_index = pairs
-            .iter()
-            .enumerate()
-            .map(|(i, p)| ((p.src, p.dst), i))
+            .filter(|p| {
+                let next = pair_index.len();
+                pair_index.insert((p.src, p.dst), next).is_none()
+            })
             .collect();
         let mut outgoing = vec![Vec::new(); nodes.len()];
         let mut incoming = vec![Vec::new(); nodes.len()];
@@ -197,6 +216,8 @@ impl ScoredMatrix {
             outgoing[pair.src].push(i);
             incoming[pair.dst].push(i);
         }
+        let (zone_of, zone_names) = zones_of(nodes.iter().map(|n| n.info.zone.as_str()));
+        let estimates = ZoneEstimates::of(zone_names.len(), |i| zone_of[i], &pairs, &fallback);
         Self {
             nodes,
             pairs,
@@ -204,6 +225,10 @@ impl ScoredMatrix {
             pair_index,
             outgoing,
             incoming,
+            zone_of,
+            zone_names,
+            estimates,
+            fallback,
             health: OnceLock::new(),
         }
     }
@@ -218,7 +243,7 @@ impl ScoredMatrix {
             .map(|&i| &self.pairs[i])
     }
 
-    /// The pairs `node` probes and the pairs probing it.
+    /// The measured pairs `node` probes and the measured pairs probing it.
     pub fn links(&self, node: usize) -> impl Iterator<Item = &ScoredPair> {
         let out = self
             .outgoing
@@ -235,7 +260,7 @@ impl ScoredMatrix {
 
     /// The same matrix with the zones (and regions) that `place` gives,
     /// for nodes it knows: kube-scheduler's node labels can be newer than
-    /// what the agents said at hello.
+    /// what the agents said at hello. The estimates follow the new zones.
     pub fn with_places(&self, place: impl Fn(&str) -> Option<(String, String)>) -> ScoredMatrix {
         let nodes = self
             .nodes
@@ -252,7 +277,7 @@ impl ScoredMatrix {
                 None => node.clone(),
             })
             .collect();
-        Self::from_parts(nodes, self.pairs.clone())
+        Self::from_parts(nodes, self.pairs.clone(), self.fallback)
     }
 
     /// What each node's own links inside its zone say of it, by node index.
@@ -268,9 +293,14 @@ impl ScoredMatrix {
         &self.nodes
     }
 
-    /// All scored pairs.
+    /// All measured pairs, by (src, dst).
     pub fn pairs(&self) -> &[ScoredPair] {
         &self.pairs
+    }
+
+    /// How unmeasured pairs are scored.
+    pub fn fallback(&self) -> Fallback {
+        self.fallback
     }
 
     /// The index of a node by name.
@@ -278,118 +308,141 @@ impl ScoredMatrix {
         self.node_index.get(name).copied()
     }
 
-    /// The pair src -> dst by indices.
+    /// The measured pair src -> dst by indices.
     pub fn pair(&self, src: usize, dst: usize) -> Option<&ScoredPair> {
         self.pair_index.get(&(src, dst)).map(|&i| &self.pairs[i])
     }
 
-    /// Per zone and per zone pair aggregates.
+    /// The estimate for the pair src -> dst, from their zones.
+    pub fn estimate(&self, src: usize, dst: usize) -> Estimate {
+        match (self.zone_of.get(src), self.zone_of.get(dst)) {
+            (Some(&src_zone), Some(&dst_zone)) => self.estimates.get(src_zone, dst_zone),
+            _ => Estimate::default(),
+        }
+    }
+
+    /// The estimate for an unmeasured pair between two zones, by their
+    /// indices.
+    pub fn zone_estimate(&self, src_zone: usize, dst_zone: usize) -> Estimate {
+        self.estimates.get(src_zone, dst_zone)
+    }
+
+    /// The pair src -> dst: measured, or else estimated. `None` where
+    /// there is no such pair: src is not an agent (only agents probe), the
+    /// two are one node, or either is unknown.
+    pub fn pair_or_estimate(&self, src: usize, dst: usize) -> Option<Cow<'_, ScoredPair>> {
+        if let Some(pair) = self.pair(src, dst) {
+            return Some(Cow::Borrowed(pair));
+        }
+        if !self.probes(src) || src == dst || dst >= self.nodes.len() {
+            return None;
+        }
+        Some(Cow::Owned(self.estimated_pair(src, dst)))
+    }
+
+    /// An unmeasured pair, as placement sees it: no figures, stale, and the
+    /// estimate's terms.
+    pub fn estimated_pair(&self, src: usize, dst: usize) -> ScoredPair {
+        let estimate = self.estimate(src, dst);
+        ScoredPair {
+            src,
+            dst,
+            summary: PairSummary::default(),
+            age_ms: None,
+            stale: true,
+            terms: estimate.terms,
+            quality: estimate.quality,
+        }
+    }
+
+    /// Whether `node` runs an agent, and so probes others.
+    pub fn probes(&self, node: usize) -> bool {
+        self.nodes
+            .get(node)
+            .is_some_and(|n| n.info.kind == NodeKind::Agent)
+    }
+
+    /// A node's zone as an index (see [`ScoredMatrix::zone_count`]).
+    pub fn zone_index(&self, node: usize) -> Option<usize> {
+        self.zone_of.get(node).copied()
+    }
+
+    /// How many zones the nodes are in.
+    pub fn zone_count(&self) -> usize {
+        self.zone_names.len()
+    }
+
+    /// Per zone and per zone pair aggregates. A zone pair's `pairs` counts
+    /// every directed pair between them, and its quality averages them
+    /// all: measured ones with their own, the others with the estimate.
     pub fn zones(&self) -> ZoneSummary {
-        let mut zones: BTreeMap<&str, ZoneView> = BTreeMap::new();
-        for node in &self.nodes {
-            let zone = zones.entry(&node.info.zone).or_insert_with(|| ZoneView {
-                name: node.info.zone.clone(),
+        let zone_count = self.zone_names.len();
+        let mut zones: Vec<ZoneView> = self
+            .zone_names
+            .iter()
+            .map(|name| ZoneView {
+                name: name.clone(),
                 region: String::new(),
                 nodes: 0,
                 fresh_nodes: 0,
-            });
+            })
+            .collect();
+        let mut agents = vec![0u64; zone_count];
+        for (i, node) in self.nodes.iter().enumerate() {
+            let zone = &mut zones[self.zone_of[i]];
             if zone.region.is_empty() {
                 zone.region.clone_from(&node.info.region);
             }
             zone.nodes += 1;
             zone.fresh_nodes += u32::from(!node.stale);
+            agents[self.zone_of[i]] += u64::from(self.probes(i));
         }
-        let mut sums: BTreeMap<(&str, &str), ZonePairSums> = BTreeMap::new();
+        let mut sums: BTreeMap<(usize, usize), ZonePairSums> = BTreeMap::new();
         for pair in &self.pairs {
-            let key = (
-                self.nodes[pair.src].info.zone.as_str(),
-                self.nodes[pair.dst].info.zone.as_str(),
-            );
+            let key = (self.zone_of[pair.src], self.zone_of[pair.dst]);
             sums.entry(key).or_default().add(pair);
         }
-        ZoneSummary {
-            zones: zones.into_values().collect(),
-            zone_pairs: sums
-                .into_iter()
-                .map(|((src, dst), sums)| sums.view(src, dst))
-                .collect(),
-        }
-    }
-}
-
-/// Per zone pair, the averages of fresh measured terms.
-struct ZoneAverages<'a> {
-    delay: HashMap<(&'a str, &'a str), Mean>,
-    loss: HashMap<(&'a str, &'a str), Mean>,
-    throughput: HashMap<(&'a str, &'a str), Mean>,
-}
-
-impl<'a> ZoneAverages<'a> {
-    fn new(pairs: impl Iterator<Item = ((&'a str, &'a str), MeasuredTerms)>) -> Self {
-        let mut averages = Self {
-            delay: HashMap::new(),
-            loss: HashMap::new(),
-            throughput: HashMap::new(),
-        };
-        for (key, m) in pairs {
-            for (map, value) in [
-                (&mut averages.delay, m.delay),
-                (&mut averages.loss, m.loss),
-                (&mut averages.throughput, m.throughput),
-            ] {
-                if let Some(value) = value {
-                    map.entry(key).or_default().add(value);
+        let mut zone_pairs = Vec::new();
+        for (src, &src_agents) in agents.iter().enumerate() {
+            for (dst, dst_zone) in zones.iter().enumerate() {
+                // Every agent of src to every node of dst but itself.
+                let possible = src_agents * u64::from(dst_zone.nodes)
+                    - if src == dst { src_agents } else { 0 };
+                let present = sums.get(&(src, dst));
+                if possible == 0 && present.is_none() {
+                    continue;
                 }
+                let sums = present.cloned().unwrap_or_default();
+                let estimate = self.estimates.get(src, dst);
+                zone_pairs.push(sums.view(
+                    &self.zone_names[src],
+                    &self.zone_names[dst],
+                    possible,
+                    estimate.quality,
+                ));
             }
         }
-        averages
-    }
-
-    fn fill(&self, key: (&str, &str), m: &MeasuredTerms, config: &ScoreConfig) -> Terms {
-        let term = |own: Option<f64>, map: &HashMap<(&str, &str), Mean>| match own {
-            Some(value) => (value, Source::Measured),
-            None => match map.get(&key).and_then(Mean::value) {
-                Some(avg) => (
-                    (avg - config.fallback_penalty).max(0.0),
-                    Source::ZoneAverage,
-                ),
-                None => (0.0, Source::Unknown),
-            },
-        };
-        let (delay, delay_source) = term(m.delay, &self.delay);
-        let (loss, loss_source) = term(m.loss, &self.loss);
-        let (throughput, throughput_source) = term(m.throughput, &self.throughput);
-        Terms {
-            delay,
-            loss,
-            throughput,
-            delay_source,
-            loss_source,
-            throughput_source,
-            dead: m.dead,
-        }
+        ZoneSummary { zones, zone_pairs }
     }
 }
 
-/// A running mean.
-#[derive(Debug, Clone, Copy, Default)]
-struct Mean {
-    sum: f64,
-    count: u32,
+/// Each name's index among the sorted distinct names, and those names.
+fn zones_of<'a>(zones: impl Iterator<Item = &'a str> + Clone) -> (Vec<usize>, Vec<String>) {
+    let names: Vec<String> = zones
+        .clone()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let index: HashMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (name.as_str(), i))
+        .collect();
+    (zones.map(|zone| index[zone]).collect(), names)
 }
 
-impl Mean {
-    fn add(&mut self, value: f64) {
-        self.sum += value;
-        self.count += 1;
-    }
-
-    fn value(&self) -> Option<f64> {
-        (self.count > 0).then(|| self.sum / f64::from(self.count))
-    }
-}
-
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct ZonePairSums {
     rtt: Mean,
     loss: Mean,
@@ -422,15 +475,25 @@ impl ZonePairSums {
         }
     }
 
-    fn view(&self, src: &str, dst: &str) -> ZonePairView {
+    /// The view over `possible` pairs, those without data at `estimated`.
+    fn view(&self, src: &str, dst: &str, possible: u64, estimated: f64) -> ZonePairView {
+        let present = u64::from(self.quality.count());
+        let possible = possible.max(present);
+        let missing = (possible - present) as f64;
+        let quality = if possible == 0 {
+            0.0
+        } else {
+            (self.quality.value().unwrap_or(0.0) * present as f64 + estimated * missing)
+                / possible as f64
+        };
         ZonePairView {
             src_zone: src.to_owned(),
             dst_zone: dst.to_owned(),
             rtt_median_ms: self.rtt.value(),
             loss_ratio: self.loss.value(),
             throughput_bps: self.throughput.value(),
-            quality: self.quality.value().unwrap_or(0.0),
-            pairs: self.quality.count,
+            quality,
+            pairs: u32::try_from(possible).unwrap_or(u32::MAX),
             measured_pairs: self.measured,
         }
     }
@@ -506,7 +569,7 @@ pub(crate) mod tests {
                 pair
             })
             .collect();
-        ScoredMatrix::from_parts(matrix.nodes().to_vec(), pairs)
+        ScoredMatrix::from_parts(matrix.nodes().to_vec(), pairs, matrix.fallback())
     }
 
     #[test]
@@ -524,7 +587,7 @@ pub(crate) mod tests {
         let measured = m.pair(a1, a2).unwrap();
         assert_eq!(measured.terms.delay_source, Source::Measured);
         assert_eq!(measured.terms.delay, 0.5);
-        let guessed = m.pair(a1, a3).unwrap();
+        let guessed = m.pair_or_estimate(a1, a3).unwrap();
         assert_eq!(guessed.terms.delay_source, Source::ZoneAverage);
         assert_eq!(guessed.terms.delay, 0.25);
         assert!(guessed.quality < measured.quality);
@@ -532,7 +595,7 @@ pub(crate) mod tests {
         // Throughput was never measured anywhere: unknown, counted as 0.
         assert_eq!(measured.terms.throughput_source, Source::Unknown);
         assert_eq!(
-            m.pair(a2, a1).unwrap().terms.delay_source,
+            m.pair_or_estimate(a2, a1).unwrap().terms.delay_source,
             Source::ZoneAverage
         );
     }
@@ -540,7 +603,7 @@ pub(crate) mod tests {
     #[test]
     fn a_pair_in_a_zone_pair_without_data_is_unknown() {
         let m = scored(&[("a1", "a"), ("b1", "b")], &[], 10_000);
-        let pair = m.pair(0, 1).unwrap();
+        let pair = m.pair_or_estimate(0, 1).unwrap();
         assert_eq!(pair.terms.loss_source, Source::Unknown);
         assert_eq!(pair.quality, 0.0);
     }
@@ -576,7 +639,11 @@ pub(crate) mod tests {
         let nas = before.index_of("nas").unwrap();
         assert!(before.nodes()[nas].stale);
         // Inventory nodes do not probe: there is no pair from them.
-        assert!(before.pair(nas, before.index_of("a1").unwrap()).is_none());
+        assert!(
+            before
+                .pair_or_estimate(nas, before.index_of("a1").unwrap())
+                .is_none()
+        );
         matrix.record("a1", "nas", window(0, 1.0, 1.0));
         let after = ScoredMatrix::build(&registry, &matrix, &config, 0);
         assert!(!after.nodes()[nas].stale);
@@ -642,7 +709,7 @@ pub(crate) mod tests {
                 .filter(|p| p.terms.delay_source == Source::Measured)
                 .map(|p| p.quality)
                 .fold(0.0, f64::max);
-            let fallback = m.pair(m.index_of("a1").unwrap(), m.index_of("a0").unwrap()).unwrap();
+            let fallback = m.pair_or_estimate(m.index_of("a1").unwrap(), m.index_of("a0").unwrap()).unwrap();
             prop_assert_eq!(fallback.terms.delay_source, Source::ZoneAverage);
             prop_assert!(fallback.quality < best_fresh || best_fresh == 0.0);
             for pair in m.pairs() {

@@ -220,7 +220,7 @@ impl Cluster {
                 });
             }
         }
-        ScoredMatrix::from_parts(nodes, pairs)
+        ScoredMatrix::from_parts(nodes, pairs, config.fallback())
     }
 }
 

@@ -190,7 +190,7 @@ mod tests {
             })
             .collect();
         (
-            ScoredMatrix::from_parts(nodes, Vec::new()),
+            ScoredMatrix::from_parts(nodes, Vec::new(), Default::default()),
             names.map(String::from).to_vec(),
         )
     }

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::placement::{Basis, Ranking};
-use netaware_core::score::{ScoreConfig, Source, Terms};
+use netaware_core::score::{Fallback, Source, Terms, Weights};
 use netaware_core::snapshot::{NodeView, ScoredMatrix, ScoredPair, ZoneSummary};
 use netaware_core::verdict::FailureCode;
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};
@@ -233,14 +233,11 @@ pub fn pair_from_wire(
     })
 }
 
-/// The wire form of a scored matrix.
-pub fn matrix_to_wire(
-    scored: &ScoredMatrix,
-    config: &ScoreConfig,
-    version: u64,
-    now: UnixMillis,
-) -> pb::Matrix {
+/// The wire form of a scored matrix: its nodes, its measured pairs, and
+/// how it estimates the others.
+pub fn matrix_to_wire(scored: &ScoredMatrix, version: u64, now: UnixMillis) -> pb::Matrix {
     let name = |i: usize| scored.nodes()[i].info.name.as_str();
+    let fallback = scored.fallback();
     pb::Matrix {
         version,
         generated_unix_ms: now,
@@ -251,11 +248,34 @@ pub fn matrix_to_wire(
             .map(|pair| pair_to_wire(pair, name, now))
             .collect(),
         weights: Some(pb::ScoreWeights {
-            delay: config.weights.delay,
-            loss: config.weights.loss,
-            throughput: config.weights.throughput,
+            delay: fallback.weights.delay,
+            loss: fallback.weights.loss,
+            throughput: fallback.weights.throughput,
         }),
+        fallback_penalty: fallback.penalty,
     }
+}
+
+/// How a wire matrix estimates unmeasured pairs; figures that make no
+/// sense (negative, not finite, all weights 0) give the defaults.
+pub fn fallback_from_wire(matrix: &pb::Matrix) -> Fallback {
+    let default = Fallback::default();
+    let weights = matrix
+        .weights
+        .map(|w| Weights {
+            delay: w.delay,
+            loss: w.loss,
+            throughput: w.throughput,
+        })
+        .filter(|w| {
+            let all = [w.delay, w.loss, w.throughput];
+            all.iter().all(|x| x.is_finite() && *x >= 0.0) && all.iter().any(|x| *x > 0.0)
+        })
+        .unwrap_or(default.weights);
+    let penalty = Some(matrix.fallback_penalty)
+        .filter(|p| p.is_finite() && (0.0..=1.0).contains(p))
+        .unwrap_or(default.penalty);
+    Fallback { weights, penalty }
 }
 
 /// The scored matrix a wire matrix describes, so that a consumer runs the
@@ -272,7 +292,7 @@ pub fn matrix_from_wire(matrix: &pb::Matrix) -> ScoredMatrix {
         .iter()
         .filter_map(|p| pair_from_wire(p, |name| index.get(name).copied()))
         .collect();
-    ScoredMatrix::from_parts(nodes, pairs)
+    ScoredMatrix::from_parts(nodes, pairs, fallback_from_wire(matrix))
 }
 
 /// The wire form of the zone summary.
@@ -347,6 +367,7 @@ mod tests {
     use netaware_core::matrix::{PairMatrix, PairWindow, RttStats};
     use netaware_core::placement::{JobRequest, PlacementConfig, rank};
     use netaware_core::registry::Registry;
+    use netaware_core::score::ScoreConfig;
     use proptest::prelude::*;
 
     const NOW: UnixMillis = 100_000;
@@ -422,7 +443,7 @@ mod tests {
             strict in any::<bool>(),
         ) {
             let scored = build(&zones, &measured, stale);
-            let wire = matrix_to_wire(&scored, &ScoreConfig::default(), 7, NOW);
+            let wire = matrix_to_wire(&scored, 7, NOW);
             let back = matrix_from_wire(&wire);
 
             prop_assert_eq!(back.nodes(), scored.nodes());
@@ -435,6 +456,12 @@ mod tests {
                 prop_assert_eq!(a.summary.loss_ratio, b.summary.loss_ratio);
             }
             prop_assert_eq!(back.health(), scored.health());
+            // Every pair nobody measured is estimated the same at both ends.
+            for src in 0..zones.len() {
+                for dst in 0..zones.len() {
+                    prop_assert_eq!(back.estimate(src, dst), scored.estimate(src, dst));
+                }
+            }
 
             let placed: Vec<String> = (0..placed_count.min(zones.len())).map(|i| format!("n{i}")).collect();
             let request = JobRequest { size, placed: &placed, candidates: None, strict_zone: strict };
