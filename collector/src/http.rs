@@ -10,7 +10,6 @@ use axum::routing::get;
 
 use crate::metrics::{DEFAULT_PAIR_NODE_LIMIT, ScrapeFacts, exposition};
 use crate::shared::Shared;
-use netaware_runtime::clock::now_ms;
 
 /// The HTTP routes.
 pub fn router(shared: Arc<Shared>) -> Router {
@@ -21,21 +20,17 @@ pub fn router(shared: Arc<Shared>) -> Router {
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
-    let now = now_ms();
-    let (snapshot, throughput, last_seqs, placement) = {
+    let snapshot = shared.snapshot().await;
+    let (throughput, last_seqs) = {
         let state = shared.state.lock().await;
         let last_seqs = state
             .saved_nodes()
             .into_iter()
             .map(|node| (node.name, node.last_seq))
             .collect();
-        (
-            state.snapshot(now),
-            state.throughput_counts(),
-            last_seqs,
-            state.config().placement,
-        )
+        (state.throughput_counts(), last_seqs)
     };
+    let placement = snapshot.config.placement;
     let facts = ScrapeFacts {
         open_sessions: shared.sessions().len(),
         throughput,
@@ -45,7 +40,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
     };
     (
         [(CONTENT_TYPE, netaware_runtime::PROMETHEUS_CONTENT_TYPE)],
-        netaware_runtime::prometheus_text(&exposition(&shared.work, &snapshot, &facts)),
+        netaware_runtime::prometheus_text(&exposition(&shared.work, &snapshot.scored, &facts)),
     )
 }
 

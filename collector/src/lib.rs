@@ -1,7 +1,7 @@
 //! The netaware collector.
 //!
 //! Agents stream their windows here; the collector keeps the node registry
-//! and the pair matrix, scores every pair, and serves the result: over gRPC
+//! and the pair matrix, scores every measured pair, and serves the result: over gRPC
 //! (`netaware.v1.Scores`: matrix, zones, rank, watch) beside the agent
 //! session service, gRPC health and reflection, and over HTTP (/healthz).
 //!
@@ -10,9 +10,9 @@
 //!
 //! Layout: [`validate`] and [`state`] are pure (checks and changes, time
 //! passed in); [`session`], [`scores`], [`throughput`] and [`http`] are the
-//! thin async shells around the [`shared`] state;
-//! [`convert`] maps core types to wire types; [`inventory`] reads the file of
-//! agent-less nodes. [`Collector::start`] binds and serves; the binary, the
+//! thin async shells around the [`shared`] state, whose readers share one
+//! scored snapshot ([`snapshots`]); `netaware_proto::convert` maps core
+//! types to wire types; [`inventory`] reads the file of agent-less nodes. [`Collector::start`] binds and serves; the binary, the
 //! demo and the tests all start it the same way.
 
 pub mod cli;
@@ -25,6 +25,7 @@ pub mod saved;
 pub mod scores;
 pub mod session;
 pub mod shared;
+pub mod snapshots;
 pub mod state;
 pub mod throughput;
 pub mod validate;

@@ -1,5 +1,5 @@
 //! The Scores service: matrix, zones, rank and the watch stream, answered
-//! from a fresh snapshot of the collector state.
+//! from the collector's shared snapshot ([`crate::snapshots`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +13,6 @@ use tonic::{Request, Response, Status};
 use crate::shared::{ResponseStream, Shared};
 use crate::validate::{MAX_NAME_LEN, check_name};
 use netaware_proto::convert;
-use netaware_runtime::clock::now_ms;
 
 /// Largest job a rank request may ask for.
 pub const MAX_JOB_SIZE: u32 = 100_000;
@@ -45,9 +44,9 @@ impl pb::scores_server::Scores for ScoresService {
         &self,
         _: Request<pb::ZonesRequest>,
     ) -> Result<Response<pb::ZoneSummary>, Status> {
-        let state = self.0.state.lock().await;
+        let snapshot = self.0.snapshot().await;
         Ok(Response::new(convert::zones_to_wire(
-            &state.snapshot(now_ms()).zones(),
+            &snapshot.scored.zones(),
         )))
     }
 
@@ -57,9 +56,8 @@ impl pb::scores_server::Scores for ScoresService {
     ) -> Result<Response<pb::RankResponse>, Status> {
         let request = request.into_inner();
         let job = job_request(&request)?;
-        let state = self.0.state.lock().await;
-        let snapshot = state.snapshot(now_ms());
-        let ranking = placement::rank(&snapshot, &job, &state.config().placement);
+        let snapshot = self.0.snapshot().await;
+        let ranking = placement::rank(&snapshot.scored, &job, &snapshot.config.placement);
         Ok(Response::new(convert::ranking_to_wire(&ranking)))
     }
 

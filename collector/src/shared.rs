@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
 use crate::metrics::WorkMetrics;
+use crate::snapshots::{Snapshot, Snapshots};
 use crate::state::CollectorState;
 use netaware_proto::convert;
 
@@ -39,6 +40,8 @@ pub struct Shared {
     /// Whether an agent may report only for the node its client
     /// certificate names (mutual TLS).
     pub node_identity: bool,
+    /// The scored snapshot every reader shares.
+    pub snapshots: Snapshots,
 }
 
 impl Shared {
@@ -49,7 +52,9 @@ impl Shared {
         node_identity: bool,
     ) -> Arc<Self> {
         let version = state.version();
+        let snapshots = Snapshots::new(&state, netaware_runtime::clock::now_ms());
         Arc::new(Self {
+            snapshots,
             state: Mutex::new(state),
             membership: watch::Sender::new(0),
             changes: watch::Sender::new(version),
@@ -65,10 +70,17 @@ impl Shared {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The wire matrix as of now.
+    /// The shared snapshot, as fresh as [`Snapshots::current`] gives.
+    pub async fn snapshot(&self) -> Arc<Snapshot> {
+        let version = *self.changes.borrow();
+        self.snapshots
+            .current(&self.state, version, netaware_runtime::clock::now_ms)
+            .await
+    }
+
+    /// The wire matrix of the shared snapshot.
     pub async fn matrix(&self) -> pb::Matrix {
-        let now = netaware_runtime::clock::now_ms();
-        let state = self.state.lock().await;
-        convert::matrix_to_wire(&state.snapshot(now), state.version(), now)
+        let snapshot = self.snapshot().await;
+        convert::matrix_to_wire(&snapshot.scored, snapshot.version, snapshot.at)
     }
 }

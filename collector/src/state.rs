@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use netaware_core::matrix::PairMatrix;
+use netaware_core::matrix::{PairMatrix, PairReadings};
 use netaware_core::peers;
 use netaware_core::placement::PlacementConfig;
 use netaware_core::registry::Registry;
@@ -19,6 +19,24 @@ use netaware_proto::v1::{Hello, NodeStats, Peer, ThroughputOrder, Window, throug
 
 use crate::saved::{self, SavedNode, SavedState};
 use crate::validate::{self, Invalid};
+
+/// What a snapshot is scored from, copied out of the state.
+#[derive(Debug, Clone)]
+pub struct SnapshotInputs {
+    registry: Registry,
+    readings: PairReadings,
+    /// The model it is scored with.
+    pub config: ModelConfig,
+    /// The state's version when copied.
+    pub version: u64,
+}
+
+impl SnapshotInputs {
+    /// The scored matrix as of `now`.
+    pub fn score(&self, now: UnixMillis) -> ScoredMatrix {
+        ScoredMatrix::score(&self.registry, &self.readings, &self.config.score, now)
+    }
+}
 
 /// How the collector scores and places.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -468,7 +486,19 @@ impl CollectorState {
 
     /// The scored matrix as of `now`.
     pub fn snapshot(&self, now: UnixMillis) -> ScoredMatrix {
-        ScoredMatrix::build(&self.registry, &self.matrix, &self.config.score, now)
+        self.snapshot_inputs().score(now)
+    }
+
+    /// A copy of what a snapshot is scored from: taken under the state's
+    /// lock, scored after it is released ([`SnapshotInputs::score`]), so
+    /// that ingest never waits for the scoring.
+    pub fn snapshot_inputs(&self) -> SnapshotInputs {
+        SnapshotInputs {
+            registry: self.registry.clone(),
+            readings: self.matrix.readings(),
+            config: self.config,
+            version: self.version,
+        }
     }
 
     /// The last node stats of a node.

@@ -247,6 +247,9 @@ struct PairHistory {
     windows: VecDeque<PairWindow>,
     one_way: VecDeque<OneWayWindow>,
     throughput: Option<Throughput>,
+    /// The figures over what is kept, worked out when it changes: a
+    /// snapshot reads every pair, an ingest changes a few.
+    summary: PairSummary,
 }
 
 /// Keeps `deque` ordered by `end` with at most `kept` entries, oldest out.
@@ -278,10 +281,26 @@ pub struct KeptPair<'a> {
     pub throughput: Option<Throughput>,
 }
 
-/// Directed pairs and their recent windows, keyed by node names.
+/// A node as the pair matrix numbers it (see [`PairReadings::names`]).
+pub type NodeId = u32;
+
+/// A copy of every pair's figures, taken at one instant: what a snapshot
+/// is scored from, so that the scoring can run without the matrix.
+#[derive(Debug, Clone, Default)]
+pub struct PairReadings {
+    /// Node names by [`NodeId`].
+    pub names: Vec<String>,
+    /// Every pair with data: (src, dst, its figures).
+    pub pairs: Vec<(NodeId, NodeId, PairSummary)>,
+}
+
+/// Directed pairs and their recent windows. Nodes are numbered once, so
+/// that a pair is two numbers, not two names.
 #[derive(Debug, Clone)]
 pub struct PairMatrix {
-    pairs: HashMap<(String, String), PairHistory>,
+    ids: HashMap<String, NodeId>,
+    names: Vec<String>,
+    pairs: HashMap<(NodeId, NodeId), PairHistory>,
     windows_kept: usize,
 }
 
@@ -290,59 +309,82 @@ impl PairMatrix {
     /// (at least one).
     pub fn new(windows_kept: usize) -> Self {
         Self {
+            ids: HashMap::new(),
+            names: Vec::new(),
             pairs: HashMap::new(),
             windows_kept: windows_kept.max(1),
         }
     }
 
+    /// The number of `name`, given it on first sight.
+    fn id(&mut self, name: &str) -> NodeId {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = NodeId::try_from(self.names.len()).unwrap_or(NodeId::MAX);
+        self.names.push(name.to_owned());
+        self.ids.insert(name.to_owned(), id);
+        id
+    }
+
+    /// The history of src -> dst, made on first use, summarised again
+    /// after `change`.
+    fn change(&mut self, src: &str, dst: &str, change: impl FnOnce(&mut PairHistory, usize)) {
+        let key = (self.id(src), self.id(dst));
+        let kept = self.windows_kept;
+        let history = self.pairs.entry(key).or_default();
+        change(history, kept);
+        history.summary = summarize(history);
+    }
+
     /// Adds a window to the pair src -> dst. Windows are kept in order of
     /// their end, so a late one lands in its place.
     pub fn record(&mut self, src: &str, dst: &str, window: PairWindow) {
-        let history = self
-            .pairs
-            .entry((src.to_owned(), dst.to_owned()))
-            .or_default();
-        insert_ordered(&mut history.windows, window, |w| w.end, self.windows_kept);
+        self.change(src, dst, |history, kept| {
+            insert_ordered(&mut history.windows, window, |w| w.end, kept);
+        });
     }
 
     /// Adds a one-way window (reported by dst) to the pair src -> dst.
     pub fn record_one_way(&mut self, src: &str, dst: &str, window: OneWayWindow) {
-        let history = self
-            .pairs
-            .entry((src.to_owned(), dst.to_owned()))
-            .or_default();
-        insert_ordered(&mut history.one_way, window, |w| w.end, self.windows_kept);
+        self.change(src, dst, |history, kept| {
+            insert_ordered(&mut history.one_way, window, |w| w.end, kept);
+        });
     }
 
     /// Records a goodput measurement for src -> dst, keeping the newest.
     pub fn record_throughput(&mut self, src: &str, dst: &str, throughput: Throughput) {
-        let history = self
-            .pairs
-            .entry((src.to_owned(), dst.to_owned()))
-            .or_default();
-        if history.throughput.is_none_or(|old| old.at <= throughput.at) {
-            history.throughput = Some(throughput);
-        }
+        self.change(src, dst, |history, _| {
+            if history.throughput.is_none_or(|old| old.at <= throughput.at) {
+                history.throughput = Some(throughput);
+            }
+        });
     }
 
     /// Forgets every pair that involves `node`.
     pub fn remove_node(&mut self, node: &str) {
-        self.pairs
-            .retain(|(src, dst), _| src != node && dst != node);
+        if let Some(&id) = self.ids.get(node) {
+            self.pairs.retain(|&(src, dst), _| src != id && dst != id);
+        }
     }
 
     /// The figures of src -> dst over its recent windows (all `None` when the
     /// pair was never measured).
     pub fn summary(&self, src: &str, dst: &str) -> PairSummary {
-        let key = (src.to_owned(), dst.to_owned());
-        self.pairs.get(&key).map(summarize).unwrap_or_default()
+        let (Some(&src), Some(&dst)) = (self.ids.get(src), self.ids.get(dst)) else {
+            return PairSummary::default();
+        };
+        self.pairs
+            .get(&(src, dst))
+            .map(|history| history.summary)
+            .unwrap_or_default()
     }
 
     /// Everything kept, pair by pair (for saving the state).
     pub fn kept(&self) -> impl Iterator<Item = KeptPair<'_>> {
-        self.pairs.iter().map(|((src, dst), history)| KeptPair {
-            src,
-            dst,
+        self.pairs.iter().map(|(&(src, dst), history)| KeptPair {
+            src: &self.names[src as usize],
+            dst: &self.names[dst as usize],
             windows: &history.windows,
             one_way: &history.one_way,
             throughput: history.throughput,
@@ -351,9 +393,25 @@ impl PairMatrix {
 
     /// Every pair that has any data, with its summary.
     pub fn pairs(&self) -> impl Iterator<Item = (&str, &str, PairSummary)> {
-        self.pairs
-            .iter()
-            .map(|((src, dst), history)| (src.as_str(), dst.as_str(), summarize(history)))
+        self.pairs.iter().map(|(&(src, dst), history)| {
+            (
+                self.names[src as usize].as_str(),
+                self.names[dst as usize].as_str(),
+                history.summary,
+            )
+        })
+    }
+
+    /// A copy of every pair's figures, for scoring without the matrix.
+    pub fn readings(&self) -> PairReadings {
+        PairReadings {
+            names: self.names.clone(),
+            pairs: self
+                .pairs
+                .iter()
+                .map(|(&(src, dst), history)| (src, dst, history.summary))
+                .collect(),
+        }
     }
 }
 
@@ -362,15 +420,19 @@ fn summarize(history: &PairHistory) -> PairSummary {
     let samples: u64 = windows.iter().map(|w| u64::from(w.sent)).sum();
     let received: u64 = windows.iter().map(|w| u64::from(w.received)).sum();
     let loss_ratio = (samples > 0).then(|| (samples - received) as f64 / samples as f64);
-    let answered: Vec<(f64, RttStats)> = windows
-        .iter()
-        .filter_map(|w| w.rtt.map(|rtt| (f64::from(w.received), rtt)))
-        .collect();
-    let total_weight: f64 = answered.iter().map(|(weight, _)| weight).sum();
-    let rtt_median_ms = weighted_median(answered.iter().map(|(w, rtt)| (*w, rtt.median)));
-    let rtt_p99_ms = answered.iter().map(|(_, rtt)| rtt.p99).reduce(f64::max);
+    // The windows with replies, each weighted by its replies. Read twice
+    // rather than collected: the collector summarises every kept pair for
+    // each snapshot, and an allocation per pair costs more than the sums.
+    let answered = || {
+        windows
+            .iter()
+            .filter_map(|w| w.rtt.map(|rtt| (f64::from(w.received), rtt)))
+    };
+    let total_weight: f64 = answered().map(|(weight, _)| weight).sum();
+    let rtt_median_ms = weighted_median(answered().map(|(w, rtt)| (w, rtt.median)));
+    let rtt_p99_ms = answered().map(|(_, rtt)| rtt.p99).reduce(f64::max);
     let jitter_ms = (total_weight > 0.0)
-        .then(|| answered.iter().map(|(w, rtt)| w * rtt.jitter).sum::<f64>() / total_weight);
+        .then(|| answered().map(|(w, rtt)| w * rtt.jitter).sum::<f64>() / total_weight);
     let expected: u64 = history.one_way.iter().map(|w| u64::from(w.expected)).sum();
     let arrived: u64 = history.one_way.iter().map(|w| u64::from(w.received)).sum();
     PairSummary {
@@ -385,16 +447,38 @@ fn summarize(history: &PairHistory) -> PairSummary {
     }
 }
 
+/// Values sorted in place on the stack up to this many; more (a long
+/// `--windows-kept`) go to the heap.
+const ON_STACK: usize = 16;
+
 /// The value at which the cumulative weight first reaches half the total.
 fn weighted_median(values: impl Iterator<Item = (f64, f64)>) -> Option<f64> {
-    let mut values: Vec<(f64, f64)> = values.filter(|(weight, _)| *weight > 0.0).collect();
+    let mut stack = [(0.0, 0.0); ON_STACK];
+    let mut heap = Vec::new();
+    let mut len = 0;
+    for value in values.filter(|(weight, _)| *weight > 0.0) {
+        if len < ON_STACK {
+            stack[len] = value;
+        } else {
+            if heap.is_empty() {
+                heap.extend_from_slice(&stack);
+            }
+            heap.push(value);
+        }
+        len += 1;
+    }
+    let values: &mut [(f64, f64)] = if len > ON_STACK {
+        &mut heap
+    } else {
+        &mut stack[..len]
+    };
     if values.is_empty() {
         return None;
     }
-    values.sort_by(|a, b| a.1.total_cmp(&b.1));
+    values.sort_unstable_by(|a, b| a.1.total_cmp(&b.1));
     let half = values.iter().map(|(weight, _)| weight).sum::<f64>() / 2.0;
     let mut cumulative = 0.0;
-    for (weight, value) in &values {
+    for (weight, value) in values.iter() {
         cumulative += weight;
         if cumulative >= half {
             return Some(*value);
@@ -514,6 +598,24 @@ mod tests {
             }
             if let (Some(median), Some(p99)) = (summary.rtt_median_ms, summary.rtt_p99_ms) {
                 prop_assert!(median <= p99);
+            }
+        }
+
+        #[test]
+        fn the_weighted_median_halves_the_weight(
+            values in prop::collection::vec((0.0f64..10.0, 0.0f64..100.0), 0..40)
+        ) {
+            let median = weighted_median(values.iter().copied());
+            let positive: Vec<(f64, f64)> = values.iter().copied().filter(|(w, _)| *w > 0.0).collect();
+            prop_assert_eq!(median.is_some(), !positive.is_empty());
+            if let Some(median) = median {
+                // At most half the weight lies strictly below it, and at
+                // most half strictly above.
+                let total: f64 = positive.iter().map(|(w, _)| w).sum();
+                let below: f64 = positive.iter().filter(|(_, v)| *v < median).map(|(w, _)| w).sum();
+                let above: f64 = positive.iter().filter(|(_, v)| *v > median).map(|(w, _)| w).sum();
+                prop_assert!(below <= total / 2.0 + 1e-9 && above <= total / 2.0 + 1e-9);
+                prop_assert!(positive.iter().any(|(_, v)| *v == median));
             }
         }
     }

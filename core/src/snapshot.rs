@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
 use crate::estimate::{Estimate, Mean, ZoneAverages, ZoneEstimates};
-use crate::matrix::{PairMatrix, PairSummary};
+use crate::matrix::{NodeId, PairMatrix, PairReadings, PairSummary};
 use crate::node_health::{self, NodeHealth};
 use crate::registry::{Registry, STALE_AFTER_WINDOWS};
 use crate::score::{Fallback, MeasuredTerms, ScoreConfig, Source, Terms};
@@ -122,17 +122,36 @@ impl ScoredMatrix {
         config: &ScoreConfig,
         now: UnixMillis,
     ) -> Self {
+        Self::score(registry, &matrix.readings(), config, now)
+    }
+
+    /// [`ScoredMatrix::build`] from a copy of the matrix's figures, so that
+    /// a collector can take the copy under its lock and score without it.
+    pub fn score(
+        registry: &Registry,
+        readings: &PairReadings,
+        config: &ScoreConfig,
+        now: UnixMillis,
+    ) -> Self {
         let entries: Vec<_> = registry.nodes().collect();
         let index: HashMap<&str, usize> = entries
             .iter()
             .enumerate()
             .map(|(i, entry)| (entry.info.name.as_str(), i))
             .collect();
+        // The matrix's node numbers to the registry's, looked up once each.
+        let by_id: Vec<Option<usize>> = readings
+            .names
+            .iter()
+            .map(|name| index.get(name.as_str()).copied())
+            .collect();
+        let node = |id: NodeId| by_id.get(id as usize).copied().flatten();
         let (zone_of, zone_names) = zones_of(entries.iter().map(|e| e.info.zone.as_str()));
-        let mut measured_pairs: Vec<(usize, usize, PairSummary)> = matrix
-            .pairs()
-            .filter_map(|(src, dst, summary)| {
-                let (src, dst) = (*index.get(src)?, *index.get(dst)?);
+        let mut measured_pairs: Vec<(usize, usize, PairSummary)> = readings
+            .pairs
+            .iter()
+            .filter_map(|&(src, dst, summary)| {
+                let (src, dst) = (node(src)?, node(dst)?);
                 let from_agent = entries[src].info.kind == NodeKind::Agent;
                 (from_agent && src != dst).then_some((src, dst, summary))
             })

@@ -1,0 +1,120 @@
+//! Benchmark: the collector's scored snapshot at cluster scale, pure (no
+//! gRPC): NODES agents in 10 zones, each reporting on PEERS peers (its
+//! zone first, as `--max-peers` chooses), three windows per pair. Times
+//! building the snapshot, encoding it for the wire, and a rank of an
+//! 8-worker job, and prints the size of the whole matrix as one message.
+//! Run with:
+//!
+//!     cargo run --release -p netaware-collector --example bench_snapshot [NODES] [PEERS]
+
+use std::time::Instant;
+
+use netaware_collector::state::Ingested;
+use netaware_collector::{CollectorState, ModelConfig};
+use netaware_core::placement::{JobRequest, rank};
+use netaware_proto::convert::matrix_to_wire;
+use netaware_proto::v1::{Hello, PeerWindow, Window};
+use prost::Message;
+
+const ZONES: usize = 10;
+const WINDOW_MS: u64 = 2_000;
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let nodes = args.first().copied().unwrap_or(5_000);
+    let peers = args.get(1).copied().unwrap_or(64);
+    let config = ModelConfig {
+        throughput: None,
+        max_peers: peers,
+        ..ModelConfig::default()
+    };
+    let mut state = CollectorState::new(config, Vec::new());
+    let name = |i: usize| format!("node-{i:05}");
+    for i in 0..nodes {
+        let hello = Hello {
+            node: name(i),
+            addresses: vec![format!("10.{}.{}.{}", i / 65_536, (i / 256) % 256, i % 256)],
+            zone: format!("zone-{}", i % ZONES),
+            window_ms: WINDOW_MS as u32,
+            probe_interval_ms: 1_000,
+            instance: 1,
+            ..Hello::default()
+        };
+        state.hello(&hello, 0).unwrap();
+    }
+    let peer_sets: Vec<Vec<String>> = (0..nodes)
+        .map(|i| {
+            state
+                .peer_set(&name(i))
+                .into_iter()
+                .map(|p| p.name)
+                .collect()
+        })
+        .collect();
+    let start = Instant::now();
+    let mut now = 0;
+    for seq in 1..=3 {
+        now = seq * WINDOW_MS;
+        for (i, peers) in peer_sets.iter().enumerate() {
+            let window = Window {
+                seq,
+                start_unix_ms: now - WINDOW_MS,
+                end_unix_ms: now,
+                peers: peers
+                    .iter()
+                    .enumerate()
+                    .map(|(k, peer)| {
+                        let rtt = 0.1 + ((i * 7 + k * 13) % 50) as f64 / 100.0;
+                        PeerWindow {
+                            peer: peer.clone(),
+                            sent: 2,
+                            received: 2,
+                            rtt_min_ms: rtt,
+                            rtt_median_ms: rtt,
+                            rtt_p90_ms: rtt,
+                            rtt_p99_ms: rtt,
+                            rtt_max_ms: rtt,
+                            jitter_ms: 0.01,
+                            ..PeerWindow::default()
+                        }
+                    })
+                    .collect(),
+                ..Window::default()
+            };
+            assert_eq!(state.ingest(&name(i), &window, now), Ok(Ingested::Accepted));
+        }
+    }
+    let ingest = start.elapsed();
+
+    let start = Instant::now();
+    let inputs = state.snapshot_inputs();
+    let copied = start.elapsed();
+    let snapshot = inputs.score(now);
+    let built = start.elapsed();
+    let start = Instant::now();
+    let wire = matrix_to_wire(&snapshot, state.version(), now);
+    let encoded = wire.encoded_len();
+    let to_wire = start.elapsed();
+    let start = Instant::now();
+    let request = JobRequest {
+        size: 8,
+        ..JobRequest::default()
+    };
+    let ranking = rank(&snapshot, &request, &config.placement);
+    let ranked = start.elapsed();
+    assert_eq!(ranking.nodes.len(), nodes);
+    println!(
+        "nodes {nodes}, peers {peers}: {} measured pairs; ingest of {} windows {:.0} ms; snapshot {:.0} ms (of which {:.0} ms copying under the lock); to wire {:.0} ms, {:.1} MB as one message; rank (8 workers) {:.0} ms",
+        snapshot.pairs().len(),
+        3 * nodes,
+        ingest.as_secs_f64() * 1e3,
+        built.as_secs_f64() * 1e3,
+        copied.as_secs_f64() * 1e3,
+        to_wire.as_secs_f64() * 1e3,
+        encoded as f64 / 1e6,
+        ranked.as_secs_f64() * 1e3,
+    );
+}

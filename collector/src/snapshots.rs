@@ -1,0 +1,186 @@
+//! One scored snapshot, shared by every reader: GetMatrix, GetZones, Rank,
+//! the watch streams and /metrics all read the same [`Snapshot`] instead of
+//! each scoring the whole matrix again.
+//!
+//! A snapshot is built when a reader finds the published one behind the
+//! state's version or older than [`MAX_AGE`] (ages and staleness move on
+//! with the clock), one build at a time, the readers that wait sharing it.
+//! It is copied out of the state under the lock and scored after the lock
+//! is released, so that ingest does not wait for the scoring. Builds are
+//! spaced by twice the time the last one took (at most [`MAX_GAP`]); a
+//! reader waits out at most [`MAX_WAIT`] of that gap. So a small cluster's
+//! readers see every change at once, and a large one's snapshots cost at
+//! most about a third of a core and are at most about a second old.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use netaware_core::UnixMillis;
+use netaware_core::snapshot::ScoredMatrix;
+use tokio::sync::{Mutex, watch};
+
+use crate::state::{CollectorState, ModelConfig, SnapshotInputs};
+
+/// A published snapshot older than this is rebuilt for the next reader.
+pub const MAX_AGE: Duration = Duration::from_secs(1);
+/// The longest wait between two builds, however long a build takes.
+pub const MAX_GAP: Duration = Duration::from_secs(1);
+/// A reader waits for the gap to pass only this long; past it, it gets
+/// the published snapshot.
+pub const MAX_WAIT: Duration = Duration::from_millis(50);
+
+/// The scored matrix at one state version and instant.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The state's version it was copied at.
+    pub version: u64,
+    /// When it was scored (Unix ms).
+    pub at: UnixMillis,
+    /// The matrix, node health worked out.
+    pub scored: ScoredMatrix,
+    /// How it was scored, and how placement decides on it.
+    pub config: ModelConfig,
+    built: Instant,
+}
+
+/// The latest snapshot and what spaces the builds.
+pub struct Snapshots {
+    latest: watch::Sender<Arc<Snapshot>>,
+    /// Held while building: one build at a time.
+    building: Mutex<BuildTiming>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct BuildTiming {
+    /// When the last build ended.
+    ended: Option<Instant>,
+    /// How long it took.
+    took: Duration,
+}
+
+impl Snapshots {
+    /// The first snapshot, of `state` as it starts.
+    pub fn new(state: &CollectorState, now: UnixMillis) -> Self {
+        let started = Instant::now();
+        let snapshot = snapshot_of(state.snapshot_inputs(), now);
+        Self {
+            latest: watch::Sender::new(Arc::new(snapshot)),
+            building: Mutex::new(BuildTiming {
+                ended: Some(Instant::now()),
+                took: started.elapsed(),
+            }),
+        }
+    }
+
+    /// The published snapshot, whatever its age.
+    pub fn published(&self) -> Arc<Snapshot> {
+        Arc::clone(&self.latest.borrow())
+    }
+
+    /// A snapshot of `state` at `version` (the state's version now) or
+    /// newer, and less than [`MAX_AGE`] old, unless builds must be spaced
+    /// for longer than [`MAX_WAIT`]: then the published one, at most about
+    /// a second old.
+    pub async fn current(
+        &self,
+        state: &Mutex<CollectorState>,
+        version: u64,
+        now: impl Fn() -> UnixMillis,
+    ) -> Arc<Snapshot> {
+        let fresh = |s: &Snapshot| s.version >= version && s.built.elapsed() < MAX_AGE;
+        let latest = self.published();
+        if fresh(&latest) {
+            return latest;
+        }
+        let mut timing = self.building.lock().await;
+        // Another reader may have built it while this one waited.
+        let latest = self.published();
+        if fresh(&latest) {
+            return latest;
+        }
+        let gap = (timing.took * 2).min(MAX_GAP);
+        let wait = timing
+            .ended
+            .map_or(Duration::ZERO, |ended| gap.saturating_sub(ended.elapsed()));
+        if wait > MAX_WAIT {
+            return latest;
+        }
+        tokio::time::sleep(wait).await;
+        let started = Instant::now();
+        let inputs = state.lock().await.snapshot_inputs();
+        let at = now();
+        let snapshot = tokio::task::spawn_blocking(move || snapshot_of(inputs, at))
+            .await
+            .map(Arc::new)
+            .unwrap_or(latest);
+        *timing = BuildTiming {
+            ended: Some(Instant::now()),
+            took: started.elapsed(),
+        };
+        self.latest.send_replace(Arc::clone(&snapshot));
+        snapshot
+    }
+}
+
+fn snapshot_of(inputs: SnapshotInputs, at: UnixMillis) -> Snapshot {
+    let scored = inputs.score(at);
+    // Worked out here, once, not by the first reader that needs it.
+    scored.health();
+    Snapshot {
+        version: inputs.version,
+        at,
+        scored,
+        config: inputs.config,
+        built: Instant::now(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use netaware_proto::v1::Hello;
+
+    fn hello(node: &str) -> Hello {
+        Hello {
+            node: node.into(),
+            addresses: vec!["127.0.0.2".into()],
+            zone: "a".into(),
+            window_ms: 1_000,
+            probe_interval_ms: 100,
+            instance: 1,
+            ..Hello::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reader_sees_every_change_and_builds_are_spaced_by_their_cost() {
+        let state = Mutex::new(CollectorState::new(ModelConfig::default(), Vec::new()));
+        let snapshots = Snapshots::new(&*state.lock().await, 1_000);
+        assert_eq!(snapshots.published().scored.nodes().len(), 0);
+
+        let version = {
+            let mut state = state.lock().await;
+            state.hello(&hello("n1"), 1_000).unwrap();
+            state.version()
+        };
+        let seen = snapshots.current(&state, version, || 1_000).await;
+        assert_eq!((seen.version, seen.scored.nodes().len()), (version, 1));
+        // Unchanged and young: the same snapshot, not a new build.
+        let again = snapshots.current(&state, version, || 1_000).await;
+        assert!(Arc::ptr_eq(&seen, &again));
+
+        // Had the last build taken long, the next one waits: a reader gets
+        // the published snapshot, behind the state by at most the gap.
+        snapshots.building.lock().await.took = Duration::from_millis(400);
+        let version = {
+            let mut state = state.lock().await;
+            state.hello(&hello("n2"), 1_000).unwrap();
+            state.version()
+        };
+        let spaced = snapshots.current(&state, version, || 1_000).await;
+        assert!(Arc::ptr_eq(&seen, &spaced));
+        tokio::time::sleep(MAX_GAP).await;
+        let later = snapshots.current(&state, version, || 2_000).await;
+        assert_eq!((later.version, later.scored.nodes().len()), (version, 2));
+    }
+}
