@@ -4,8 +4,9 @@ use netaware_proto::v1 as pb;
 use netaware_proto::v1::scores_client::ScoresClient;
 use tonic::transport::Channel;
 
-/// Largest answer the CLI accepts (a large cluster's matrix).
-pub const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+/// Largest answer the CLI accepts: the collector pages the matrix, so no
+/// answer is over 4 MiB.
+pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 
 /// A Scores client.
 pub struct ScoresConnection {
@@ -32,13 +33,41 @@ impl ScoresConnection {
         })
     }
 
-    /// The whole matrix.
+    /// The whole matrix, every page put together.
     pub async fn matrix(&mut self) -> anyhow::Result<pb::Matrix> {
-        Ok(self
-            .client
-            .get_matrix(pb::MatrixRequest {})
-            .await?
-            .into_inner())
+        self.matrix_of(&pb::MatrixRequest::default()).await
+    }
+
+    /// The part of the matrix `request` asks for (zone or node), every
+    /// page put together.
+    pub async fn matrix_of(&mut self, request: &pb::MatrixRequest) -> anyhow::Result<pb::Matrix> {
+        let mut whole: Option<pb::Matrix> = None;
+        self.matrix_pages(request, |page| match &mut whole {
+            None => whole = Some(page),
+            Some(whole) => whole.pairs.extend(page.pairs),
+        })
+        .await?;
+        Ok(whole.unwrap_or_default())
+    }
+
+    /// The pages of the part of the matrix `request` asks for, each handed
+    /// to `page` as it comes: a large cluster's matrix need not be held
+    /// whole. Nodes come with the first page only.
+    pub async fn matrix_pages(
+        &mut self,
+        request: &pb::MatrixRequest,
+        mut page: impl FnMut(pb::Matrix),
+    ) -> anyhow::Result<()> {
+        let mut request = request.clone();
+        loop {
+            let answer = self.client.get_matrix(request.clone()).await?.into_inner();
+            let next = answer.next_page_token.clone();
+            page(answer);
+            if next.is_empty() {
+                return Ok(());
+            }
+            request.page_token = next;
+        }
     }
 
     /// The zone summary.

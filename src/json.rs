@@ -68,38 +68,104 @@ pub struct PairJson {
 impl From<&pb::Matrix> for MatrixJson {
     fn from(matrix: &pb::Matrix) -> Self {
         Self {
-            nodes: matrix
-                .nodes
-                .iter()
-                .map(|n| NodeJson {
-                    name: n.name.clone(),
-                    zone: n.zone.clone(),
-                    region: n.region.clone(),
-                    address: n.address.clone(),
-                    stale: n.stale,
-                })
-                .collect(),
-            pairs: matrix
-                .pairs
-                .iter()
-                .map(|p| PairJson {
-                    src: p.src.clone(),
-                    dst: p.dst.clone(),
-                    rtt_median_ms: p.rtt_median_ms,
-                    rtt_p99_ms: p.rtt_p99_ms,
-                    jitter_ms: p.jitter_ms,
-                    loss_ratio: p.loss_ratio,
-                    one_way_loss_ratio: p.one_way_loss_ratio,
-                    throughput_bps: p.throughput_bps,
-                    throughput_retransmits: p.throughput_retransmits,
-                    throughput_tcp_rtt_ms: p.throughput_tcp_rtt_ms,
-                    throughput_age_s: p.throughput_age_s,
-                    samples: p.samples,
-                    age_s: (p.age_s >= 0.0).then_some(p.age_s),
-                    quality: p.quality,
-                })
-                .collect(),
+            nodes: matrix.nodes.iter().map(NodeJson::from).collect(),
+            pairs: matrix.pairs.iter().map(PairJson::from).collect(),
         }
+    }
+}
+
+impl From<&pb::Node> for NodeJson {
+    fn from(n: &pb::Node) -> Self {
+        Self {
+            name: n.name.clone(),
+            zone: n.zone.clone(),
+            region: n.region.clone(),
+            address: n.address.clone(),
+            stale: n.stale,
+        }
+    }
+}
+
+impl From<&pb::Pair> for PairJson {
+    fn from(p: &pb::Pair) -> Self {
+        Self {
+            src: p.src.clone(),
+            dst: p.dst.clone(),
+            rtt_median_ms: p.rtt_median_ms,
+            rtt_p99_ms: p.rtt_p99_ms,
+            jitter_ms: p.jitter_ms,
+            loss_ratio: p.loss_ratio,
+            one_way_loss_ratio: p.one_way_loss_ratio,
+            throughput_bps: p.throughput_bps,
+            throughput_retransmits: p.throughput_retransmits,
+            throughput_tcp_rtt_ms: p.throughput_tcp_rtt_ms,
+            throughput_age_s: p.throughput_age_s,
+            samples: p.samples,
+            age_s: (p.age_s >= 0.0).then_some(p.age_s),
+            quality: p.quality,
+        }
+    }
+}
+
+/// Writes `matrix --json` page by page, as the pages arrive: a large
+/// cluster's matrix is never held whole. The output is one JSON object,
+/// the same as [`MatrixJson`]'s.
+pub struct MatrixJsonWriter<W: std::io::Write> {
+    out: W,
+    started: bool,
+    pairs: usize,
+    failed: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> MatrixJsonWriter<W> {
+    /// A writer to `out`.
+    pub fn new(out: W) -> Self {
+        Self {
+            out,
+            started: false,
+            pairs: 0,
+            failed: None,
+        }
+    }
+
+    /// Writes one page (its nodes, if it is the first, then its pairs).
+    pub fn page(&mut self, page: &pb::Matrix) {
+        if self.failed.is_none()
+            && let Err(err) = self.write_page(page)
+        {
+            self.failed = Some(err);
+        }
+    }
+
+    fn write_page(&mut self, page: &pb::Matrix) -> std::io::Result<()> {
+        if !self.started {
+            self.started = true;
+            let nodes: Vec<NodeJson> = page.nodes.iter().map(NodeJson::from).collect();
+            write!(self.out, "{{\"nodes\": ")?;
+            serde_json::to_writer(&mut self.out, &nodes)?;
+            write!(self.out, ", \"pairs\": [")?;
+        }
+        for pair in &page.pairs {
+            if self.pairs > 0 {
+                write!(self.out, ",")?;
+            }
+            writeln!(self.out)?;
+            serde_json::to_writer(&mut self.out, &PairJson::from(pair))?;
+            self.pairs += 1;
+        }
+        Ok(())
+    }
+
+    /// Closes the object; the first error of any page, if one failed.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        if let Some(err) = self.failed.take() {
+            return Err(err);
+        }
+        if !self.started {
+            self.write_page(&pb::Matrix::default())?;
+        }
+        writeln!(self.out, "]}}")?;
+        self.out.flush()
     }
 }
 

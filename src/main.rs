@@ -43,10 +43,16 @@ enum Command {
     /// Make a CA and the collector's, extender's and nodes' certificates
     /// for deploy/tls.
     Certs(netaware::certs_command::CertsOptions),
-    /// Print the node pair matrix.
+    /// Print the node pair matrix (measured pairs), page by page.
     Matrix {
         #[command(flatten)]
         target: Target,
+        /// Only this zone: its nodes and the pairs between them.
+        #[arg(long)]
+        zone: Option<String>,
+        /// Only this node: it, its peers and its pairs both ways.
+        #[arg(long)]
+        node: Option<String>,
     },
     /// Print zones and zone-pair aggregates.
     Zones {
@@ -132,15 +138,28 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Matrix { target } => {
-            let matrix =
+        Command::Matrix { target, zone, node } => {
+            let request = netaware_proto::v1::MatrixRequest {
+                zone: zone.unwrap_or_default(),
+                node: node.unwrap_or_default(),
+                ..Default::default()
+            };
+            let mut scores =
                 ScoresConnection::connect_with(&target.collector, target.tls.load()?.as_ref())
-                    .await?
-                    .matrix()
                     .await?;
-            print_answer(target.json, json::MatrixJson::from(&matrix), || {
-                render::matrix(&matrix)
-            })
+            if target.json {
+                // Streamed: printed as the pages come, whatever the size.
+                let mut writer =
+                    json::MatrixJsonWriter::new(std::io::BufWriter::new(std::io::stdout()));
+                scores
+                    .matrix_pages(&request, |page| writer.page(&page))
+                    .await?;
+                Ok(writer.finish()?)
+            } else {
+                let matrix = scores.matrix_of(&request).await?;
+                print!("{}", render::matrix(&matrix));
+                Ok(())
+            }
         }
         Command::Zones { target } => {
             let zones =

@@ -16,7 +16,7 @@ async fn figures(
     scores: &mut ScoresClient<tonic::transport::Channel>,
 ) -> Vec<(String, String, u64, Option<f64>, Option<f64>)> {
     let matrix = scores
-        .get_matrix(pb::MatrixRequest {})
+        .get_matrix(pb::MatrixRequest::default())
         .await
         .unwrap()
         .into_inner();
@@ -180,7 +180,7 @@ async fn sessions_without_a_valid_hello_are_refused() {
     }
     let mut scores = ScoresClient::connect(url).await.unwrap();
     let matrix = scores
-        .get_matrix(pb::MatrixRequest {})
+        .get_matrix(pb::MatrixRequest::default())
         .await
         .unwrap()
         .into_inner();

@@ -4,6 +4,7 @@ mod support;
 
 use std::time::Duration;
 
+use netaware_proto::follow::{Follower, Progress};
 use netaware_proto::v1 as pb;
 use netaware_proto::v1::scores_client::ScoresClient;
 use support::{Session, good_peer, start_collector, window};
@@ -30,14 +31,22 @@ async fn watch_sends_the_matrix_then_every_change() {
         .unwrap()
         .into_inner();
 
-    let first = watch.next().await.unwrap().unwrap();
+    // The full state first, then deltas, each applied by a follower.
+    let mut follower = Follower::new();
+    let mut next_complete = async |follower: &mut Follower| loop {
+        let update = watch.next().await.unwrap().unwrap();
+        if follower.apply(update).unwrap() == Progress::Complete {
+            return follower.matrix();
+        }
+    };
+    let first = next_complete(&mut follower).await;
     assert_eq!(first.nodes.len(), 2);
-    assert!(first.pairs.iter().all(|p| p.samples == 0));
+    assert!(first.pairs.is_empty(), "nothing measured yet");
 
     assert_eq!(a.send(window(1, vec![good_peer()])).await.code, 0);
     let updated = tokio::time::timeout(Duration::from_secs(3), async {
         loop {
-            let matrix = watch.next().await.unwrap().unwrap();
+            let matrix = next_complete(&mut follower).await;
             if matrix.pairs.iter().any(|p| p.samples == 10) {
                 return matrix;
             }

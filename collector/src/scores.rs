@@ -11,8 +11,10 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::shared::{ResponseStream, Shared};
+use crate::snapshots::Snapshot;
 use crate::validate::{MAX_NAME_LEN, check_name};
 use netaware_proto::convert;
+use netaware_proto::follow::{self, MatrixFilter};
 
 /// Largest job a rank request may ask for.
 pub const MAX_JOB_SIZE: u32 = 100_000;
@@ -22,8 +24,9 @@ pub const MAX_RANK_NAMES: usize = 100_000;
 pub const MIN_WATCH_INTERVAL: Duration = Duration::from_millis(100);
 /// Default time between two matrix updates on a watch stream.
 pub const DEFAULT_WATCH_INTERVAL: Duration = Duration::from_secs(1);
-/// A watch stream gets a matrix at least this often, so that ages and
-/// staleness move on even when nothing new arrives.
+/// A watch stream gets an update at least this often (an empty delta when
+/// nothing changed), so that a follower knows the collector is there and
+/// staleness moves on.
 pub const WATCH_REFRESH: Duration = Duration::from_secs(5);
 
 /// The Scores service.
@@ -31,13 +34,43 @@ pub struct ScoresService(pub Arc<Shared>);
 
 #[tonic::async_trait]
 impl pb::scores_server::Scores for ScoresService {
-    type WatchMatrixStream = ResponseStream<pb::Matrix>;
+    type WatchMatrixStream = ResponseStream<pb::MatrixUpdate>;
 
     async fn get_matrix(
         &self,
-        _: Request<pb::MatrixRequest>,
+        request: Request<pb::MatrixRequest>,
     ) -> Result<Response<pb::Matrix>, Status> {
-        Ok(Response::new(self.0.matrix().await))
+        let request = request.into_inner();
+        for name in [&request.zone, &request.node] {
+            if !name.is_empty() {
+                check_name("zone or node", name, false)
+                    .map_err(|e| Status::invalid_argument(e.0))?;
+            }
+        }
+        let (snapshot, offset) = match PageToken::parse(&request.page_token)? {
+            None => (self.0.snapshot().await, 0),
+            Some(token) => {
+                let snapshot = self.0.snapshots.by_version(token.version).ok_or_else(|| {
+                    Status::aborted("the matrix changed since the first page: start again")
+                })?;
+                (snapshot, token.offset)
+            }
+        };
+        let page_size = usize::try_from(request.page_size).unwrap_or(usize::MAX);
+        let (mut page, next) = follow::page(
+            snapshot.wire(),
+            MatrixFilter::of(&request),
+            offset,
+            page_size,
+        );
+        if let Some(offset) = next {
+            page.next_page_token = PageToken {
+                version: snapshot.version,
+                offset,
+            }
+            .to_string();
+        }
+        Ok(Response::new(page))
     }
 
     async fn get_zones(
@@ -64,7 +97,7 @@ impl pb::scores_server::Scores for ScoresService {
     async fn watch_matrix(
         &self,
         request: Request<pb::WatchRequest>,
-    ) -> Result<Response<ResponseStream<pb::Matrix>>, Status> {
+    ) -> Result<Response<ResponseStream<pb::MatrixUpdate>>, Status> {
         let interval = match request.into_inner().min_interval_ms {
             0 => DEFAULT_WATCH_INTERVAL,
             ms => Duration::from_millis(u64::from(ms)).max(MIN_WATCH_INTERVAL),
@@ -73,10 +106,20 @@ impl pb::scores_server::Scores for ScoresService {
         let (tx, rx) = mpsc::channel(4);
         tokio::spawn(async move {
             let mut changes = shared.changes.subscribe();
+            // The full state first, then what changed since what was sent.
+            let mut sent: Option<Arc<Snapshot>> = None;
             loop {
-                if tx.send(Ok(shared.matrix().await)).await.is_err() {
-                    return;
+                let snapshot = shared.snapshot().await;
+                let updates = match &sent {
+                    None => follow::full_state(snapshot.wire()),
+                    Some(before) => follow::delta(before.wire(), snapshot.wire()),
+                };
+                for update in updates {
+                    if tx.send(Ok(update)).await.is_err() {
+                        return;
+                    }
                 }
+                sent = Some(snapshot);
                 tokio::select! {
                     () = shared.shutdown.cancelled() => return,
                     () = tx.closed() => return,
@@ -90,6 +133,36 @@ impl pb::scores_server::Scores for ScoresService {
             }
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+}
+
+/// Where the next page of a paged matrix starts: the snapshot's version
+/// and the offset in its (filtered) pairs. A client sees it as an opaque
+/// string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PageToken {
+    version: u64,
+    offset: usize,
+}
+
+impl PageToken {
+    /// `None` for the first page (no token).
+    fn parse(token: &str) -> Result<Option<Self>, Status> {
+        if token.is_empty() {
+            return Ok(None);
+        }
+        let bad = || Status::invalid_argument("page_token is not one this collector gave");
+        let (version, offset) = token.split_once(':').ok_or_else(bad)?;
+        Ok(Some(Self {
+            version: version.parse().map_err(|_| bad())?,
+            offset: offset.parse().map_err(|_| bad())?,
+        }))
+    }
+}
+
+impl std::fmt::Display for PageToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.version, self.offset)
     }
 }
 

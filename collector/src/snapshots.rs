@@ -12,11 +12,14 @@
 //! readers see every change at once, and a large one's snapshots cost at
 //! most about a third of a core and are at most about a second old.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use netaware_core::UnixMillis;
 use netaware_core::snapshot::ScoredMatrix;
+use netaware_proto::convert::matrix_to_wire;
+use netaware_proto::v1 as pb;
 use tokio::sync::{Mutex, watch};
 
 use crate::state::{CollectorState, ModelConfig, SnapshotInputs};
@@ -41,11 +44,27 @@ pub struct Snapshot {
     /// How it was scored, and how placement decides on it.
     pub config: ModelConfig,
     built: Instant,
+    /// Its wire form, made for the first reader that needs it and shared.
+    wire: OnceLock<pb::Matrix>,
 }
+
+impl Snapshot {
+    /// The wire form of the whole snapshot (served in pages).
+    pub fn wire(&self) -> &pb::Matrix {
+        self.wire
+            .get_or_init(|| matrix_to_wire(&self.scored, self.version, self.at))
+    }
+}
+
+/// Snapshots kept after they are replaced, so that a reader paging
+/// through one can finish it: a page token names its snapshot's version.
+pub const KEPT_FOR_PAGING: usize = 4;
 
 /// The latest snapshot and what spaces the builds.
 pub struct Snapshots {
     latest: watch::Sender<Arc<Snapshot>>,
+    /// The last few published, newest last, for paging.
+    recent: std::sync::Mutex<VecDeque<Arc<Snapshot>>>,
     /// Held while building: one build at a time.
     building: Mutex<BuildTiming>,
 }
@@ -63,8 +82,10 @@ impl Snapshots {
     pub fn new(state: &CollectorState, now: UnixMillis) -> Self {
         let started = Instant::now();
         let snapshot = snapshot_of(state.snapshot_inputs(), now);
+        let snapshot = Arc::new(snapshot);
         Self {
-            latest: watch::Sender::new(Arc::new(snapshot)),
+            recent: std::sync::Mutex::new(VecDeque::from([Arc::clone(&snapshot)])),
+            latest: watch::Sender::new(snapshot),
             building: Mutex::new(BuildTiming {
                 ended: Some(Instant::now()),
                 took: started.elapsed(),
@@ -118,7 +139,18 @@ impl Snapshots {
             took: started.elapsed(),
         };
         self.latest.send_replace(Arc::clone(&snapshot));
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        recent.push_back(Arc::clone(&snapshot));
+        while recent.len() > KEPT_FOR_PAGING {
+            recent.pop_front();
+        }
         snapshot
+    }
+
+    /// A snapshot published lately, by its version.
+    pub fn by_version(&self, version: u64) -> Option<Arc<Snapshot>> {
+        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        recent.iter().rev().find(|s| s.version == version).cloned()
     }
 }
 
@@ -132,6 +164,7 @@ fn snapshot_of(inputs: SnapshotInputs, at: UnixMillis) -> Snapshot {
         scored,
         config: inputs.config,
         built: Instant::now(),
+        wire: OnceLock::new(),
     }
 }
 

@@ -253,15 +253,15 @@ pub fn matrix_to_wire(scored: &ScoredMatrix, version: u64, now: UnixMillis) -> p
             throughput: fallback.weights.throughput,
         }),
         fallback_penalty: fallback.penalty,
+        next_page_token: String::new(),
     }
 }
 
 /// How a wire matrix estimates unmeasured pairs; figures that make no
 /// sense (negative, not finite, all weights 0) give the defaults.
-pub fn fallback_from_wire(matrix: &pb::Matrix) -> Fallback {
+pub fn fallback_from_wire(weights: Option<pb::ScoreWeights>, penalty: f64) -> Fallback {
     let default = Fallback::default();
-    let weights = matrix
-        .weights
+    let weights = weights
         .map(|w| Weights {
             delay: w.delay,
             loss: w.loss,
@@ -272,7 +272,7 @@ pub fn fallback_from_wire(matrix: &pb::Matrix) -> Fallback {
             all.iter().all(|x| x.is_finite() && *x >= 0.0) && all.iter().any(|x| *x > 0.0)
         })
         .unwrap_or(default.weights);
-    let penalty = Some(matrix.fallback_penalty)
+    let penalty = Some(penalty)
         .filter(|p| p.is_finite() && (0.0..=1.0).contains(p))
         .unwrap_or(default.penalty);
     Fallback { weights, penalty }
@@ -281,18 +281,30 @@ pub fn fallback_from_wire(matrix: &pb::Matrix) -> Fallback {
 /// The scored matrix a wire matrix describes, so that a consumer runs the
 /// very placement code the collector runs.
 pub fn matrix_from_wire(matrix: &pb::Matrix) -> ScoredMatrix {
-    let nodes: Vec<NodeView> = matrix.nodes.iter().map(node_from_wire).collect();
+    scored_from_wire(
+        &matrix.nodes,
+        &matrix.pairs,
+        fallback_from_wire(matrix.weights, matrix.fallback_penalty),
+    )
+}
+
+/// The scored matrix of wire nodes and pairs (however they arrived).
+pub fn scored_from_wire<'p>(
+    nodes: &[pb::Node],
+    pairs: impl IntoIterator<Item = &'p pb::Pair>,
+    fallback: Fallback,
+) -> ScoredMatrix {
+    let nodes: Vec<NodeView> = nodes.iter().map(node_from_wire).collect();
     let index: HashMap<&str, usize> = nodes
         .iter()
         .enumerate()
         .map(|(i, n)| (n.info.name.as_str(), i))
         .collect();
-    let pairs = matrix
-        .pairs
-        .iter()
+    let pairs = pairs
+        .into_iter()
         .filter_map(|p| pair_from_wire(p, |name| index.get(name).copied()))
         .collect();
-    ScoredMatrix::from_parts(nodes, pairs, fallback_from_wire(matrix))
+    ScoredMatrix::from_parts(nodes, pairs, fallback)
 }
 
 /// The wire form of the zone summary.

@@ -1,13 +1,15 @@
 //! The netaware.v1 wire protocol: the agent session stream and the Scores
 //! service, generated from `proto/netaware/v1/*.proto` at build time
-//! ([`v1`]), and the one mapping between those types and the core's
-//! ([`convert`]).
+//! ([`v1`]), the one mapping between those types and the core's
+//! ([`convert`]), and the pages and deltas that carry a matrix of any size
+//! ([`follow`]).
 //!
 //! The generated code and its mapping live together so that every crate
 //! speaks the same types, the .proto files stay the single source of truth,
 //! and no two crates map the same message in two ways.
 
 pub mod convert;
+pub mod follow;
 
 /// Generated messages, clients and servers of the `netaware.v1` package.
 pub mod v1 {

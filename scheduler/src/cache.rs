@@ -19,9 +19,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use netaware_proto::convert::matrix_from_wire;
+use netaware_proto::follow::{Follower, Progress};
 
-/// Largest matrix the extender accepts from the collector.
-pub const MAX_MATRIX_BYTES: usize = 256 * 1024 * 1024;
+/// Largest message the extender accepts from the collector: the watch
+/// stream's pages stay under 4 MiB (`netaware_proto::follow`).
+pub const MAX_UPDATE_BYTES: usize = 4 * 1024 * 1024;
 
 struct Cached {
     matrix: Arc<ScoredMatrix>,
@@ -63,12 +65,16 @@ impl ScoreCache {
 
     /// Stores a matrix received now.
     pub async fn store(&self, matrix: &pb::Matrix) {
-        let scored = Arc::new(matrix_from_wire(matrix));
+        self.store_scored(matrix_from_wire(matrix)).await;
+    }
+
+    /// Stores a scored matrix received now.
+    pub async fn store_scored(&self, scored: ScoredMatrix) {
         // Work out node health here, once per matrix, rather than in the
         // first kube-scheduler call that needs it.
         scored.health();
         *self.latest.write().await = Some(Cached {
-            matrix: scored,
+            matrix: Arc::new(scored),
             received: Instant::now(),
         });
         self.updates.fetch_add(1, Relaxed);
@@ -117,7 +123,7 @@ impl ScoreCache {
             .connect()
             .await
             .map_err(|err| tonic::Status::unavailable(format!("{err:?}")))?;
-        let mut client = ScoresClient::new(channel).max_decoding_message_size(MAX_MATRIX_BYTES);
+        let mut client = ScoresClient::new(channel).max_decoding_message_size(MAX_UPDATE_BYTES);
         let mut stream = client
             .watch_matrix(pb::WatchRequest {
                 min_interval_ms: 1_000,
@@ -125,8 +131,25 @@ impl ScoreCache {
             .await?
             .into_inner();
         tracing::info!(collector = %collector.uri(), "following the collector's scores");
-        while let Some(matrix) = stream.message().await? {
-            self.store(&matrix).await;
+        // A new watch starts with the full state: a new follower.
+        let mut follower = Follower::new();
+        while let Some(update) = stream.message().await? {
+            let progress = follower
+                .apply(update)
+                .map_err(|err| tonic::Status::data_loss(err.to_string()))?;
+            if progress == Progress::Complete {
+                // Scoring 300,000 pairs takes a while: off the runtime's
+                // threads, so that kube-scheduler's calls are not held up.
+                let scoring = tokio::task::spawn_blocking(move || {
+                    let scored = follower.scored();
+                    (follower, scored)
+                });
+                let (back, scored) = scoring
+                    .await
+                    .map_err(|err| tonic::Status::internal(err.to_string()))?;
+                follower = back;
+                self.store_scored(scored).await;
+            }
         }
         Ok(())
     }
