@@ -45,8 +45,12 @@ use crate::session::SessionService;
 use crate::shared::Shared;
 pub use crate::state::{CollectorState, ModelConfig};
 
-/// Largest gRPC message the collector decodes or encodes.
+/// Largest gRPC message the collector decodes or encodes on an agent's
+/// session.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// Largest message the Scores service sends: gRPC's default limit, so that
+/// any client reads it (the matrix goes in pages under it).
+pub const MAX_SCORES_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Why a configuration is unusable, by what is wrong with it.
 #[derive(Debug, thiserror::Error)]
@@ -213,7 +217,7 @@ impl Collector {
             .add_service(
                 ScoresServer::new(ScoresService(Arc::clone(&shared)))
                     .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
+                    .max_encoding_message_size(MAX_SCORES_MESSAGE_BYTES),
             );
         let mut tasks = tokio::task::JoinSet::new();
         let grpc_shutdown = shutdown.clone();
