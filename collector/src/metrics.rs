@@ -13,6 +13,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
@@ -59,7 +60,7 @@ struct OutcomeLabels {
 }
 
 /// Counters of the collector's work, shared by the sessions.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct WorkMetrics {
     /// Agent sessions opened.
     pub sessions_opened: Counter,
@@ -73,6 +74,30 @@ pub struct WorkMetrics {
     pub state_saves: Counter,
     /// State saves that failed.
     pub state_save_errors: Counter,
+    /// Seconds each shared snapshot took to build, copy and scoring.
+    pub snapshot_build: Histogram,
+    /// Seconds each build held the state's lock (the copy alone).
+    pub snapshot_lock: Histogram,
+    /// Bytes of updates sent on watch streams.
+    pub watch_sent_bytes: Counter,
+}
+
+impl Default for WorkMetrics {
+    fn default() -> Self {
+        // 1 ms to about 20 s.
+        let seconds = || Histogram::new(exponential_buckets(0.001, 2.7, 11));
+        Self {
+            sessions_opened: Counter::default(),
+            windows_accepted: Family::default(),
+            windows_duplicate: Family::default(),
+            windows_rejected: Family::default(),
+            state_saves: Counter::default(),
+            state_save_errors: Counter::default(),
+            snapshot_build: seconds(),
+            snapshot_lock: seconds(),
+            watch_sent_bytes: Counter::default(),
+        }
+    }
 }
 
 impl WorkMetrics {
@@ -174,6 +199,24 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
         "state_save_errors",
         "State saves to --state-dir that failed",
         work.state_save_errors.clone(),
+    );
+    collector.register_with_unit(
+        "snapshot_build",
+        "Time to build the scored snapshot every reader shares (copy under the state's lock, then scoring)",
+        prometheus_client::registry::Unit::Seconds,
+        work.snapshot_build.clone(),
+    );
+    collector.register_with_unit(
+        "snapshot_lock",
+        "Time each snapshot build held the state's lock (ingest waits that long at most)",
+        prometheus_client::registry::Unit::Seconds,
+        work.snapshot_lock.clone(),
+    );
+    collector.register_with_unit(
+        "watch_sent",
+        "Bytes of updates sent on WatchMatrix streams",
+        prometheus_client::registry::Unit::Bytes,
+        work.watch_sent_bytes.clone(),
     );
     let orders = Counter::<u64>::default();
     orders.inc_by(facts.throughput.ordered);

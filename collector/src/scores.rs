@@ -15,6 +15,7 @@ use crate::snapshots::Snapshot;
 use crate::validate::{MAX_NAME_LEN, check_name};
 use netaware_proto::convert;
 use netaware_proto::follow::{self, MatrixFilter};
+use prost::Message;
 
 /// Largest job a rank request may ask for.
 pub const MAX_JOB_SIZE: u32 = 100_000;
@@ -115,6 +116,10 @@ impl pb::scores_server::Scores for ScoresService {
                     Some(before) => follow::delta(before.wire(), snapshot.wire()),
                 };
                 for update in updates {
+                    shared
+                        .work
+                        .watch_sent_bytes
+                        .inc_by(update.encoded_len() as u64);
                     if tx.send(Ok(update)).await.is_err() {
                         return;
                     }

@@ -74,7 +74,12 @@ impl Shared {
     pub async fn snapshot(&self) -> Arc<Snapshot> {
         let version = *self.changes.borrow();
         self.snapshots
-            .current(&self.state, version, netaware_runtime::clock::now_ms)
+            .current(
+                &self.state,
+                version,
+                netaware_runtime::clock::now_ms,
+                &self.work,
+            )
             .await
     }
 

@@ -22,6 +22,7 @@ use netaware_proto::convert::matrix_to_wire;
 use netaware_proto::v1 as pb;
 use tokio::sync::{Mutex, watch};
 
+use crate::metrics::WorkMetrics;
 use crate::state::{CollectorState, ModelConfig, SnapshotInputs};
 
 /// A published snapshot older than this is rebuilt for the next reader.
@@ -107,6 +108,7 @@ impl Snapshots {
         state: &Mutex<CollectorState>,
         version: u64,
         now: impl Fn() -> UnixMillis,
+        work: &WorkMetrics,
     ) -> Arc<Snapshot> {
         let fresh = |s: &Snapshot| s.version >= version && s.built.elapsed() < MAX_AGE;
         let latest = self.published();
@@ -128,7 +130,13 @@ impl Snapshots {
         }
         tokio::time::sleep(wait).await;
         let started = Instant::now();
-        let inputs = state.lock().await.snapshot_inputs();
+        let inputs = {
+            let state = state.lock().await;
+            let locked = Instant::now();
+            let inputs = state.snapshot_inputs();
+            work.snapshot_lock.observe(locked.elapsed().as_secs_f64());
+            inputs
+        };
         let at = now();
         let snapshot = tokio::task::spawn_blocking(move || snapshot_of(inputs, at))
             .await
@@ -138,6 +146,7 @@ impl Snapshots {
             ended: Some(Instant::now()),
             took: started.elapsed(),
         };
+        work.snapshot_build.observe(timing.took.as_secs_f64());
         self.latest.send_replace(Arc::clone(&snapshot));
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         recent.push_back(Arc::clone(&snapshot));
@@ -189,6 +198,7 @@ mod tests {
     async fn a_reader_sees_every_change_and_builds_are_spaced_by_their_cost() {
         let state = Mutex::new(CollectorState::new(ModelConfig::default(), Vec::new()));
         let snapshots = Snapshots::new(&*state.lock().await, 1_000);
+        let work = WorkMetrics::default();
         assert_eq!(snapshots.published().scored.nodes().len(), 0);
 
         let version = {
@@ -196,10 +206,10 @@ mod tests {
             state.hello(&hello("n1"), 1_000).unwrap();
             state.version()
         };
-        let seen = snapshots.current(&state, version, || 1_000).await;
+        let seen = snapshots.current(&state, version, || 1_000, &work).await;
         assert_eq!((seen.version, seen.scored.nodes().len()), (version, 1));
         // Unchanged and young: the same snapshot, not a new build.
-        let again = snapshots.current(&state, version, || 1_000).await;
+        let again = snapshots.current(&state, version, || 1_000, &work).await;
         assert!(Arc::ptr_eq(&seen, &again));
 
         // Had the last build taken long, the next one waits: a reader gets
@@ -210,10 +220,15 @@ mod tests {
             state.hello(&hello("n2"), 1_000).unwrap();
             state.version()
         };
-        let spaced = snapshots.current(&state, version, || 1_000).await;
+        let spaced = snapshots.current(&state, version, || 1_000, &work).await;
         assert!(Arc::ptr_eq(&seen, &spaced));
         tokio::time::sleep(MAX_GAP).await;
-        let later = snapshots.current(&state, version, || 2_000).await;
+        let later = snapshots.current(&state, version, || 2_000, &work).await;
         assert_eq!((later.version, later.scored.nodes().len()), (version, 2));
+        let mut text = String::new();
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register("build", "", work.snapshot_build.clone());
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(text.contains("build_count 2"), "two builds: {text}");
     }
 }
