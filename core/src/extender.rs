@@ -101,13 +101,17 @@ pub fn decide<'a>(
         ((relative * MAX_EXTENDER_PRIORITY as f64).round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
     };
     // rank() gives one verdict per place in the request, repeated names
-    // included: back in the request's order.
-    let mut verdicts: Vec<&RankedNode> = ranking.nodes.iter().collect();
-    verdicts.sort_unstable_by_key(|node| node.candidate);
+    // included: back in the request's order, by position (no sorting).
+    let mut verdicts: Vec<Option<&RankedNode>> = vec![None; candidates.len()];
+    for node in &ranking.nodes {
+        verdicts[node.candidate] = Some(node);
+    }
     let mut passing = Vec::with_capacity(candidates.len());
     let mut failed = BTreeMap::new();
     let mut scores = Vec::with_capacity(candidates.len());
     for (name, node) in candidates.iter().map(String::as_str).zip(verdicts) {
+        // Every place has its verdict; none is skipped.
+        let Some(node) = node else { continue };
         scores.push((name, scale(node)));
         match &node.failure {
             Some(failure) if failure.fails_filter() => {

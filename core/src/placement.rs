@@ -529,28 +529,42 @@ fn links_to<'m>(
             counts[other * zones.len() + slot] += 1;
         }
     }
+    // The estimates each node's missing pairs take, by the node's zone,
+    // looked up once per placed zone rather than once per node.
+    let estimates: Vec<(Vec<Estimate>, Vec<Estimate>)> = zones
+        .iter()
+        .map(|&(placed_zone, ..)| {
+            let zones = 0..matrix.zone_count();
+            (
+                zones.clone().map(|z| matrix.zone_estimate(z, placed_zone)).collect(),
+                zones.map(|z| matrix.zone_estimate(placed_zone, z)).collect(),
+            )
+        })
+        .collect();
     for (node, node_links) in links.iter_mut().enumerate() {
         let Some(zone) = matrix.zone_index(node) else {
             continue;
         };
+        let probes = matrix.probes(node);
         for (slot, &(placed_zone, workers, agents)) in zones.iter().enumerate() {
             // The node itself, if placed, has no pair with itself.
             let itself = walked[node] && zone == placed_zone;
-            let out_expected = if matrix.probes(node) {
+            let out_expected = if probes {
                 workers - u32::from(itself)
             } else {
                 0
             };
-            let in_expected = agents - u32::from(itself && matrix.probes(node));
+            let in_expected = agents - u32::from(itself && probes);
             let index = node * zones.len() + slot;
-            node_links.sums.add_estimates(
-                &matrix.zone_estimate(zone, placed_zone),
-                out_expected.saturating_sub(measured_out[index]),
-            );
-            node_links.sums.add_estimates(
-                &matrix.zone_estimate(placed_zone, zone),
-                in_expected.saturating_sub(measured_in[index]),
-            );
+            let (to_placed, from_placed) = &estimates[slot];
+            let missing_out = out_expected.saturating_sub(measured_out[index]);
+            if missing_out > 0 {
+                node_links.sums.add_estimates(&to_placed[zone], missing_out);
+            }
+            let missing_in = in_expected.saturating_sub(measured_in[index]);
+            if missing_in > 0 {
+                node_links.sums.add_estimates(&from_placed[zone], missing_in);
+            }
         }
     }
     links

@@ -102,6 +102,9 @@ pub struct ScoredMatrix {
     incoming: Vec<Vec<usize>>,
     /// Each node's zone, as an index into `zone_names`.
     zone_of: Vec<usize>,
+    /// Whether each node runs an agent: read for every candidate, so kept
+    /// apart from the node views.
+    agents: Vec<bool>,
     /// Every zone, by name.
     zone_names: Vec<String>,
     /// What an unmeasured pair between two zones is taken to be.
@@ -237,7 +240,12 @@ impl ScoredMatrix {
         }
         let (zone_of, zone_names) = zones_of(nodes.iter().map(|n| n.info.zone.as_str()));
         let estimates = ZoneEstimates::of(zone_names.len(), |i| zone_of[i], &pairs, &fallback);
+        let agents = nodes
+            .iter()
+            .map(|n| n.info.kind == NodeKind::Agent)
+            .collect();
         Self {
+            agents,
             nodes,
             pairs,
             node_index,
@@ -376,9 +384,7 @@ impl ScoredMatrix {
 
     /// Whether `node` runs an agent, and so probes others.
     pub fn probes(&self, node: usize) -> bool {
-        self.nodes
-            .get(node)
-            .is_some_and(|n| n.info.kind == NodeKind::Agent)
+        self.agents.get(node).copied().unwrap_or(false)
     }
 
     /// A node's zone as an index (see [`ScoredMatrix::zone_count`]).
