@@ -536,8 +536,13 @@ fn links_to<'m>(
         .map(|&(placed_zone, ..)| {
             let zones = 0..matrix.zone_count();
             (
-                zones.clone().map(|z| matrix.zone_estimate(z, placed_zone)).collect(),
-                zones.map(|z| matrix.zone_estimate(placed_zone, z)).collect(),
+                zones
+                    .clone()
+                    .map(|z| matrix.zone_estimate(z, placed_zone))
+                    .collect(),
+                zones
+                    .map(|z| matrix.zone_estimate(placed_zone, z))
+                    .collect(),
             )
         })
         .collect();
@@ -563,7 +568,9 @@ fn links_to<'m>(
             }
             let missing_in = in_expected.saturating_sub(measured_in[index]);
             if missing_in > 0 {
-                node_links.sums.add_estimates(&from_placed[zone], missing_in);
+                node_links
+                    .sums
+                    .add_estimates(&from_placed[zone], missing_in);
             }
         }
     }
