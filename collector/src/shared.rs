@@ -70,9 +70,27 @@ impl Shared {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The shared snapshot, as fresh as [`Snapshots::current`] gives.
-    pub async fn snapshot(&self) -> Arc<Snapshot> {
+    /// The shared snapshot, as fresh as [`Snapshots::current`] gives; when
+    /// builds are slow (a large cluster), the published one at once, with a
+    /// build asked for in the background if it is behind.
+    pub async fn snapshot(self: &Arc<Self>) -> Arc<Snapshot> {
         let version = *self.changes.borrow();
+        if self.snapshots.builds_are_slow() {
+            let published = self.snapshots.published();
+            if !Snapshots::is_fresh(&published, version) && self.snapshots.claim_background_build()
+            {
+                let shared = Arc::clone(self);
+                tokio::spawn(async move {
+                    shared.build_snapshot(version).await;
+                    shared.snapshots.background_build_done();
+                });
+            }
+            return published;
+        }
+        self.build_snapshot(version).await
+    }
+
+    async fn build_snapshot(&self, version: u64) -> Arc<Snapshot> {
         self.snapshots
             .current(
                 &self.state,
@@ -84,7 +102,7 @@ impl Shared {
     }
 
     /// The wire matrix of the shared snapshot.
-    pub async fn matrix(&self) -> pb::Matrix {
+    pub async fn matrix(self: &Arc<Self>) -> pb::Matrix {
         let snapshot = self.snapshot().await;
         convert::matrix_to_wire(&snapshot.scored, snapshot.version, snapshot.at)
     }

@@ -8,11 +8,15 @@
 //! It is copied out of the state under the lock and scored after the lock
 //! is released, so that ingest does not wait for the scoring. Builds are
 //! spaced by twice the time the last one took (at most [`MAX_GAP`]); a
-//! reader waits out at most [`MAX_WAIT`] of that gap. So a small cluster's
-//! readers see every change at once, and a large one's snapshots cost at
-//! most about a third of a core and are at most about a second old.
+//! reader waits out at most [`MAX_WAIT`] of that gap. Once builds take
+//! longer than [`MAX_WAIT`], readers do not wait for them at all: they get
+//! the published snapshot and a build is asked for in the background
+//! (`Shared::snapshot`). So a small cluster's readers see every change at
+//! once, and a large one's answer at once from scores a build or two old.
 
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -64,6 +68,11 @@ pub const KEPT_FOR_PAGING: usize = 4;
 /// The latest snapshot and what spaces the builds.
 pub struct Snapshots {
     latest: watch::Sender<Arc<Snapshot>>,
+    /// How long the last build took, in microseconds, readable without
+    /// waiting for a build under way.
+    last_took_us: AtomicU64,
+    /// Set while a build asked for in the background is pending.
+    background: AtomicBool,
     /// The last few published, newest last, for paging.
     recent: std::sync::Mutex<VecDeque<Arc<Snapshot>>>,
     /// Held while building: one build at a time.
@@ -85,6 +94,8 @@ impl Snapshots {
         let snapshot = snapshot_of(state.snapshot_inputs(), now);
         let snapshot = Arc::new(snapshot);
         Self {
+            last_took_us: AtomicU64::new(micros(started.elapsed())),
+            background: AtomicBool::new(false),
             recent: std::sync::Mutex::new(VecDeque::from([Arc::clone(&snapshot)])),
             latest: watch::Sender::new(snapshot),
             building: Mutex::new(BuildTiming {
@@ -99,6 +110,28 @@ impl Snapshots {
         Arc::clone(&self.latest.borrow())
     }
 
+    /// Whether builds take longer than a reader should wait
+    /// ([`MAX_WAIT`]): a large cluster's readers then get the published
+    /// snapshot at once and a build is asked for in the background.
+    pub fn builds_are_slow(&self) -> bool {
+        self.last_took_us.load(Relaxed) > micros(MAX_WAIT)
+    }
+
+    /// Whether `snapshot` is at `version` or newer and young.
+    pub fn is_fresh(snapshot: &Snapshot, version: u64) -> bool {
+        snapshot.version >= version && snapshot.built.elapsed() < MAX_AGE
+    }
+
+    /// Claims the one background build; `false` when one is pending.
+    pub fn claim_background_build(&self) -> bool {
+        !self.background.swap(true, Relaxed)
+    }
+
+    /// Ends the background build claimed.
+    pub fn background_build_done(&self) {
+        self.background.store(false, Relaxed);
+    }
+
     /// A snapshot of `state` at `version` (the state's version now) or
     /// newer, and less than [`MAX_AGE`] old, unless builds must be spaced
     /// for longer than [`MAX_WAIT`]: then the published one, at most about
@@ -110,7 +143,7 @@ impl Snapshots {
         now: impl Fn() -> UnixMillis,
         work: &WorkMetrics,
     ) -> Arc<Snapshot> {
-        let fresh = |s: &Snapshot| s.version >= version && s.built.elapsed() < MAX_AGE;
+        let fresh = |s: &Snapshot| Self::is_fresh(s, version);
         let latest = self.published();
         if fresh(&latest) {
             return latest;
@@ -147,6 +180,7 @@ impl Snapshots {
             took: started.elapsed(),
         };
         work.snapshot_build.observe(timing.took.as_secs_f64());
+        self.last_took_us.store(micros(timing.took), Relaxed);
         self.latest.send_replace(Arc::clone(&snapshot));
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         recent.push_back(Arc::clone(&snapshot));
@@ -161,6 +195,10 @@ impl Snapshots {
         let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         recent.iter().rev().find(|s| s.version == version).cloned()
     }
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
 fn snapshot_of(inputs: SnapshotInputs, at: UnixMillis) -> Snapshot {
@@ -230,5 +268,24 @@ mod tests {
         registry.register("build", "", work.snapshot_build.clone());
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(text.contains("build_count 2"), "two builds: {text}");
+    }
+
+    #[tokio::test]
+    async fn slow_builds_are_asked_for_once_in_the_background() {
+        let state = CollectorState::new(ModelConfig::default(), Vec::new());
+        let snapshots = Snapshots::new(&state, 1_000);
+        assert!(
+            !snapshots.builds_are_slow(),
+            "an empty state builds at once"
+        );
+        snapshots.last_took_us.store(micros(MAX_WAIT * 4), Relaxed);
+        assert!(snapshots.builds_are_slow());
+        assert!(snapshots.claim_background_build());
+        assert!(!snapshots.claim_background_build(), "one at a time");
+        snapshots.background_build_done();
+        assert!(snapshots.claim_background_build());
+        let published = snapshots.published();
+        assert!(Snapshots::is_fresh(&published, published.version));
+        assert!(!Snapshots::is_fresh(&published, published.version + 1));
     }
 }
