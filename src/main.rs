@@ -9,6 +9,10 @@ use netaware_agent::cli::AgentArgs;
 use netaware_collector::cli::CollectorArgs;
 use netaware_scheduler::cli::SchedulerArgs;
 
+/// The services' allocator (see the workspace manifest for why).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Network-aware placement for distributed training.
 #[derive(Debug, Parser)]
 #[command(name = "netaware", version)]

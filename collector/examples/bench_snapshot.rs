@@ -16,6 +16,10 @@ use netaware_proto::convert::matrix_to_wire;
 use netaware_proto::v1::{Hello, PeerWindow, Window};
 use prost::Message;
 
+/// The allocator the services run with.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const ZONES: usize = 10;
 const WINDOW_MS: u64 = 2_000;
 

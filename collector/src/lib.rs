@@ -18,6 +18,7 @@
 pub mod cli;
 pub mod http;
 pub mod inventory;
+pub mod members;
 pub mod metrics;
 pub mod persist;
 pub mod robustness;

@@ -59,7 +59,7 @@ impl pb::scores_server::Scores for ScoresService {
         };
         let page_size = usize::try_from(request.page_size).unwrap_or(usize::MAX);
         let (mut page, next) = follow::page(
-            snapshot.wire(),
+            snapshot.versioned(),
             MatrixFilter::of(&request),
             offset,
             page_size,
@@ -111,10 +111,15 @@ impl pb::scores_server::Scores for ScoresService {
             let mut sent: Option<Arc<Snapshot>> = None;
             loop {
                 let snapshot = shared.snapshot().await;
-                let updates = match &sent {
-                    None => follow::full_state(snapshot.wire()),
-                    Some(before) => follow::delta(before.wire(), snapshot.wire()),
-                };
+                // Hundreds of milliseconds for a large cluster: off the
+                // threads that serve sessions.
+                let before = sent.clone();
+                let now = Arc::clone(&snapshot);
+                let updates = tokio::task::spawn_blocking(move || match before {
+                    None => follow::full_state(now.versioned()),
+                    Some(before) => follow::delta(before.versioned(), now.versioned()),
+                });
+                let Ok(updates) = updates.await else { return };
                 for update in updates {
                     shared
                         .work

@@ -74,9 +74,6 @@ impl pb::agent_session_server::AgentSession for SessionService {
     }
 }
 
-/// Least time between two peer sets down one session.
-const PEER_SET_SPACING: std::time::Duration = std::time::Duration::from_secs(1);
-
 async fn serve_session(
     shared: Arc<Shared>,
     node: String,
@@ -86,10 +83,12 @@ async fn serve_session(
     // A newer session of the same node replaces this one.
     shared.sessions().insert(node.clone(), down.clone());
     let mut membership = shared.membership.subscribe();
-    // The first peer set at once; later ones at most one per spacing, so
-    // that a thousand agents joining do not send a thousand sets each.
+    // The first peer set at once; later ones at most one per spacing
+    // (`Members::peer_set_spacing`), so that a thousand agents joining do
+    // not send a thousand sets each, and only when the set changed.
     let mut peer_set_due = true;
     let mut next_peer_set = tokio::time::Instant::now();
+    let mut last_peer_set: Option<Vec<pb::Peer>> = None;
     let by_node = NodeLabels { node: node.clone() };
     let message = |body| Ok(pb::CollectorMessage { body: Some(body) });
     loop {
@@ -100,9 +99,14 @@ async fn serve_session(
             }
             Ok(()) = membership.changed() => peer_set_due = true,
             () = tokio::time::sleep_until(next_peer_set), if peer_set_due => {
-                peer_set_due = false;
-                next_peer_set = tokio::time::Instant::now() + PEER_SET_SPACING;
-                let peers = shared.state.lock().await.peer_set(&node);
+                let members = shared.members().await;
+                peer_set_due = members.version < *membership.borrow();
+                next_peer_set = tokio::time::Instant::now() + members.peer_set_spacing();
+                let peers = members.peer_set(&node);
+                if last_peer_set.as_ref() == Some(&peers) {
+                    continue;
+                }
+                last_peer_set = Some(peers.clone());
                 if down.send(message(collector_message::Body::PeerSet(pb::PeerSet { peers }))).await.is_err() {
                     break;
                 }

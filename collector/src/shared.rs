@@ -11,6 +11,7 @@ use tokio_stream::Stream;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
+use crate::members::{MIN_COPY_GAP, Members};
 use crate::metrics::WorkMetrics;
 use crate::snapshots::{Snapshot, Snapshots};
 use crate::state::CollectorState;
@@ -29,6 +30,8 @@ pub struct Shared {
     pub state: Mutex<CollectorState>,
     /// Bumped whenever the set of nodes changes, so sessions resend peer sets.
     pub membership: watch::Sender<u64>,
+    /// The member list last copied for choosing peer sets.
+    members: Mutex<Arc<Members>>,
     /// The state's version after each change, for watch streams.
     pub changes: watch::Sender<u64>,
     /// Cancelled on shutdown: sessions and watches end.
@@ -55,6 +58,7 @@ impl Shared {
         let snapshots = Snapshots::new(&state, netaware_runtime::clock::now_ms());
         Arc::new(Self {
             snapshots,
+            members: Mutex::new(Arc::new(state.members(0))),
             state: Mutex::new(state),
             membership: watch::Sender::new(0),
             changes: watch::Sender::new(version),
@@ -63,6 +67,19 @@ impl Shared {
             work: WorkMetrics::default(),
             node_identity,
         })
+    }
+
+    /// The member list to choose peer sets from: the one last copied when
+    /// it is current or was copied less than [`MIN_COPY_GAP`] ago, else a
+    /// new copy. A session whose list is older than the membership it was
+    /// told of chooses again at its next turn.
+    pub async fn members(&self) -> Arc<Members> {
+        let wanted = *self.membership.borrow();
+        let mut members = self.members.lock().await;
+        if members.version < wanted && members.copied.elapsed() >= MIN_COPY_GAP {
+            *members = Arc::new(self.state.lock().await.members(wanted));
+        }
+        Arc::clone(&members)
     }
 
     /// The open sessions by node (a plain lock: held across no await).

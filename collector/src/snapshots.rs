@@ -15,15 +15,14 @@
 //! once, and a large one's answer at once from scores a build or two old.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use netaware_core::UnixMillis;
 use netaware_core::snapshot::ScoredMatrix;
-use netaware_proto::convert::matrix_to_wire;
-use netaware_proto::v1 as pb;
+use netaware_proto::follow::Versioned;
 use tokio::sync::{Mutex, watch};
 
 use crate::metrics::WorkMetrics;
@@ -49,15 +48,16 @@ pub struct Snapshot {
     /// How it was scored, and how placement decides on it.
     pub config: ModelConfig,
     built: Instant,
-    /// Its wire form, made for the first reader that needs it and shared.
-    wire: OnceLock<pb::Matrix>,
 }
 
 impl Snapshot {
-    /// The wire form of the whole snapshot (served in pages).
-    pub fn wire(&self) -> &pb::Matrix {
-        self.wire
-            .get_or_init(|| matrix_to_wire(&self.scored, self.version, self.at))
+    /// What pages and watch updates are cut from.
+    pub fn versioned(&self) -> Versioned<'_> {
+        Versioned {
+            scored: &self.scored,
+            version: self.version,
+            at: self.at,
+        }
     }
 }
 
@@ -211,7 +211,6 @@ fn snapshot_of(inputs: SnapshotInputs, at: UnixMillis) -> Snapshot {
         scored,
         config: inputs.config,
         built: Instant::now(),
-        wire: OnceLock::new(),
     }
 }
 

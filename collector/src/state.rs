@@ -8,7 +8,6 @@
 use std::collections::HashMap;
 
 use netaware_core::matrix::{PairMatrix, PairReadings};
-use netaware_core::peers;
 use netaware_core::placement::PlacementConfig;
 use netaware_core::registry::Registry;
 use netaware_core::score::ScoreConfig;
@@ -17,6 +16,7 @@ use netaware_core::throughput_plan::{PlanConfig, PlanError, Planner};
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};
 use netaware_proto::v1::{Hello, NodeStats, Peer, ThroughputOrder, Window, throughput_order};
 
+use crate::members::Members;
 use crate::saved::{self, SavedNode, SavedState};
 use crate::validate::{self, Invalid};
 
@@ -325,30 +325,25 @@ impl CollectorState {
         Ok((name, changed))
     }
 
-    /// The peers that `node` must probe: every other node, or
-    /// `max_peers` of them, its zone first.
-    pub fn peer_set(&self, node: &str) -> Vec<Peer> {
-        let entries: Vec<_> = self.registry.nodes().collect();
-        let candidates: Vec<_> = entries
-            .iter()
-            .map(|e| (e.info.name.as_str(), e.info.zone.as_str()))
-            .collect();
-        let zone = self
+    /// Every known node as peers are told of it, at membership `version`
+    /// (see [`Members`]).
+    pub fn members(&self, version: u64) -> Members {
+        let nodes = self
             .registry
-            .get(node)
-            .map_or("", |entry| entry.info.zone.as_str());
-        peers::choose(node, zone, &candidates, self.config.max_peers)
-            .into_iter()
-            .map(|i| {
-                let info = &entries[i].info;
-                Peer {
-                    name: info.name.clone(),
-                    address: info.address.clone(),
-                    zone: info.zone.clone(),
-                    region: info.region.clone(),
-                }
+            .nodes()
+            .map(|entry| Peer {
+                name: entry.info.name.clone(),
+                address: entry.info.address.clone(),
+                zone: entry.info.zone.clone(),
+                region: entry.info.region.clone(),
             })
-            .collect()
+            .collect();
+        Members::new(version, self.config.max_peers, nodes)
+    }
+
+    /// The peers that `node` must probe (see [`Members::peer_set`]).
+    pub fn peer_set(&self, node: &str) -> Vec<Peer> {
+        self.members(0).peer_set(node)
     }
 
     /// Checks a window from `node` and applies it whole, or refuses it

@@ -10,6 +10,8 @@
 //! (node, peer) names: stable while membership changes, and different for
 //! every node, so that together the agents cover many pairs.
 
+use std::collections::BTreeMap;
+
 /// A candidate peer: its name and zone.
 pub type Candidate<'a> = (&'a str, &'a str);
 
@@ -22,23 +24,27 @@ pub fn choose(node: &str, zone: &str, candidates: &[Candidate<'_>], max: usize) 
     if max == 0 || others.len() <= max {
         return others;
     }
-    let order = |i: &usize| (fnv(node, candidates[*i].0), *i);
-    let (mut same, mut foreign): (Vec<usize>, Vec<usize>) =
-        others.into_iter().partition(|&i| candidates[i].1 == zone);
-    same.sort_by_key(order);
-    if same.len() >= max {
-        same.truncate(max);
-        return same;
-    }
-    // The other zones, each in hash order, taken one node per zone a round.
-    foreign.sort_by_key(|&i| (candidates[i].1, fnv(node, candidates[i].0), i));
-    let mut zones: Vec<std::collections::VecDeque<usize>> = Vec::new();
-    for i in foreign {
-        match zones.last_mut() {
-            Some(group) if candidates[group[0]].1 == candidates[i].1 => group.push_back(i),
-            _ => zones.push(std::collections::VecDeque::from([i])),
+    // Each candidate's hash is worked out once: a collector chooses for
+    // thousands of nodes among thousands of candidates.
+    let keyed = |i: usize| (fnv(node, candidates[i].0), i);
+    let mut same = Vec::new();
+    let mut zones: BTreeMap<&str, Vec<(u64, usize)>> = BTreeMap::new();
+    for i in others {
+        if candidates[i].1 == zone {
+            same.push(keyed(i));
+        } else {
+            zones.entry(candidates[i].1).or_default().push(keyed(i));
         }
     }
+    if same.len() >= max {
+        return smallest(same, max);
+    }
+    same.sort_unstable();
+    // The other zones, each in hash order, taken one node per zone a round.
+    let mut zones: Vec<std::vec::IntoIter<usize>> = zones
+        .into_values()
+        .map(|group| smallest(group, max).into_iter())
+        .collect();
     // Start the rounds at a zone that depends on the node, so that the
     // zones left out when `max` is small differ from node to node.
     let start = if zones.is_empty() {
@@ -47,14 +53,14 @@ pub fn choose(node: &str, zone: &str, candidates: &[Candidate<'_>], max: usize) 
         (fnv(node, zone) % zones.len() as u64) as usize
     };
     zones.rotate_left(start);
-    let mut chosen = same;
+    let mut chosen: Vec<usize> = same.into_iter().map(|(_, i)| i).collect();
     while chosen.len() < max {
         let mut took = false;
         for group in &mut zones {
             if chosen.len() == max {
                 break;
             }
-            if let Some(i) = group.pop_front() {
+            if let Some(i) = group.next() {
                 chosen.push(i);
                 took = true;
             }
@@ -64,6 +70,16 @@ pub fn choose(node: &str, zone: &str, candidates: &[Candidate<'_>], max: usize) 
         }
     }
     chosen
+}
+
+/// The `max` smallest of `keyed`, in order, without sorting the rest.
+fn smallest(mut keyed: Vec<(u64, usize)>, max: usize) -> Vec<usize> {
+    if keyed.len() > max && max > 0 {
+        keyed.select_nth_unstable(max - 1);
+        keyed.truncate(max);
+    }
+    keyed.sort_unstable();
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 /// FNV-1a over two names: a stable, well-spread order.

@@ -237,7 +237,7 @@ pub fn pair_from_wire(
 /// how it estimates the others.
 pub fn matrix_to_wire(scored: &ScoredMatrix, version: u64, now: UnixMillis) -> pb::Matrix {
     let name = |i: usize| scored.nodes()[i].info.name.as_str();
-    let fallback = scored.fallback();
+    let (weights, fallback_penalty) = fallback_to_wire(scored.fallback());
     pb::Matrix {
         version,
         generated_unix_ms: now,
@@ -247,14 +247,21 @@ pub fn matrix_to_wire(scored: &ScoredMatrix, version: u64, now: UnixMillis) -> p
             .iter()
             .map(|pair| pair_to_wire(pair, name, now))
             .collect(),
-        weights: Some(pb::ScoreWeights {
-            delay: fallback.weights.delay,
-            loss: fallback.weights.loss,
-            throughput: fallback.weights.throughput,
-        }),
-        fallback_penalty: fallback.penalty,
+        weights: Some(weights),
+        fallback_penalty,
         next_page_token: String::new(),
     }
+}
+
+/// How a scored matrix estimates unmeasured pairs, as the wire says it:
+/// the weights and the penalty.
+pub fn fallback_to_wire(fallback: Fallback) -> (pb::ScoreWeights, f64) {
+    let weights = pb::ScoreWeights {
+        delay: fallback.weights.delay,
+        loss: fallback.weights.loss,
+        throughput: fallback.weights.throughput,
+    };
+    (weights, fallback.penalty)
 }
 
 /// How a wire matrix estimates unmeasured pairs; figures that make no

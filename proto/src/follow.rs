@@ -8,8 +8,11 @@
 //! state in pages and then only what changed ([`full_state`], [`delta`]),
 //! each message at most [`MAX_PAGE_BYTES`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
+use netaware_core::UnixMillis;
+use netaware_core::matrix::{PairSummary, Throughput};
+use netaware_core::scored_pair::ScoredPair;
 use netaware_core::snapshot::ScoredMatrix;
 use prost::Message;
 
@@ -45,75 +48,94 @@ impl<'a> MatrixFilter<'a> {
     }
 }
 
-/// The pairs of `matrix` that `filter` keeps, in order.
-fn kept_pairs<'m>(matrix: &'m pb::Matrix, filter: MatrixFilter<'_>) -> Vec<&'m pb::Pair> {
+/// A scored matrix at a state version and instant: what GetMatrix's pages
+/// and WatchMatrix's updates are cut from. Pairs go to the wire form as
+/// each page is cut, so that the whole matrix is never held twice.
+#[derive(Debug, Clone, Copy)]
+pub struct Versioned<'a> {
+    /// The scored matrix.
+    pub scored: &'a ScoredMatrix,
+    /// The state version it was scored at.
+    pub version: u64,
+    /// When it was scored (Unix ms): ages on the wire count from here.
+    pub at: UnixMillis,
+}
+
+impl Versioned<'_> {
+    fn name(&self, node: usize) -> &str {
+        self.scored.nodes()[node].info.name.as_str()
+    }
+
+    /// The wire form of pair `index`.
+    fn pair(&self, index: usize) -> pb::Pair {
+        convert::pair_to_wire(&self.scored.pairs()[index], |n| self.name(n), self.at)
+    }
+
+    fn key(&self, pair: &ScoredPair) -> pb::PairKey {
+        pb::PairKey {
+            src: self.name(pair.src).to_owned(),
+            dst: self.name(pair.dst).to_owned(),
+        }
+    }
+
+    fn wire_nodes(&self, keep: impl Fn(usize) -> bool) -> Vec<pb::Node> {
+        let nodes = self.scored.nodes().iter().enumerate();
+        nodes
+            .filter(|(i, _)| keep(*i))
+            .map(|(_, node)| convert::node_to_wire(node))
+            .collect()
+    }
+}
+
+/// The indices of the pairs `filter` keeps, in order, and whether it keeps
+/// each node: for a node, it and the other ends of its pairs.
+fn kept(matrix: Versioned<'_>, filter: MatrixFilter<'_>) -> (Vec<usize>, Vec<bool>) {
+    let scored = matrix.scored;
+    let nodes = scored.nodes();
+    let pairs = scored.pairs().iter().enumerate();
     match filter {
-        MatrixFilter::All => matrix.pairs.iter().collect(),
-        MatrixFilter::Node(node) => matrix
-            .pairs
-            .iter()
-            .filter(|p| p.src == node || p.dst == node)
-            .collect(),
+        MatrixFilter::All => ((0..scored.pairs().len()).collect(), vec![true; nodes.len()]),
         MatrixFilter::Zone(zone) => {
-            let inside: std::collections::HashSet<&str> = matrix
-                .nodes
-                .iter()
-                .filter(|n| n.zone == zone)
-                .map(|n| n.name.as_str())
+            let inside: Vec<bool> = nodes.iter().map(|n| n.info.zone == zone).collect();
+            let kept = pairs
+                .filter(|(_, p)| inside[p.src] && inside[p.dst])
+                .map(|(i, _)| i)
                 .collect();
-            matrix
-                .pairs
-                .iter()
-                .filter(|p| inside.contains(p.src.as_str()) && inside.contains(p.dst.as_str()))
-                .collect()
+            (kept, inside)
         }
-    }
-}
-
-/// The nodes `filter` keeps: for a node, it and the other ends of `pairs`.
-fn kept_nodes(matrix: &pb::Matrix, filter: MatrixFilter<'_>, pairs: &[&pb::Pair]) -> Vec<pb::Node> {
-    match filter {
-        MatrixFilter::All => matrix.nodes.clone(),
-        MatrixFilter::Zone(zone) => matrix
-            .nodes
-            .iter()
-            .filter(|n| n.zone == zone)
-            .cloned()
-            .collect(),
         MatrixFilter::Node(node) => {
-            let mut names: std::collections::HashSet<&str> = pairs
-                .iter()
-                .flat_map(|p| [p.src.as_str(), p.dst.as_str()])
+            let mut ends = vec![false; nodes.len()];
+            let Some(me) = scored.index_of(node) else {
+                return (Vec::new(), ends);
+            };
+            ends[me] = true;
+            let kept = pairs
+                .filter(|(_, p)| p.src == me || p.dst == me)
+                .map(|(i, p)| {
+                    ends[p.other_end(me)] = true;
+                    i
+                })
                 .collect();
-            names.insert(node);
-            matrix
-                .nodes
-                .iter()
-                .filter(|n| names.contains(n.name.as_str()))
-                .cloned()
-                .collect()
+            (kept, ends)
         }
     }
 }
 
-/// How many of `pairs` from `start` fit one page of at most `max_pairs`.
-fn page_len(pairs: &[&pb::Pair], start: usize, max_pairs: usize) -> usize {
+/// Wire pairs from `pairs` while they fit one page: at most `max_pairs`
+/// (within 1 and [`MAX_PAGE_PAIRS`]) and [`MAX_PAGE_BYTES`].
+fn fill_page(pairs: impl Iterator<Item = pb::Pair>, max_pairs: usize) -> Vec<pb::Pair> {
     let mut bytes = 0;
-    let mut len = 0;
-    for pair in pairs
-        .iter()
-        .skip(start)
-        .take(max_pairs.clamp(1, MAX_PAGE_PAIRS))
-    {
+    let mut page = Vec::new();
+    for pair in pairs.take(max_pairs.clamp(1, MAX_PAGE_PAIRS)) {
         // A field's tag and length prefix: a few bytes more than the pair.
         let size = pair.encoded_len() + 8;
-        if len > 0 && bytes + size > MAX_PAGE_BYTES {
+        if !page.is_empty() && bytes + size > MAX_PAGE_BYTES {
             break;
         }
         bytes += size;
-        len += 1;
+        page.push(pair);
     }
-    len
+    page
 }
 
 /// The page of `matrix` that `filter` keeps from pair `offset`, at most
@@ -121,73 +143,76 @@ fn page_len(pairs: &[&pb::Pair], start: usize, max_pairs: usize) -> usize {
 /// next page if there is one. Nodes, weights and fallback come with the
 /// first page only.
 pub fn page(
-    matrix: &pb::Matrix,
+    matrix: Versioned<'_>,
     filter: MatrixFilter<'_>,
     offset: usize,
     page_size: usize,
 ) -> (pb::Matrix, Option<usize>) {
-    let pairs = kept_pairs(matrix, filter);
+    let (pairs, nodes) = kept(matrix, filter);
     let max_pairs = if page_size == 0 {
         MAX_PAGE_PAIRS
     } else {
         page_size
     };
     let start = offset.min(pairs.len());
-    let len = page_len(&pairs, start, max_pairs);
-    let end = start + len;
+    let page_pairs = fill_page(pairs[start..].iter().map(|&i| matrix.pair(i)), max_pairs);
+    let end = start + page_pairs.len();
     let first = offset == 0;
+    let (weights, fallback_penalty) = convert::fallback_to_wire(matrix.scored.fallback());
     let page = pb::Matrix {
         version: matrix.version,
-        generated_unix_ms: matrix.generated_unix_ms,
+        generated_unix_ms: matrix.at,
         nodes: if first {
-            kept_nodes(matrix, filter, &pairs)
+            matrix.wire_nodes(|i| nodes[i])
         } else {
             Vec::new()
         },
-        pairs: pairs[start..end].iter().map(|&p| p.clone()).collect(),
-        weights: if first { matrix.weights } else { None },
-        fallback_penalty: if first { matrix.fallback_penalty } else { 0.0 },
+        pairs: page_pairs,
+        weights: first.then_some(weights),
+        fallback_penalty: if first { fallback_penalty } else { 0.0 },
         next_page_token: String::new(),
     };
     (page, (end < pairs.len()).then_some(end))
 }
 
-/// Whether two pairs carry the same figures, ages aside: ages move on with
-/// the clock, and sending every pair each second for that alone would make
-/// every delta the whole matrix.
-fn same_figures(a: &pb::Pair, b: &pb::Pair) -> bool {
-    // Every field named, none skipped by `..`: a field added to Pair must
-    // be thought about here.
-    let pb::Pair {
+/// Whether two pairs carry the same figures on the wire, ages aside: ages
+/// move on with the clock, and sending every pair each second for that
+/// alone would make every delta the whole matrix.
+fn same_figures(a: &ScoredPair, b: &ScoredPair) -> bool {
+    // Every field named, none skipped by `..`: a field added must be
+    // thought about here.
+    let ScoredPair {
         src: _,
         dst: _,
+        summary,
+        age_ms: _,
+        stale,
+        terms,
+        quality,
+    } = a;
+    let PairSummary {
         rtt_median_ms,
         rtt_p99_ms,
         jitter_ms,
         loss_ratio,
-        throughput_bps,
         samples,
-        age_s: _,
-        quality,
-        terms,
-        stale,
+        last_end: _,
+        throughput,
         one_way_loss_ratio,
-        throughput_retransmits,
-        throughput_tcp_rtt_ms,
-        throughput_age_s: _,
-    } = a;
-    *rtt_median_ms == b.rtt_median_ms
-        && *rtt_p99_ms == b.rtt_p99_ms
-        && *jitter_ms == b.jitter_ms
-        && *loss_ratio == b.loss_ratio
-        && *throughput_bps == b.throughput_bps
-        && *samples == b.samples
-        && *quality == b.quality
-        && *terms == b.terms
+    } = summary;
+    // A goodput's time goes on the wire as an age.
+    let timeless = |t: Option<Throughput>| t.map(|t| Throughput { at: 0, ..t });
+    let other = &b.summary;
+    *rtt_median_ms == other.rtt_median_ms
+        && *rtt_p99_ms == other.rtt_p99_ms
+        && *jitter_ms == other.jitter_ms
+        && *loss_ratio == other.loss_ratio
+        && *samples == other.samples
+        && timeless(*throughput) == timeless(other.throughput)
+        && *one_way_loss_ratio == other.one_way_loss_ratio
         && *stale == b.stale
-        && *one_way_loss_ratio == b.one_way_loss_ratio
-        && *throughput_retransmits == b.throughput_retransmits
-        && *throughput_tcp_rtt_ms == b.throughput_tcp_rtt_ms
+        && *terms == b.terms
+        && *quality == b.quality
 }
 
 /// Removed pairs on one page: their keys are small, 50,000 well under
@@ -195,11 +220,12 @@ fn same_figures(a: &pb::Pair, b: &pb::Pair) -> bool {
 const MAX_PAGE_REMOVED: usize = 50_000;
 
 /// Cuts an update into pages: the nodes and the estimates' settings on the
-/// first, the removed keys and then `pairs` spread over as many as they
-/// need.
+/// first, the removed keys and then the pairs `pairs` of `matrix` spread
+/// over as many as they need.
 fn paged(
     head: pb::MatrixUpdate,
-    pairs: Vec<&pb::Pair>,
+    matrix: Versioned<'_>,
+    pairs: &[usize],
     removed: Vec<pb::PairKey>,
 ) -> Vec<pb::MatrixUpdate> {
     let mut contents: Vec<(Vec<pb::Pair>, Vec<pb::PairKey>)> = removed
@@ -208,10 +234,12 @@ fn paged(
         .collect();
     let mut start = 0;
     while start < pairs.len() {
-        let len = page_len(&pairs, start, MAX_PAGE_PAIRS);
-        let page = pairs[start..start + len].iter().map(|&p| p.clone());
-        contents.push((page.collect(), Vec::new()));
-        start += len;
+        let page = fill_page(
+            pairs[start..].iter().map(|&i| matrix.pair(i)),
+            MAX_PAGE_PAIRS,
+        );
+        start += page.len();
+        contents.push((page, Vec::new()));
     }
     if contents.is_empty() {
         contents.push((Vec::new(), Vec::new()));
@@ -235,64 +263,79 @@ fn paged(
         .collect()
 }
 
-fn head(matrix: &pb::Matrix, base_version: u64, nodes: Option<&[pb::Node]>) -> pb::MatrixUpdate {
+fn head(
+    matrix: Versioned<'_>,
+    base_version: u64,
+    nodes: Option<Vec<pb::Node>>,
+) -> pb::MatrixUpdate {
+    let (weights, fallback_penalty) = convert::fallback_to_wire(matrix.scored.fallback());
     pb::MatrixUpdate {
         version: matrix.version,
         base_version,
         page: 0,
         last_page: false,
-        generated_unix_ms: matrix.generated_unix_ms,
-        nodes: nodes.map(<[pb::Node]>::to_vec).unwrap_or_default(),
+        generated_unix_ms: matrix.at,
         nodes_changed: nodes.is_some(),
+        nodes: nodes.unwrap_or_default(),
         pairs: Vec::new(),
         removed: Vec::new(),
-        weights: matrix.weights,
-        fallback_penalty: matrix.fallback_penalty,
+        weights: Some(weights),
+        fallback_penalty,
     }
 }
 
 /// A whole matrix as a watch update: base version 0, in pages.
-pub fn full_state(matrix: &pb::Matrix) -> Vec<pb::MatrixUpdate> {
+pub fn full_state(matrix: Versioned<'_>) -> Vec<pb::MatrixUpdate> {
+    let pairs: Vec<usize> = (0..matrix.scored.pairs().len()).collect();
     paged(
-        head(matrix, 0, Some(&matrix.nodes)),
-        matrix.pairs.iter().collect(),
+        head(matrix, 0, Some(matrix.wire_nodes(|_| true))),
+        matrix,
+        &pairs,
         Vec::new(),
     )
 }
 
 /// What turns `old` into `new` as a watch update, in pages: the pairs that
 /// are new or changed, those gone, and the nodes when they changed.
-pub fn delta(old: &pb::Matrix, new: &pb::Matrix) -> Vec<pb::MatrixUpdate> {
-    let before: HashMap<(&str, &str), &pb::Pair> = old
-        .pairs
+pub fn delta(old: Versioned<'_>, new: Versioned<'_>) -> Vec<pb::MatrixUpdate> {
+    let (before, after) = (old.scored, new.scored);
+    // Two snapshots number their nodes differently once nodes come or go.
+    let in_before: Vec<Option<usize>> = after
+        .nodes()
         .iter()
-        .map(|p| ((p.src.as_str(), p.dst.as_str()), p))
+        .map(|n| before.index_of(&n.info.name))
         .collect();
-    let changed: Vec<&pb::Pair> = new
-        .pairs
+    let in_after: Vec<Option<usize>> = before
+        .nodes()
         .iter()
-        .filter(|p| {
-            before
-                .get(&(p.src.as_str(), p.dst.as_str()))
-                .is_none_or(|old| !same_figures(old, p))
+        .map(|n| after.index_of(&n.info.name))
+        .collect();
+    let changed: Vec<usize> = after
+        .pairs()
+        .iter()
+        .enumerate()
+        .filter(|(_, pair)| {
+            in_before[pair.src]
+                .zip(in_before[pair.dst])
+                .and_then(|(src, dst)| before.pair(src, dst))
+                .is_none_or(|was| !same_figures(was, pair))
         })
+        .map(|(i, _)| i)
         .collect();
-    let after: std::collections::HashSet<(&str, &str)> = new
-        .pairs
+    let removed: Vec<pb::PairKey> = before
+        .pairs()
         .iter()
-        .map(|p| (p.src.as_str(), p.dst.as_str()))
-        .collect();
-    let removed: Vec<pb::PairKey> = old
-        .pairs
-        .iter()
-        .filter(|p| !after.contains(&(p.src.as_str(), p.dst.as_str())))
-        .map(|p| pb::PairKey {
-            src: p.src.clone(),
-            dst: p.dst.clone(),
+        .filter(|pair| {
+            in_after[pair.src]
+                .zip(in_after[pair.dst])
+                .and_then(|(src, dst)| after.pair(src, dst))
+                .is_none()
         })
+        .map(|pair| old.key(pair))
         .collect();
-    let nodes = (old.nodes != new.nodes).then_some(new.nodes.as_slice());
-    paged(head(new, old.version, nodes), changed, removed)
+    let nodes = new.wire_nodes(|_| true);
+    let nodes = (old.wire_nodes(|_| true) != nodes).then_some(nodes);
+    paged(head(new, old.version, nodes), new, &changed, removed)
 }
 
 /// Why a follower cannot apply an update: it must start a new watch.
@@ -486,6 +529,46 @@ mod tests {
         pairs
     }
 
+    /// The collector's form of a wire matrix, to cut updates and pages from.
+    fn scored(matrix: &pb::Matrix) -> ScoredMatrix {
+        convert::matrix_from_wire(matrix)
+    }
+
+    fn versioned<'a>(matrix: &pb::Matrix, scored: &'a ScoredMatrix) -> Versioned<'a> {
+        Versioned {
+            scored,
+            version: matrix.version,
+            at: matrix.generated_unix_ms,
+        }
+    }
+
+    /// The pairs `filter` keeps of a wire matrix, worked out on the wire
+    /// form: what the pages must add up to.
+    fn kept_on_the_wire(
+        matrix: &pb::Matrix,
+        filter: MatrixFilter<'_>,
+    ) -> Vec<(String, String, u64)> {
+        let zone_of = |name: &str| {
+            matrix
+                .nodes
+                .iter()
+                .find(|n| n.name == name)
+                .map(|n| n.zone.as_str())
+        };
+        let keep = |p: &pb::Pair| match filter {
+            MatrixFilter::All => true,
+            MatrixFilter::Node(node) => p.src == node || p.dst == node,
+            MatrixFilter::Zone(zone) => {
+                zone_of(&p.src) == Some(zone) && zone_of(&p.dst) == Some(zone)
+            }
+        };
+        let kept = pb::Matrix {
+            pairs: matrix.pairs.iter().filter(|p| keep(p)).cloned().collect(),
+            ..pb::Matrix::default()
+        };
+        figures(&kept)
+    }
+
     fn apply_all(
         follower: &mut Follower,
         updates: Vec<pb::MatrixUpdate>,
@@ -512,32 +595,35 @@ mod tests {
                 .enumerate()
                 .map(|(i, (nodes, pairs))| matrix(i as u64 + 1, *nodes, pairs))
                 .collect();
+            let scored: Vec<ScoredMatrix> = matrices.iter().map(scored).collect();
+            let at = |i: usize| versioned(&matrices[i], &scored[i]);
             let mut follower = Follower::new();
-            apply_all(&mut follower, full_state(&matrices[0])).unwrap();
-            for (i, window) in matrices.windows(2).enumerate() {
-                let updates = delta(&window[0], &window[1]);
-                if dropped[i] {
+            apply_all(&mut follower, full_state(at(0))).unwrap();
+            for i in 1..matrices.len() {
+                let updates = delta(at(i - 1), at(i));
+                if dropped[i - 1] {
                     continue;
                 }
                 if apply_all(&mut follower, updates).is_err() {
                     // What a follower does on a gap: a new watch, which
                     // starts with the full state.
-                    apply_all(&mut follower, full_state(&window[1])).unwrap();
+                    apply_all(&mut follower, full_state(at(i))).unwrap();
                 }
             }
-            let last = matrices.last().unwrap();
-            if follower.version() != last.version {
+            let last = matrices.len() - 1;
+            let want = &matrices[last];
+            if follower.version() != want.version {
                 // The last delta was dropped: nothing told the follower.
                 // Its next update (the next delta) would show the gap.
-                let next = pb::Matrix { version: last.version + 1, ..last.clone() };
-                let gap = apply_all(&mut follower, delta(last, &next));
+                let next = Versioned { version: want.version + 1, ..at(last) };
+                let gap = apply_all(&mut follower, delta(at(last), next));
                 prop_assert!(gap.is_err());
-                apply_all(&mut follower, full_state(&next)).unwrap();
-                prop_assert_eq!(figures(&follower.matrix()), figures(&next));
-            } else {
-                prop_assert_eq!(figures(&follower.matrix()), figures(last));
-                prop_assert_eq!(&follower.matrix().nodes, &last.nodes);
+                apply_all(&mut follower, full_state(next)).unwrap();
+                prop_assert_eq!(follower.version(), want.version + 1);
             }
+            prop_assert_eq!(figures(&follower.matrix()), figures(want));
+            let names = |nodes: &[pb::Node]| nodes.iter().map(|n| (n.name.clone(), n.zone.clone())).collect::<Vec<_>>();
+            prop_assert_eq!(names(&follower.matrix().nodes), names(&want.nodes));
         }
 
         /// Pages of any filter put together are the filtered matrix.
@@ -548,12 +634,13 @@ mod tests {
             page_size in 0usize..7,
         ) {
             let whole = matrix(3, nodes, &pairs);
+            let scored = scored(&whole);
             for filter in [MatrixFilter::All, MatrixFilter::Zone("z1"), MatrixFilter::Node("n0")] {
                 let mut offset = 0;
                 let mut got = Vec::new();
                 let mut first_nodes = None;
                 loop {
-                    let (page, next) = page(&whole, filter, offset, page_size);
+                    let (page, next) = page(versioned(&whole, &scored), filter, offset, page_size);
                     first_nodes.get_or_insert(page.nodes.clone());
                     got.extend(page.pairs);
                     match next {
@@ -561,8 +648,8 @@ mod tests {
                         None => break,
                     }
                 }
-                let want: Vec<pb::Pair> = kept_pairs(&whole, filter).into_iter().cloned().collect();
-                prop_assert_eq!(&got, &want);
+                let got_all = pb::Matrix { pairs: got.clone(), ..pb::Matrix::default() };
+                prop_assert_eq!(figures(&got_all), kept_on_the_wire(&whole, filter));
                 let names: Vec<String> = first_nodes.unwrap().into_iter().map(|n| n.name).collect();
                 for p in &got {
                     prop_assert!(names.contains(&p.src) && names.contains(&p.dst));
@@ -579,7 +666,8 @@ mod tests {
         let old = matrix(1, 8, &pairs);
         let new = matrix(2, 8, &pairs);
         assert_ne!(old.pairs[0].age_s, new.pairs[0].age_s);
-        let updates = delta(&old, &new);
+        let (old_scored, new_scored) = (scored(&old), scored(&new));
+        let updates = delta(versioned(&old, &old_scored), versioned(&new, &new_scored));
         assert_eq!(updates.len(), 1);
         assert!(updates[0].pairs.is_empty() && updates[0].removed.is_empty());
         assert!(!updates[0].nodes_changed);
@@ -588,11 +676,16 @@ mod tests {
         // are all of them.
         let big = pb::Matrix {
             version: 1,
-            nodes: (0..1000).map(node).collect(),
+            nodes: (0..1000)
+                .map(|i| pb::Node {
+                    name: format!("node-{i:05}"),
+                    ..node(i)
+                })
+                .collect(),
             pairs: (0..60_000)
                 .map(|i| pb::Pair {
                     src: format!("node-{:05}", i / 60),
-                    dst: format!("node-{:05}", i % 60),
+                    dst: format!("node-{:05}", (i / 60 + 1 + i % 60) % 1000),
                     rtt_median_ms: Some(0.2),
                     rtt_p99_ms: Some(0.4),
                     jitter_ms: Some(0.01),
@@ -603,7 +696,8 @@ mod tests {
                 .collect(),
             ..pb::Matrix::default()
         };
-        let pages = full_state(&big);
+        let big_scored = scored(&big);
+        let pages = full_state(versioned(&big, &big_scored));
         assert!(pages.len() >= 3, "{} pages", pages.len());
         assert!(pages.iter().all(|p| p.encoded_len() <= 4 * 1024 * 1024));
         assert_eq!(pages.iter().map(|p| p.pairs.len()).sum::<usize>(), 60_000);

@@ -21,6 +21,17 @@ use tokio_util::sync::CancellationToken;
 use netaware_proto::convert::matrix_from_wire;
 use netaware_proto::follow::{Follower, Progress};
 
+/// The least time from one rebuild of the scored copy to the next: ten
+/// times what the last one took (a 5,000-node matrix takes a few hundred
+/// milliseconds), at least a second, and at most a quarter of `max_age`,
+/// so that a large cluster's updates cost the extender a tenth of a core
+/// at most and its copy is never old enough to go stale.
+pub fn rebuild_gap(last_rebuild: Duration, max_age: Duration) -> Duration {
+    (last_rebuild * 10)
+        .max(Duration::from_secs(1))
+        .min(max_age / 4)
+}
+
 /// Largest message the extender accepts from the collector: the watch
 /// stream's pages stay under 4 MiB (`netaware_proto::follow`).
 pub const MAX_UPDATE_BYTES: usize = 4 * 1024 * 1024;
@@ -80,6 +91,15 @@ impl ScoreCache {
         self.updates.fetch_add(1, Relaxed);
     }
 
+    /// Marks the matrix held as current without replacing it: the stream
+    /// is alive and its update is applied, but rebuilding waits its turn
+    /// ([`rebuild_gap`]).
+    async fn touch(&self) {
+        if let Some(cached) = self.latest.write().await.as_mut() {
+            cached.received = Instant::now();
+        }
+    }
+
     /// Follows the collector at `url` (plain text) until `shutdown`.
     pub async fn follow(self, url: String, shutdown: CancellationToken) {
         match netaware_runtime::tls::endpoint(&url, None) {
@@ -133,11 +153,15 @@ impl ScoreCache {
         tracing::info!(collector = %collector.uri(), "following the collector's scores");
         // A new watch starts with the full state: a new follower.
         let mut follower = Follower::new();
+        let mut next_rebuild = Instant::now();
         while let Some(update) = stream.message().await? {
             let progress = follower
                 .apply(update)
                 .map_err(|err| tonic::Status::data_loss(err.to_string()))?;
-            if progress == Progress::Complete {
+            if progress == Progress::Complete && Instant::now() < next_rebuild {
+                self.touch().await;
+            } else if progress == Progress::Complete {
+                let started = Instant::now();
                 // Scoring 300,000 pairs takes a while: off the runtime's
                 // threads, so that kube-scheduler's calls are not held up.
                 let scoring = tokio::task::spawn_blocking(move || {
@@ -149,8 +173,31 @@ impl ScoreCache {
                     .map_err(|err| tonic::Status::internal(err.to_string()))?;
                 follower = back;
                 self.store_scored(scored).await;
+                next_rebuild = Instant::now() + rebuild_gap(started.elapsed(), self.max_age);
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rebuilds_are_spaced_by_their_cost_within_bounds() {
+        let max_age = Duration::from_secs(30);
+        let gap = |ms| rebuild_gap(Duration::from_millis(ms), max_age);
+        assert_eq!(gap(5), Duration::from_secs(1));
+        assert_eq!(gap(350), Duration::from_millis(3_500));
+        assert_eq!(
+            gap(5_000),
+            Duration::from_millis(7_500),
+            "a quarter of max_age"
+        );
+        assert_eq!(
+            rebuild_gap(Duration::from_millis(5), Duration::from_secs(2)),
+            Duration::from_millis(500)
+        );
     }
 }

@@ -5,6 +5,10 @@
 use clap::{Parser, Subcommand};
 use netaware_testbed::{evaluate, loadgen, workload};
 
+/// The services' allocator (see the workspace manifest for why).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// What proves netaware: evaluation, load generation, training traffic.
 #[derive(Debug, Parser)]
 #[command(name = "netaware-testbed", version)]

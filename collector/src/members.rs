@@ -1,0 +1,101 @@
+//! The member list that peer sets are chosen from: copied out of the state
+//! once per membership change and shared by every session, so that choosing
+//! a node's peers takes no lock. Thousands of agents joining at once would
+//! otherwise each choose among thousands of nodes under the state's lock.
+
+use std::time::{Duration, Instant};
+
+use netaware_core::peers;
+use netaware_proto::v1::Peer;
+
+/// Members are copied again at most this often, however fast nodes join;
+/// a session that got an older copy asks again at its next turn.
+pub const MIN_COPY_GAP: Duration = Duration::from_millis(200);
+
+/// Every known node, as peers are told of it, at one membership version.
+#[derive(Debug, Clone)]
+pub struct Members {
+    /// The membership version copied.
+    pub version: u64,
+    /// When it was copied.
+    pub copied: Instant,
+    /// How many peers each agent probes at most (0: all).
+    pub max_peers: usize,
+    /// Every node, ordered by name.
+    pub nodes: Vec<Peer>,
+}
+
+impl Members {
+    /// A member list of `nodes` at membership `version`.
+    pub fn new(version: u64, max_peers: usize, nodes: Vec<Peer>) -> Self {
+        Self {
+            version,
+            copied: Instant::now(),
+            max_peers,
+            nodes,
+        }
+    }
+
+    /// The peers that `node` must probe: every other node, or `max_peers`
+    /// of them, its zone first (`netaware_core::peers::choose`).
+    pub fn peer_set(&self, node: &str) -> Vec<Peer> {
+        let candidates: Vec<peers::Candidate<'_>> = self
+            .nodes
+            .iter()
+            .map(|p| (p.name.as_str(), p.zone.as_str()))
+            .collect();
+        let zone = candidates
+            .iter()
+            .find(|(name, _)| *name == node)
+            .map_or("", |(_, zone)| zone);
+        peers::choose(node, zone, &candidates, self.max_peers)
+            .into_iter()
+            .map(|i| self.nodes[i].clone())
+            .collect()
+    }
+
+    /// Least time between two peer sets down one session: a second, and a
+    /// millisecond per node past a thousand, so that recomputing every
+    /// agent's set after a change costs the collector a bounded share of a
+    /// core however large the cluster.
+    pub fn peer_set_spacing(&self) -> Duration {
+        Duration::from_millis(
+            u64::try_from(self.nodes.len())
+                .unwrap_or(u64::MAX)
+                .max(1_000),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(name: &str, zone: &str) -> Peer {
+        Peer {
+            name: name.into(),
+            address: "127.0.0.2".into(),
+            zone: zone.into(),
+            region: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_node_gets_its_zone_first_and_never_itself() {
+        let nodes = (0..20)
+            .map(|i| peer(&format!("n{i:02}"), if i % 2 == 0 { "a" } else { "b" }))
+            .collect();
+        let members = Members::new(3, 12, nodes);
+        let set = members.peer_set("n00");
+        assert_eq!(set.len(), 12);
+        assert!(set.iter().all(|p| p.name != "n00"));
+        assert!(
+            set[..9].iter().all(|p| p.zone == "a"),
+            "its 9 zone mates first"
+        );
+        assert!(set[9..].iter().all(|p| p.zone == "b"));
+        assert_eq!(members.peer_set_spacing(), Duration::from_secs(1));
+        let large = Members::new(1, 64, vec![peer("x", "a"); 5_000]);
+        assert_eq!(large.peer_set_spacing(), Duration::from_secs(5));
+    }
+}
