@@ -6,7 +6,9 @@
 //! [`PairMatrix::summary`] folds the recent windows of a pair into the
 //! figures that the score model uses.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use foldhash::HashMap;
 
 use crate::UnixMillis;
 
@@ -247,9 +249,6 @@ struct PairHistory {
     windows: VecDeque<PairWindow>,
     one_way: VecDeque<OneWayWindow>,
     throughput: Option<Throughput>,
-    /// The figures over what is kept, worked out when it changes: a
-    /// snapshot reads every pair, an ingest changes a few.
-    summary: PairSummary,
 }
 
 /// Keeps `deque` ordered by `end` with at most `kept` entries, oldest out.
@@ -300,7 +299,13 @@ pub struct PairReadings {
 pub struct PairMatrix {
     ids: HashMap<String, NodeId>,
     names: Vec<String>,
-    pairs: HashMap<(NodeId, NodeId), PairHistory>,
+    /// Where each pair sits in `histories` and `summaries`.
+    slots: HashMap<(NodeId, NodeId), usize>,
+    histories: Vec<PairHistory>,
+    /// Each pair's figures over what is kept, worked out when it changes
+    /// and kept side by side: a snapshot copies them all under the
+    /// collector's lock (one contiguous copy), an ingest changes a few.
+    summaries: Vec<(NodeId, NodeId, PairSummary)>,
     windows_kept: usize,
 }
 
@@ -309,9 +314,11 @@ impl PairMatrix {
     /// (at least one).
     pub fn new(windows_kept: usize) -> Self {
         Self {
-            ids: HashMap::new(),
+            ids: HashMap::default(),
             names: Vec::new(),
-            pairs: HashMap::new(),
+            slots: HashMap::default(),
+            histories: Vec::new(),
+            summaries: Vec::new(),
             windows_kept: windows_kept.max(1),
         }
     }
@@ -330,11 +337,15 @@ impl PairMatrix {
     /// The history of src -> dst, made on first use, summarised again
     /// after `change`.
     fn change(&mut self, src: &str, dst: &str, change: impl FnOnce(&mut PairHistory, usize)) {
-        let key = (self.id(src), self.id(dst));
-        let kept = self.windows_kept;
-        let history = self.pairs.entry(key).or_default();
-        change(history, kept);
-        history.summary = summarize(history);
+        let (src, dst) = (self.id(src), self.id(dst));
+        let slot = *self.slots.entry((src, dst)).or_insert_with(|| {
+            self.histories.push(PairHistory::default());
+            self.summaries.push((src, dst, PairSummary::default()));
+            self.histories.len() - 1
+        });
+        let history = &mut self.histories[slot];
+        change(history, self.windows_kept);
+        self.summaries[slot].2 = summarize(history);
     }
 
     /// Adds a window to the pair src -> dst. Windows are kept in order of
@@ -363,9 +374,26 @@ impl PairMatrix {
 
     /// Forgets every pair that involves `node`.
     pub fn remove_node(&mut self, node: &str) {
-        if let Some(&id) = self.ids.get(node) {
-            self.pairs.retain(|&(src, dst), _| src != id && dst != id);
-        }
+        let Some(&id) = self.ids.get(node) else {
+            return;
+        };
+        let kept: Vec<bool> = self
+            .summaries
+            .iter()
+            .map(|&(src, dst, _)| src != id && dst != id)
+            .collect();
+        let mut keep = kept.iter();
+        self.histories
+            .retain(|_| keep.next().copied().unwrap_or(true));
+        let mut keep = kept.iter();
+        self.summaries
+            .retain(|_| keep.next().copied().unwrap_or(true));
+        self.slots = self
+            .summaries
+            .iter()
+            .enumerate()
+            .map(|(slot, &(src, dst, _))| ((src, dst), slot))
+            .collect();
     }
 
     /// The figures of src -> dst over its recent windows (all `None` when the
@@ -374,15 +402,16 @@ impl PairMatrix {
         let (Some(&src), Some(&dst)) = (self.ids.get(src), self.ids.get(dst)) else {
             return PairSummary::default();
         };
-        self.pairs
+        self.slots
             .get(&(src, dst))
-            .map(|history| history.summary)
+            .map(|&slot| self.summaries[slot].2)
             .unwrap_or_default()
     }
 
     /// Everything kept, pair by pair (for saving the state).
     pub fn kept(&self) -> impl Iterator<Item = KeptPair<'_>> {
-        self.pairs.iter().map(|(&(src, dst), history)| KeptPair {
+        let pairs = self.summaries.iter().zip(&self.histories);
+        pairs.map(|(&(src, dst, _), history)| KeptPair {
             src: &self.names[src as usize],
             dst: &self.names[dst as usize],
             windows: &history.windows,
@@ -393,11 +422,11 @@ impl PairMatrix {
 
     /// Every pair that has any data, with its summary.
     pub fn pairs(&self) -> impl Iterator<Item = (&str, &str, PairSummary)> {
-        self.pairs.iter().map(|(&(src, dst), history)| {
+        self.summaries.iter().map(|&(src, dst, summary)| {
             (
                 self.names[src as usize].as_str(),
                 self.names[dst as usize].as_str(),
-                history.summary,
+                summary,
             )
         })
     }
@@ -406,11 +435,7 @@ impl PairMatrix {
     pub fn readings(&self) -> PairReadings {
         PairReadings {
             names: self.names.clone(),
-            pairs: self
-                .pairs
-                .iter()
-                .map(|(&(src, dst), history)| (src, dst, history.summary))
-                .collect(),
+            pairs: self.summaries.clone(),
         }
     }
 }

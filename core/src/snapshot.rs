@@ -13,7 +13,9 @@
 //! [`ScoredMatrix::from_parts`].
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use foldhash::{HashMap, HashMapExt};
 use std::sync::OnceLock;
 
 use crate::estimate::{Estimate, Mean, ZoneAverages, ZoneEstimates};
