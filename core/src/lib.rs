@@ -23,6 +23,7 @@
 pub mod estimate;
 pub mod extender;
 pub mod matrix;
+pub mod memo;
 pub mod node_health;
 pub mod peers;
 pub mod placement;

@@ -266,14 +266,27 @@ pub fn rank<'a>(
     // Each feasible node once, however often it was named.
     let feasible: Vec<usize> = (0..n).filter(|&i| feasible_set[i]).collect();
     let zone_counts = ZoneCounts::of(matrix, &feasible);
-    let (zone, zone_reason) = choose_zone(
-        matrix,
-        &placed,
-        &feasible,
-        job.size,
-        &feasible_set,
-        &zone_counts,
-    );
+    // A first worker's terms are its links with its zone: the same for
+    // every call with these candidates, so worked out once per snapshot
+    // and feasible set (the filter and prioritize calls of every pod).
+    let feasible_zone_terms = if placed.is_empty() {
+        matrix.zone_terms_cache().get(&feasible_set, || {
+            (0..n)
+                .map(|i| {
+                    feasible_set[i].then(|| zone_terms(matrix, i, &feasible_set, &zone_counts))
+                })
+                .collect()
+        })
+    } else {
+        std::sync::Arc::default()
+    };
+    let (zone, zone_reason) = choose_zone(matrix, &placed, &feasible, job.size, |i| {
+        feasible_zone_terms
+            .get(i)
+            .copied()
+            .flatten()
+            .map_or(0.0, |t| t.quality)
+    });
     let zone_of = |i: usize| matrix.nodes()[i].info.zone.as_str();
 
     let mut nodes: Vec<RankedNode> = verdicts
@@ -291,7 +304,11 @@ pub fn rank<'a>(
             };
             let in_zone = zone.as_deref() == Some(zone_of(i));
             let mut terms = if placed.is_empty() {
-                zone_terms(matrix, i, &feasible_set, &zone_counts)
+                feasible_zone_terms
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .unwrap_or_else(|| zone_terms(matrix, i, &feasible_set, &zone_counts))
             } else if placed.iter().all(|&p| p == i) {
                 NodeTerms::colocated()
             } else {
@@ -672,8 +689,7 @@ fn choose_zone(
     placed: &[usize],
     feasible: &[usize],
     size: usize,
-    feasible_set: &[bool],
-    counts: &ZoneCounts,
+    quality_in_zone: impl Fn(usize) -> f64,
 ) -> (Option<String>, ZoneReason) {
     let zone_of = |i: usize| matrix.nodes()[i].info.zone.as_str();
     if !placed.is_empty() {
@@ -707,7 +723,7 @@ fn choose_zone(
             (
                 zone,
                 members.len(),
-                best_group_quality(matrix, members, size, feasible_set, counts),
+                best_group_quality(matrix, members, size, &quality_in_zone),
             )
         })
         .max_by(|a, b| {
@@ -740,18 +756,14 @@ fn choose_zone(
 }
 
 /// Mean pair quality among the `size` members of a zone best connected to
-/// the rest (measured pairs, the others estimated).
+/// the rest (`quality_in_zone`; measured pairs, the others estimated).
 fn best_group_quality(
     matrix: &ScoredMatrix,
     members: &[usize],
     size: usize,
-    feasible_set: &[bool],
-    counts: &ZoneCounts,
+    quality_in_zone: impl Fn(usize) -> f64,
 ) -> f64 {
-    let mut scored: Vec<(usize, f64)> = members
-        .iter()
-        .map(|&i| (i, zone_terms(matrix, i, feasible_set, counts).quality))
-        .collect();
+    let mut scored: Vec<(usize, f64)> = members.iter().map(|&i| (i, quality_in_zone(i))).collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1));
     let group: Vec<usize> = scored.iter().take(size.max(1)).map(|(i, _)| *i).collect();
     let in_group = membership(matrix.nodes().len(), group.iter().copied());

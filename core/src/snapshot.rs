@@ -20,7 +20,9 @@ use std::sync::OnceLock;
 
 use crate::estimate::{Estimate, Mean, ZoneAverages, ZoneEstimates};
 use crate::matrix::{NodeId, PairMatrix, PairReadings, PairSummary};
+use crate::memo::LastAnswer;
 use crate::node_health::{self, NodeHealth};
+use crate::placement::NodeTerms;
 use crate::registry::{Registry, STALE_AFTER_WINDOWS};
 use crate::score::{Fallback, MeasuredTerms, ScoreConfig, Source, Terms};
 pub use crate::scored_pair::ScoredPair;
@@ -116,6 +118,9 @@ pub struct ScoredMatrix {
     /// Each node's health, worked out on first use: one walk over every
     /// link, which the extender must not repeat for every pod.
     health: OnceLock<Vec<NodeHealth>>,
+    /// Each feasible node's terms with its zone, for the last feasible set
+    /// placement asked about (see [`crate::placement`]).
+    zone_terms: LastAnswer<Vec<bool>, Vec<Option<NodeTerms>>>,
 }
 
 impl ScoredMatrix {
@@ -259,6 +264,7 @@ impl ScoredMatrix {
             estimates,
             fallback,
             health: OnceLock::new(),
+            zone_terms: LastAnswer::default(),
         }
     }
 
@@ -315,6 +321,11 @@ impl ScoredMatrix {
             let zones: Vec<&str> = self.nodes.iter().map(|n| n.info.zone.as_str()).collect();
             node_health::of(&zones, &self.pairs)
         })
+    }
+
+    /// Placement's cache of zone terms by feasible set.
+    pub(crate) fn zone_terms_cache(&self) -> &LastAnswer<Vec<bool>, Vec<Option<NodeTerms>>> {
+        &self.zone_terms
     }
 
     /// All nodes, by name.
