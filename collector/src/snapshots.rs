@@ -208,6 +208,7 @@ fn snapshot_of(inputs: SnapshotInputs, at: UnixMillis) -> Snapshot {
     let scored = inputs.score(at);
     // Worked out here, once, not by the first reader that needs it.
     scored.health();
+    netaware_core::placement::warm(&scored, &inputs.config.placement);
     Snapshot {
         version: inputs.version,
         at,

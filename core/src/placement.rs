@@ -354,6 +354,19 @@ pub fn rank<'a>(
     }
 }
 
+/// Works out ahead what the rankings of first workers share when every
+/// agent is a candidate (each node's terms with its zone), so that the
+/// first `rank` or /prioritize after a new snapshot finds it done: the
+/// collector and the extender call this where they build a snapshot, off
+/// the path of any request.
+pub fn warm(matrix: &ScoredMatrix, config: &PlacementConfig) {
+    let first_worker = JobRequest {
+        size: 1,
+        ..JobRequest::default()
+    };
+    rank(matrix, &first_worker, config);
+}
+
 /// A membership table over node indices.
 fn membership(n: usize, members: impl Iterator<Item = usize>) -> Vec<bool> {
     let mut set = vec![false; n];
@@ -834,6 +847,31 @@ mod tests {
 
     fn names<'a>(ranking: &Ranking<'a>) -> Vec<&'a str> {
         ranking.nodes.iter().map(|n| n.name).collect()
+    }
+
+    #[test]
+    fn a_warmed_or_asked_matrix_ranks_as_a_fresh_one() {
+        let config = PlacementConfig::default();
+        let asked = cluster();
+        warm(&asked, &config);
+        let fewer = owned(&["a1", "b1", "b2", "b3"]);
+        let with_fewer = JobRequest {
+            candidates: Some(&fewer),
+            ..job(2, &[])
+        };
+        // Each question against a matrix that answered others before, and
+        // against a fresh copy (a copy starts with nothing worked out).
+        for request in [&with_fewer, &job(2, &[]), &with_fewer] {
+            let fresh = asked.clone();
+            assert_eq!(
+                rank(&asked, request, &config),
+                rank(&fresh, request, &config)
+            );
+        }
+        // Without a2, a3 (lossy) and c1, zone a has one node left and b
+        // three: a1 has no zone mate to be measured with.
+        let ranking = rank(&asked, &with_fewer, &config);
+        assert_eq!(ranking.zone.as_deref(), Some("b"));
     }
 
     #[test]

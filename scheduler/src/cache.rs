@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use netaware_core::placement::PlacementConfig;
 use netaware_core::snapshot::ScoredMatrix;
 use netaware_proto::v1 as pb;
 use netaware_proto::v1::scores_client::ScoresClient;
@@ -46,6 +47,8 @@ struct Cached {
 pub struct ScoreCache {
     latest: Arc<RwLock<Option<Cached>>>,
     max_age: Duration,
+    /// How the extender places: each matrix stored is warmed for it.
+    placement: PlacementConfig,
     /// Matrices received since start.
     pub updates: Arc<AtomicU64>,
 }
@@ -56,8 +59,15 @@ impl ScoreCache {
         Self {
             latest: Arc::new(RwLock::new(None)),
             max_age,
+            placement: PlacementConfig::default(),
             updates: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// The same cache, warming each matrix for placing with `placement`
+    /// (`netaware_core::placement::warm`).
+    pub fn warming_for(self, placement: PlacementConfig) -> Self {
+        Self { placement, ..self }
     }
 
     /// How long a matrix stays fresh.
@@ -164,8 +174,11 @@ impl ScoreCache {
                 let started = Instant::now();
                 // Scoring 300,000 pairs takes a while: off the runtime's
                 // threads, so that kube-scheduler's calls are not held up.
+                let placement = self.placement;
                 let scoring = tokio::task::spawn_blocking(move || {
                     let scored = follower.scored();
+                    scored.health();
+                    netaware_core::placement::warm(&scored, &placement);
                     (follower, scored)
                 });
                 let (back, scored) = scoring

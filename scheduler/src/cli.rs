@@ -74,7 +74,11 @@ async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, SchedulerErro
 
 /// Runs the extender these flags describe until `shutdown`.
 pub async fn run(args: SchedulerArgs, shutdown: CancellationToken) -> Result<(), SchedulerError> {
-    let cache = ScoreCache::new(args.max_score_age);
+    let config = PolicyConfig {
+        strict_zone: args.strict_zone,
+        ..PolicyConfig::default()
+    };
+    let cache = ScoreCache::new(args.max_score_age).warming_for(config.placement);
     let tls = args.tls.load()?;
     let https = args.http_tls.server(tls.as_ref())?;
     let collector = netaware_runtime::tls::endpoint(&args.collector, tls.as_ref())?;
@@ -93,10 +97,6 @@ pub async fn run(args: SchedulerArgs, shutdown: CancellationToken) -> Result<(),
             tracing::warn!(%err, "no Kubernetes API: every pod is scored as its job's first worker");
             None
         }
-    };
-    let config = PolicyConfig {
-        strict_zone: args.strict_zone,
-        ..PolicyConfig::default()
     };
     let extender = Arc::new(Extender::new(cache, placements, config, kube));
     let listener = bind(args.listen).await?;
