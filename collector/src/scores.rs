@@ -112,14 +112,14 @@ impl pb::scores_server::Scores for ScoresService {
             loop {
                 let snapshot = shared.snapshot().await;
                 // Hundreds of milliseconds for a large cluster: off the
-                // threads that serve sessions.
+                // threads that serve sessions, behind them.
                 let before = sent.clone();
                 let now = Arc::clone(&snapshot);
-                let updates = tokio::task::spawn_blocking(move || match before {
+                let updates = netaware_runtime::background::run(move || match before {
                     None => follow::full_state(now.versioned()),
                     Some(before) => follow::delta(before.versioned(), now.versioned()),
                 });
-                let Ok(updates) = updates.await else { return };
+                let Some(updates) = updates.await else { return };
                 for update in updates {
                     shared
                         .work

@@ -174,10 +174,9 @@ impl Snapshots {
             inputs
         };
         let at = now();
-        let snapshot = tokio::task::spawn_blocking(move || snapshot_of(inputs, at))
+        let snapshot = netaware_runtime::background::run(move || snapshot_of(inputs, at))
             .await
-            .map(Arc::new)
-            .unwrap_or(latest);
+            .map_or(latest, Arc::new);
         *timing = BuildTiming {
             ended: Some(Instant::now()),
             took: started.elapsed(),

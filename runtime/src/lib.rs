@@ -11,7 +11,10 @@
 //! - [`http`]: serving /metrics, /healthz and the extender over HTTP or
 //!   HTTPS until shutdown.
 //! - [`clock`]: the wall clock, read in one place.
+//! - [`background`]: heavy work no request waits for, at a lower CPU
+//!   priority.
 
+pub mod background;
 pub mod clock;
 pub mod http;
 pub mod tls;

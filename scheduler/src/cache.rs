@@ -173,9 +173,10 @@ impl ScoreCache {
             } else if progress == Progress::Complete {
                 let started = Instant::now();
                 // Scoring 300,000 pairs takes a while: off the runtime's
-                // threads, so that kube-scheduler's calls are not held up.
+                // threads and behind them, so that kube-scheduler's calls
+                // are not held up.
                 let placement = self.placement;
-                let scoring = tokio::task::spawn_blocking(move || {
+                let scoring = netaware_runtime::background::run(move || {
                     let scored = follower.scored();
                     scored.health();
                     netaware_core::placement::warm(&scored, &placement);
@@ -183,7 +184,7 @@ impl ScoreCache {
                 });
                 let (back, scored) = scoring
                     .await
-                    .map_err(|err| tonic::Status::internal(err.to_string()))?;
+                    .ok_or_else(|| tonic::Status::internal("rebuilding the scores failed"))?;
                 follower = back;
                 self.store_scored(scored).await;
                 next_rebuild = Instant::now() + rebuild_gap(started.elapsed(), self.max_age);
