@@ -78,6 +78,9 @@ pub struct WorkMetrics {
     pub snapshot_build: Histogram,
     /// Seconds each build held the state's lock (the copy alone).
     pub snapshot_lock: Histogram,
+    /// Seconds from the earliest change a snapshot holds to its
+    /// publication: how far behind the state readers are.
+    pub snapshot_delay: Histogram,
     /// Bytes of updates sent on watch streams.
     pub watch_sent_bytes: Counter,
 }
@@ -95,6 +98,7 @@ impl Default for WorkMetrics {
             state_save_errors: Counter::default(),
             snapshot_build: seconds(),
             snapshot_lock: seconds(),
+            snapshot_delay: seconds(),
             watch_sent_bytes: Counter::default(),
         }
     }
@@ -211,6 +215,12 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
         "Time each snapshot build held the state's lock (ingest waits that long at most)",
         prometheus_client::registry::Unit::Seconds,
         work.snapshot_lock.clone(),
+    );
+    collector.register_with_unit(
+        "snapshot_delay",
+        "Time from the earliest change a snapshot holds to its publication (how far readers are behind the state)",
+        prometheus_client::registry::Unit::Seconds,
+        work.snapshot_delay.clone(),
     );
     collector.register_with_unit(
         "watch_sent",

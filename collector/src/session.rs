@@ -59,7 +59,7 @@ impl pb::agent_session_server::AgentSession for SessionService {
             let result = state
                 .hello(&hello, now_ms())
                 .map_err(|e| Status::invalid_argument(e.0))?;
-            shared.changes.send_replace(state.version());
+            shared.changed(state.version());
             result
         };
         if changed {
@@ -149,7 +149,7 @@ async fn serve_session(
                     if after.failed > before.failed {
                         tracing::info!(%node, tests = after.failed - before.failed, "throughput tests failed");
                     }
-                    shared.changes.send_replace(state.version());
+                    shared.changed(state.version());
                     ack
                 };
                 if down.send(message(collector_message::Body::Ack(ack))).await.is_err() {

@@ -82,6 +82,13 @@ impl Shared {
         Arc::clone(&members)
     }
 
+    /// Tells watchers and the snapshot builds that the state is now at
+    /// `version`; call it under the state's lock.
+    pub fn changed(&self, version: u64) {
+        self.snapshots.note_change();
+        self.changes.send_replace(version);
+    }
+
     /// The open sessions by node (a plain lock: held across no await).
     pub fn sessions(&self) -> MutexGuard<'_, HashMap<String, SessionSender>> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)

@@ -15,9 +15,9 @@
 //! once, and a large one's answer at once from scores a build or two old.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use netaware_core::UnixMillis;
@@ -80,6 +80,8 @@ pub struct Snapshots {
     recent: std::sync::Mutex<VecDeque<Arc<Snapshot>>>,
     /// Held while building: one build at a time.
     building: Mutex<BuildTiming>,
+    /// When the earliest change not yet copied into a build was made.
+    first_change: std::sync::Mutex<Option<Instant>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -105,7 +107,17 @@ impl Snapshots {
                 ended: Some(Instant::now()),
                 took: started.elapsed(),
             }),
+            first_change: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Notes that the state changed now: call it under the state's lock,
+    /// so that the change and a build's copy are in one order.
+    pub fn note_change(&self) {
+        self.first_change
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(Instant::now);
     }
 
     /// The published snapshot, whatever its age.
@@ -170,9 +182,15 @@ impl Snapshots {
             let state = state.lock().await;
             let locked = Instant::now();
             let inputs = state.snapshot_inputs();
+            let since = self
+                .first_change
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
             work.snapshot_lock.observe(locked.elapsed().as_secs_f64());
-            inputs
+            (inputs, since)
         };
+        let (inputs, since) = inputs;
         let at = now();
         let snapshot = netaware_runtime::background::run(move || snapshot_of(inputs, at))
             .await
@@ -184,7 +202,10 @@ impl Snapshots {
         work.snapshot_build.observe(timing.took.as_secs_f64());
         self.last_took_us.store(micros(timing.took), Relaxed);
         self.latest.send_replace(Arc::clone(&snapshot));
-        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(since) = since {
+            work.snapshot_delay.observe(since.elapsed().as_secs_f64());
+        }
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
         recent.push_back(Arc::clone(&snapshot));
         while recent.len() > KEPT_FOR_PAGING {
             recent.pop_front();
@@ -194,7 +215,7 @@ impl Snapshots {
 
     /// A snapshot published lately, by its version.
     pub fn by_version(&self, version: u64) -> Option<Arc<Snapshot>> {
-        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
         recent.iter().rev().find(|s| s.version == version).cloned()
     }
 }
@@ -244,6 +265,7 @@ mod tests {
         let version = {
             let mut state = state.lock().await;
             state.hello(&hello("n1"), 1_000).unwrap();
+            snapshots.note_change();
             state.version()
         };
         let seen = snapshots.current(&state, version, || 1_000, &work).await;
@@ -268,8 +290,11 @@ mod tests {
         let mut text = String::new();
         let mut registry = prometheus_client::registry::Registry::default();
         registry.register("build", "", work.snapshot_build.clone());
+        registry.register("delay", "", work.snapshot_delay.clone());
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(text.contains("build_count 2"), "two builds: {text}");
+        // One change was noted; the build that copied it measured its delay.
+        assert!(text.contains("delay_count 1"), "one delay: {text}");
     }
 
     #[tokio::test]
