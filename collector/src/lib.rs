@@ -182,6 +182,7 @@ impl Collector {
             .as_ref()
             .is_some_and(netaware_runtime::tls::Tls::requires_client_certificates);
         let shared = Shared::new(state, shutdown.clone(), node_identity);
+        tokio::spawn(Arc::clone(&shared).keep_snapshot_current());
         for (node, count) in accepted {
             shared.work.node_seen(&node);
             shared

@@ -13,7 +13,7 @@ use tonic::Status;
 
 use crate::members::{MIN_COPY_GAP, Members};
 use crate::metrics::WorkMetrics;
-use crate::snapshots::{Snapshot, Snapshots};
+use crate::snapshots::{MAX_AGE, Snapshot, Snapshots};
 use crate::state::CollectorState;
 use netaware_proto::convert;
 
@@ -95,23 +95,41 @@ impl Shared {
     }
 
     /// The shared snapshot, as fresh as [`Snapshots::current`] gives; when
-    /// builds are slow (a large cluster), the published one at once, with a
-    /// build asked for in the background if it is behind.
+    /// builds are slow (a large cluster), the published one at once: the
+    /// builder ([`Shared::keep_snapshot_current`]) keeps it current.
     pub async fn snapshot(self: &Arc<Self>) -> Arc<Snapshot> {
-        let version = *self.changes.borrow();
         if self.snapshots.builds_are_slow() {
-            let published = self.snapshots.published();
-            if !Snapshots::is_fresh(&published, version) && self.snapshots.claim_background_build()
-            {
-                let shared = Arc::clone(self);
-                tokio::spawn(async move {
-                    shared.build_snapshot(version).await;
-                    shared.snapshots.background_build_done();
-                });
-            }
-            return published;
+            return self.snapshots.published();
         }
+        let version = *self.changes.borrow();
         self.build_snapshot(version).await
+    }
+
+    /// Builds a snapshot whenever the state changed (or the published one
+    /// aged past [`MAX_AGE`]) while builds are slow, one after another,
+    /// each gap waited out, until shutdown. While builds are fast, readers
+    /// build as they ask and this only watches.
+    pub async fn keep_snapshot_current(self: Arc<Self>) {
+        let mut changes = self.changes.subscribe();
+        loop {
+            tokio::select! {
+                () = self.shutdown.cancelled() => return,
+                changed = changes.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep(MAX_AGE) => {}
+            }
+            if !self.snapshots.builds_are_slow() {
+                continue;
+            }
+            let version = *changes.borrow_and_update();
+            self.snapshots
+                .build_when_due(
+                    &self.state,
+                    version,
+                    netaware_runtime::clock::now_ms,
+                    &self.work,
+                )
+                .await;
+        }
     }
 
     async fn build_snapshot(&self, version: u64) -> Arc<Snapshot> {

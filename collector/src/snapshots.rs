@@ -7,16 +7,18 @@
 //! with the clock), one build at a time, the readers that wait sharing it.
 //! It is copied out of the state under the lock and scored after the lock
 //! is released, so that ingest does not wait for the scoring. Builds are
-//! spaced by twice the time the last one took (at most [`MAX_GAP`]); a
+//! spaced by the time the last one took (at most [`MAX_GAP`]), so that
+//! they take at most half of a core, at a lower priority (`netaware_runtime::background`); a
 //! reader waits out at most [`MAX_WAIT`] of that gap. Once builds take
 //! longer than [`MAX_WAIT`], readers do not wait for them at all: they get
-//! the published snapshot and a build is asked for in the background
-//! (`Shared::snapshot`). So a small cluster's readers see every change at
-//! once, and a large one's answer at once from scores a build or two old.
+//! the published snapshot, and the collector's builder
+//! (`Shared::keep_snapshot_current`) builds whenever the state changed,
+//! waiting out each gap. So a small cluster's readers see every change at
+//! once, and a large one's answer at once from scores about two builds old.
 
 use std::collections::VecDeque;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -74,8 +76,6 @@ pub struct Snapshots {
     /// How long the last build took, in microseconds, readable without
     /// waiting for a build under way.
     last_took_us: AtomicU64,
-    /// Set while a build asked for in the background is pending.
-    background: AtomicBool,
     /// The last few published, newest last, for paging.
     recent: std::sync::Mutex<VecDeque<Arc<Snapshot>>>,
     /// Held while building: one build at a time.
@@ -100,7 +100,6 @@ impl Snapshots {
         let snapshot = Arc::new(snapshot);
         Self {
             last_took_us: AtomicU64::new(micros(started.elapsed())),
-            background: AtomicBool::new(false),
             recent: std::sync::Mutex::new(VecDeque::from([Arc::clone(&snapshot)])),
             latest: watch::Sender::new(snapshot),
             building: Mutex::new(BuildTiming {
@@ -127,7 +126,7 @@ impl Snapshots {
 
     /// Whether builds take longer than a reader should wait
     /// ([`MAX_WAIT`]): a large cluster's readers then get the published
-    /// snapshot at once and a build is asked for in the background.
+    /// snapshot at once, and the builder keeps it current.
     pub fn builds_are_slow(&self) -> bool {
         self.last_took_us.load(Relaxed) > micros(MAX_WAIT)
     }
@@ -135,16 +134,6 @@ impl Snapshots {
     /// Whether `snapshot` is at `version` or newer and young.
     pub fn is_fresh(snapshot: &Snapshot, version: u64) -> bool {
         snapshot.version >= version && snapshot.built.elapsed() < MAX_AGE
-    }
-
-    /// Claims the one background build; `false` when one is pending.
-    pub fn claim_background_build(&self) -> bool {
-        !self.background.swap(true, Relaxed)
-    }
-
-    /// Ends the background build claimed.
-    pub fn background_build_done(&self) {
-        self.background.store(false, Relaxed);
     }
 
     /// A snapshot of `state` at `version` (the state's version now) or
@@ -158,6 +147,29 @@ impl Snapshots {
         now: impl Fn() -> UnixMillis,
         work: &WorkMetrics,
     ) -> Arc<Snapshot> {
+        self.build_if_due(state, version, now, work, MAX_WAIT).await
+    }
+
+    /// As [`Snapshots::current`], but waiting out the whole gap between
+    /// builds: what the collector's builder does for a large cluster.
+    pub async fn build_when_due(
+        &self,
+        state: &Mutex<CollectorState>,
+        version: u64,
+        now: impl Fn() -> UnixMillis,
+        work: &WorkMetrics,
+    ) -> Arc<Snapshot> {
+        self.build_if_due(state, version, now, work, MAX_GAP).await
+    }
+
+    async fn build_if_due(
+        &self,
+        state: &Mutex<CollectorState>,
+        version: u64,
+        now: impl Fn() -> UnixMillis,
+        work: &WorkMetrics,
+        longest_wait: Duration,
+    ) -> Arc<Snapshot> {
         let fresh = |s: &Snapshot| Self::is_fresh(s, version);
         let latest = self.published();
         if fresh(&latest) {
@@ -169,11 +181,11 @@ impl Snapshots {
         if fresh(&latest) {
             return latest;
         }
-        let gap = (timing.took * 2).min(MAX_GAP);
+        let gap = timing.took.min(MAX_GAP);
         let wait = timing
             .ended
             .map_or(Duration::ZERO, |ended| gap.saturating_sub(ended.elapsed()));
-        if wait > MAX_WAIT {
+        if wait > longest_wait {
             return latest;
         }
         tokio::time::sleep(wait).await;
@@ -298,21 +310,37 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn slow_builds_are_asked_for_once_in_the_background() {
-        let state = CollectorState::new(ModelConfig::default(), Vec::new());
-        let snapshots = Snapshots::new(&state, 1_000);
+    async fn the_builder_waits_out_the_gap_where_a_reader_would_not() {
+        let state = Mutex::new(CollectorState::new(ModelConfig::default(), Vec::new()));
+        let snapshots = Snapshots::new(&*state.lock().await, 1_000);
+        let work = WorkMetrics::default();
         assert!(
             !snapshots.builds_are_slow(),
             "an empty state builds at once"
         );
-        snapshots.last_took_us.store(micros(MAX_WAIT * 4), Relaxed);
+        // As if the last build had just taken 200 ms: a large cluster.
+        let took = Duration::from_millis(200);
+        *snapshots.building.lock().await = BuildTiming {
+            ended: Some(Instant::now()),
+            took,
+        };
+        snapshots.last_took_us.store(micros(took), Relaxed);
         assert!(snapshots.builds_are_slow());
-        assert!(snapshots.claim_background_build());
-        assert!(!snapshots.claim_background_build(), "one at a time");
-        snapshots.background_build_done();
-        assert!(snapshots.claim_background_build());
-        let published = snapshots.published();
-        assert!(Snapshots::is_fresh(&published, published.version));
-        assert!(!Snapshots::is_fresh(&published, published.version + 1));
+        let version = {
+            let mut state = state.lock().await;
+            state.hello(&hello("n1"), 1_000).unwrap();
+            state.version()
+        };
+        let read = snapshots.current(&state, version, || 1_000, &work).await;
+        assert!(
+            !Snapshots::is_fresh(&read, version),
+            "a reader does not wait"
+        );
+        let started = Instant::now();
+        let built = snapshots
+            .build_when_due(&state, version, || 1_000, &work)
+            .await;
+        assert!(Snapshots::is_fresh(&built, version));
+        assert!(started.elapsed() >= took / 2, "the builder waited");
     }
 }
