@@ -20,6 +20,7 @@
 //! - [`throughput_plan`]: which throughput tests run when, within a budget.
 //! - [`topology`]: a node's zone and region from its Kubernetes labels.
 
+pub mod chunked;
 pub mod estimate;
 pub mod extender;
 pub mod matrix;

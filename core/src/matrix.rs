@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use foldhash::HashMap;
 
 use crate::UnixMillis;
+use crate::chunked::SharedChunks;
 
 /// Longest RTT the matrix accepts, in milliseconds: anything above is a
 /// broken clock or a broken agent, not a network.
@@ -290,7 +291,7 @@ pub struct PairReadings {
     /// Node names by [`NodeId`].
     pub names: Vec<String>,
     /// Every pair with data: (src, dst, its figures).
-    pub pairs: Vec<(NodeId, NodeId, PairSummary)>,
+    pub pairs: SharedChunks<(NodeId, NodeId, PairSummary)>,
 }
 
 /// Directed pairs and their recent windows. Nodes are numbered once, so
@@ -303,9 +304,10 @@ pub struct PairMatrix {
     slots: HashMap<(NodeId, NodeId), usize>,
     histories: Vec<PairHistory>,
     /// Each pair's figures over what is kept, worked out when it changes
-    /// and kept side by side: a snapshot copies them all under the
-    /// collector's lock (one contiguous copy), an ingest changes a few.
-    summaries: Vec<(NodeId, NodeId, PairSummary)>,
+    /// and kept apart from the histories in shared chunks: a snapshot
+    /// copies them all under the collector's lock, an ingest changes a
+    /// few.
+    summaries: SharedChunks<(NodeId, NodeId, PairSummary)>,
     windows_kept: usize,
 }
 
@@ -318,7 +320,7 @@ impl PairMatrix {
             names: Vec::new(),
             slots: HashMap::default(),
             histories: Vec::new(),
-            summaries: Vec::new(),
+            summaries: SharedChunks::default(),
             windows_kept: windows_kept.max(1),
         }
     }
@@ -345,7 +347,9 @@ impl PairMatrix {
         });
         let history = &mut self.histories[slot];
         change(history, self.windows_kept);
-        self.summaries[slot].2 = summarize(history);
+        if let Some(figures) = self.summaries.get_mut(slot) {
+            figures.2 = summarize(history);
+        }
     }
 
     /// Adds a window to the pair src -> dst. Windows are kept in order of
@@ -404,7 +408,8 @@ impl PairMatrix {
         };
         self.slots
             .get(&(src, dst))
-            .map(|&slot| self.summaries[slot].2)
+            .and_then(|&slot| self.summaries.get(slot))
+            .map(|figures| figures.2)
             .unwrap_or_default()
     }
 
