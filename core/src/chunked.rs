@@ -39,7 +39,7 @@ impl<T: Clone> SharedChunks<T> {
 
     /// Adds `item` at the end.
     pub fn push(&mut self, item: T) {
-        if self.len % CHUNK == 0 {
+        if self.len.is_multiple_of(CHUNK) {
             self.chunks.push(Arc::new(Vec::with_capacity(CHUNK)));
         }
         if let Some(last) = self.chunks.last_mut() {
