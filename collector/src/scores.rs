@@ -58,18 +58,20 @@ impl pb::scores_server::Scores for ScoresService {
             }
         };
         let page_size = usize::try_from(request.page_size).unwrap_or(usize::MAX);
-        let (mut page, next) = follow::page(
-            snapshot.versioned(),
-            MatrixFilter::of(&request),
-            offset,
-            page_size,
-        );
-        if let Some(offset) = next {
-            page.next_page_token = PageToken {
-                version: snapshot.version,
+        let version = snapshot.version;
+        // A page of a large matrix takes milliseconds to cut: off the
+        // threads that serve sessions.
+        let cut = tokio::task::spawn_blocking(move || {
+            follow::page(
+                snapshot.versioned(),
+                MatrixFilter::of(&request),
                 offset,
-            }
-            .to_string();
+                page_size,
+            )
+        });
+        let (mut page, next) = cut.await.map_err(|err| Status::internal(err.to_string()))?;
+        if let Some(offset) = next {
+            page.next_page_token = PageToken { version, offset }.to_string();
         }
         Ok(Response::new(page))
     }

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use netaware_proto::convert::matrix_from_wire;
-use netaware_proto::follow::{Follower, Progress};
+use netaware_proto::follow::Follower;
 
 /// The least time from one rebuild of the scored copy to the next: ten
 /// times what the last one took (a 5,000-node matrix takes a few hundred
@@ -32,6 +32,10 @@ pub fn rebuild_gap(last_rebuild: Duration, max_age: Duration) -> Duration {
         .max(Duration::from_secs(1))
         .min(max_age / 4)
 }
+
+/// Most pages of one update the extender collects before applying it: a
+/// 5,000-node matrix's full state is about a dozen.
+pub const MAX_PAGES_PER_UPDATE: usize = 256;
 
 /// Largest message the extender accepts from the collector: the watch
 /// stream's pages stay under 4 MiB (`netaware_proto::follow`).
@@ -163,31 +167,49 @@ impl ScoreCache {
         tracing::info!(collector = %collector.uri(), "following the collector's scores");
         // A new watch starts with the full state: a new follower.
         let mut follower = Follower::new();
+        let mut pages = Vec::new();
         let mut next_rebuild = Instant::now();
         while let Some(update) = stream.message().await? {
-            let progress = follower
-                .apply(update)
-                .map_err(|err| tonic::Status::data_loss(err.to_string()))?;
-            if progress == Progress::Complete && Instant::now() < next_rebuild {
-                self.touch().await;
-            } else if progress == Progress::Complete {
-                let started = Instant::now();
-                // Scoring 300,000 pairs takes a while: off the runtime's
-                // threads and behind them, so that kube-scheduler's calls
-                // are not held up.
-                let placement = self.placement;
-                let scoring = netaware_runtime::background::run(move || {
+            let last = update.last_page;
+            pages.push(update);
+            if pages.len() > MAX_PAGES_PER_UPDATE {
+                return Err(tonic::Status::data_loss(format!(
+                    "an update of more than {MAX_PAGES_PER_UPDATE} pages"
+                )));
+            }
+            if !last {
+                continue;
+            }
+            let rebuild = Instant::now() >= next_rebuild;
+            let started = Instant::now();
+            let placement = self.placement;
+            let update = std::mem::take(&mut pages);
+            // Applying a delta of 100,000 pairs and scoring 300,000 take a
+            // while: off the runtime's threads and behind them, so that
+            // kube-scheduler's calls are not held up.
+            let work = netaware_runtime::background::run(move || {
+                let applied = update
+                    .into_iter()
+                    .try_for_each(|page| follower.apply(page).map(drop));
+                let scored = (applied.is_ok() && rebuild).then(|| {
                     let scored = follower.scored();
                     scored.health();
                     netaware_core::placement::warm(&scored, &placement);
-                    (follower, scored)
+                    scored
                 });
-                let (back, scored) = scoring
-                    .await
-                    .ok_or_else(|| tonic::Status::internal("rebuilding the scores failed"))?;
-                follower = back;
-                self.store_scored(scored).await;
-                next_rebuild = Instant::now() + rebuild_gap(started.elapsed(), self.max_age);
+                (follower, applied, scored)
+            });
+            let (back, applied, scored) = work
+                .await
+                .ok_or_else(|| tonic::Status::internal("applying an update failed"))?;
+            follower = back;
+            applied.map_err(|err| tonic::Status::data_loss(err.to_string()))?;
+            match scored {
+                Some(scored) => {
+                    self.store_scored(scored).await;
+                    next_rebuild = Instant::now() + rebuild_gap(started.elapsed(), self.max_age);
+                }
+                None => self.touch().await,
             }
         }
         Ok(())
