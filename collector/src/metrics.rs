@@ -78,6 +78,9 @@ pub struct WorkMetrics {
     pub snapshot_build: Histogram,
     /// Seconds each build held the state's lock (the copy alone).
     pub snapshot_lock: Histogram,
+    /// Seconds from a window's arrival to its ack queued on the session:
+    /// the wait for the state's lock and the ingest itself.
+    pub ingest: Histogram,
     /// Seconds from the earliest change a snapshot holds to its
     /// publication: how far behind the state readers are.
     pub snapshot_delay: Histogram,
@@ -99,6 +102,7 @@ impl Default for WorkMetrics {
             snapshot_build: seconds(),
             snapshot_lock: seconds(),
             snapshot_delay: seconds(),
+            ingest: Histogram::new(exponential_buckets(0.0001, 2.5, 12)),
             watch_sent_bytes: Counter::default(),
         }
     }
@@ -215,6 +219,12 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
         "Time each snapshot build held the state's lock (ingest waits that long at most)",
         prometheus_client::registry::Unit::Seconds,
         work.snapshot_lock.clone(),
+    );
+    collector.register_with_unit(
+        "ingest",
+        "Time from a window's arrival to its ack queued (the wait for the state's lock and the ingest)",
+        prometheus_client::registry::Unit::Seconds,
+        work.ingest.clone(),
     );
     collector.register_with_unit(
         "snapshot_delay",

@@ -124,6 +124,7 @@ async fn serve_session(
                         break;
                     }
                 };
+                let received = std::time::Instant::now();
                 let ack = {
                     let mut state = shared.state.lock().await;
                     let before = state.throughput_counts();
@@ -155,6 +156,7 @@ async fn serve_session(
                 if down.send(message(collector_message::Body::Ack(ack))).await.is_err() {
                     break;
                 }
+                shared.work.ingest.observe(received.elapsed().as_secs_f64());
             }
         }
     }
