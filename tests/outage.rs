@@ -102,7 +102,7 @@ async fn an_agent_outlives_a_collector_down_for_three_hours() {
     .await;
     assert_eq!(shared.work.accepted("a"), KEPT as u64);
     assert_eq!(
-        shared.state.lock().await.last_seq("a"),
+        shared.state().last_seq("a"),
         Some(windows_in_outage as u64),
         "the newest window is the last one accepted"
     );

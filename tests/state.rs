@@ -102,7 +102,7 @@ async fn a_damaged_state_file_means_an_empty_start_and_is_kept_aside() {
         let collector =
             support::start_collector_with(Vec::new(), saving(dir.path()), &shutdown).await;
         assert!(pairs(&collector).await.is_empty());
-        assert_eq!(collector.shared().state.lock().await.node_count(), 0);
+        assert_eq!(collector.shared().state().node_count(), 0);
         let aside = dir.path().join(format!("{FILE_NAME}.damaged"));
         assert_eq!(std::fs::read(&aside).unwrap(), damage, "kept for a look");
         shutdown.cancel();

@@ -147,7 +147,7 @@ async fn an_agent_reports_only_for_the_node_its_certificate_names() {
     // A certificate from another CA: refused in the handshake.
     let stranger = Pki::new().client("a");
     assert!(open(&url, Some(&stranger), "a").await.is_err());
-    assert_eq!(collector.shared().state.lock().await.node_count(), 2);
+    assert_eq!(collector.shared().state().node_count(), 2);
     shutdown.cancel();
 }
 

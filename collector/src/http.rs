@@ -22,7 +22,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
 async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
     let snapshot = shared.snapshot().await;
     let (throughput, last_seqs) = {
-        let state = shared.state.lock().await;
+        let state = shared.state();
         let last_seqs = state
             .saved_nodes()
             .into_iter()
@@ -45,6 +45,6 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
 }
 
 async fn healthz(State(shared): State<Arc<Shared>>) -> String {
-    let nodes = shared.state.lock().await.node_count();
+    let nodes = shared.state().node_count();
     format!("ok: {nodes} nodes\n")
 }

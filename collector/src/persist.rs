@@ -133,7 +133,7 @@ pub async fn run(shared: Arc<Shared>, dir: PathBuf, every: Duration) {
 }
 
 async fn save(shared: &Shared, dir: &Path) {
-    let mut saved = shared.state.lock().await.saved(now_ms());
+    let mut saved = shared.state().saved(now_ms());
     for node in &mut saved.nodes {
         node.accepted = shared.work.accepted(&node.name);
     }

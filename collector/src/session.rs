@@ -55,7 +55,7 @@ impl pb::agent_session_server::AgentSession for SessionService {
             }
         }
         let (node, changed) = {
-            let mut state = shared.state.lock().await;
+            let mut state = shared.state();
             let result = state
                 .hello(&hello, now_ms())
                 .map_err(|e| Status::invalid_argument(e.0))?;
@@ -126,7 +126,7 @@ async fn serve_session(
                 };
                 let received = std::time::Instant::now();
                 let ack = {
-                    let mut state = shared.state.lock().await;
+                    let mut state = shared.state();
                     let before = state.throughput_counts();
                     let ack = match state.ingest(&node, &window, now_ms()) {
                         Ok(Ingested::Accepted) => {

@@ -14,7 +14,7 @@ use tonic::Status;
 use crate::members::{MIN_COPY_GAP, Members};
 use crate::metrics::WorkMetrics;
 use crate::snapshots::{MAX_AGE, Snapshot, Snapshots};
-use crate::state::CollectorState;
+use crate::state::{CollectorState, lock};
 use netaware_proto::convert;
 
 /// A server-streaming gRPC answer.
@@ -25,9 +25,9 @@ pub type SessionSender = mpsc::Sender<Result<pb::CollectorMessage, Status>>;
 
 /// State shared by every service and session.
 pub struct Shared {
-    /// The collector's state; a tokio lock because sessions hold it across
-    /// no await, but it lives in async code.
-    pub state: Mutex<CollectorState>,
+    /// The collector's state, behind a plain lock held across no await
+    /// ([`Shared::state`]).
+    state: std::sync::Mutex<CollectorState>,
     /// Bumped whenever the set of nodes changes, so sessions resend peer sets.
     pub membership: watch::Sender<u64>,
     /// The member list last copied for choosing peer sets.
@@ -59,7 +59,7 @@ impl Shared {
         Arc::new(Self {
             snapshots,
             members: Mutex::new(Arc::new(state.members(0))),
-            state: Mutex::new(state),
+            state: std::sync::Mutex::new(state),
             membership: watch::Sender::new(0),
             changes: watch::Sender::new(version),
             shutdown,
@@ -77,7 +77,7 @@ impl Shared {
         let wanted = *self.membership.borrow();
         let mut members = self.members.lock().await;
         if members.version < wanted && members.copied.elapsed() >= MIN_COPY_GAP {
-            *members = Arc::new(self.state.lock().await.members(wanted));
+            *members = Arc::new(self.state().members(wanted));
         }
         Arc::clone(&members)
     }
@@ -87,6 +87,14 @@ impl Shared {
     pub fn changed(&self, version: u64) {
         self.snapshots.note_change();
         self.changes.send_replace(version);
+    }
+
+    /// The collector's state, locked. A plain lock, never held across an
+    /// await: with thousands of sessions, a fair async lock hands itself to
+    /// a task that is not running yet while the others queue behind it,
+    /// and ingest waited milliseconds for work of microseconds.
+    pub fn state(&self) -> MutexGuard<'_, CollectorState> {
+        lock(&self.state)
     }
 
     /// The open sessions by node (a plain lock: held across no await).

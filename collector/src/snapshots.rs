@@ -28,7 +28,7 @@ use netaware_proto::follow::Versioned;
 use tokio::sync::{Mutex, watch};
 
 use crate::metrics::WorkMetrics;
-use crate::state::{CollectorState, ModelConfig, SnapshotInputs};
+use crate::state::{CollectorState, ModelConfig, SnapshotInputs, lock};
 
 /// A published snapshot older than this is rebuilt for the next reader.
 pub const MAX_AGE: Duration = Duration::from_secs(1);
@@ -142,7 +142,7 @@ impl Snapshots {
     /// a second old.
     pub async fn current(
         &self,
-        state: &Mutex<CollectorState>,
+        state: &std::sync::Mutex<CollectorState>,
         version: u64,
         now: impl Fn() -> UnixMillis,
         work: &WorkMetrics,
@@ -154,7 +154,7 @@ impl Snapshots {
     /// builds: what the collector's builder does for a large cluster.
     pub async fn build_when_due(
         &self,
-        state: &Mutex<CollectorState>,
+        state: &std::sync::Mutex<CollectorState>,
         version: u64,
         now: impl Fn() -> UnixMillis,
         work: &WorkMetrics,
@@ -164,7 +164,7 @@ impl Snapshots {
 
     async fn build_if_due(
         &self,
-        state: &Mutex<CollectorState>,
+        state: &std::sync::Mutex<CollectorState>,
         version: u64,
         now: impl Fn() -> UnixMillis,
         work: &WorkMetrics,
@@ -191,7 +191,7 @@ impl Snapshots {
         tokio::time::sleep(wait).await;
         let started = Instant::now();
         let inputs = {
-            let state = state.lock().await;
+            let state = lock(state);
             let locked = Instant::now();
             let inputs = state.snapshot_inputs();
             let since = self
@@ -269,13 +269,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_reader_sees_every_change_and_builds_are_spaced_by_their_cost() {
-        let state = Mutex::new(CollectorState::new(ModelConfig::default(), Vec::new()));
-        let snapshots = Snapshots::new(&*state.lock().await, 1_000);
+        let state = std::sync::Mutex::new(CollectorState::new(ModelConfig::default(), Vec::new()));
+        let snapshots = Snapshots::new(&lock(&state), 1_000);
         let work = WorkMetrics::default();
         assert_eq!(snapshots.published().scored.nodes().len(), 0);
 
         let version = {
-            let mut state = state.lock().await;
+            let mut state = lock(&state);
             state.hello(&hello("n1"), 1_000).unwrap();
             snapshots.note_change();
             state.version()
@@ -290,7 +290,7 @@ mod tests {
         // the published snapshot, behind the state by at most the gap.
         snapshots.building.lock().await.took = Duration::from_millis(400);
         let version = {
-            let mut state = state.lock().await;
+            let mut state = lock(&state);
             state.hello(&hello("n2"), 1_000).unwrap();
             state.version()
         };
@@ -311,8 +311,8 @@ mod tests {
 
     #[tokio::test]
     async fn the_builder_waits_out_the_gap_where_a_reader_would_not() {
-        let state = Mutex::new(CollectorState::new(ModelConfig::default(), Vec::new()));
-        let snapshots = Snapshots::new(&*state.lock().await, 1_000);
+        let state = std::sync::Mutex::new(CollectorState::new(ModelConfig::default(), Vec::new()));
+        let snapshots = Snapshots::new(&lock(&state), 1_000);
         let work = WorkMetrics::default();
         assert!(
             !snapshots.builds_are_slow(),
@@ -327,7 +327,7 @@ mod tests {
         snapshots.last_took_us.store(micros(took), Relaxed);
         assert!(snapshots.builds_are_slow());
         let version = {
-            let mut state = state.lock().await;
+            let mut state = lock(&state);
             state.hello(&hello("n1"), 1_000).unwrap();
             state.version()
         };

@@ -507,6 +507,14 @@ impl CollectorState {
     }
 }
 
+/// Locks `state`; a panic that poisoned the lock left it consistent (every
+/// change is checked before it is applied), so it is used on.
+pub fn lock(state: &std::sync::Mutex<CollectorState>) -> std::sync::MutexGuard<'_, CollectorState> {
+    state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

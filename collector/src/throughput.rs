@@ -25,7 +25,7 @@ pub async fn run(shared: Arc<Shared>) {
             () = shared.shutdown.cancelled() => return,
             _ = tick.tick() => {}
         }
-        let orders = shared.state.lock().await.plan_tests(now_ms(), rand::random);
+        let orders = shared.state().plan_tests(now_ms(), rand::random);
         if orders.is_empty() {
             continue;
         }

@@ -47,8 +47,6 @@ async fn every_window_of_a_small_fleet_is_accepted_once() {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
         .sum();
     assert_eq!(counted, report.accepted);
-    let state = collector.shared();
-    let state = state.state.lock().await;
-    assert_eq!(state.node_count(), 50);
+    assert_eq!(collector.shared().state().node_count(), 50);
     shutdown.cancel();
 }
