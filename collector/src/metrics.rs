@@ -208,30 +208,36 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
         "State saves to --state-dir that failed",
         work.state_save_errors.clone(),
     );
-    collector.register_with_unit(
-        "snapshot_build",
-        "Time to build the scored snapshot every reader shares (copy under the state's lock, then scoring)",
-        prometheus_client::registry::Unit::Seconds,
-        work.snapshot_build.clone(),
-    );
-    collector.register_with_unit(
-        "snapshot_lock",
-        "Time each snapshot build held the state's lock (ingest waits that long at most)",
-        prometheus_client::registry::Unit::Seconds,
-        work.snapshot_lock.clone(),
-    );
-    collector.register_with_unit(
-        "ingest",
-        "Time from a window's arrival to its ack queued (the wait for the state's lock and the ingest)",
-        prometheus_client::registry::Unit::Seconds,
-        work.ingest.clone(),
-    );
-    collector.register_with_unit(
-        "snapshot_delay",
-        "Time from the earliest change a snapshot holds to its publication (how far readers are behind the state)",
-        prometheus_client::registry::Unit::Seconds,
-        work.snapshot_delay.clone(),
-    );
+    let seconds = [
+        (
+            "snapshot_build",
+            "Time to build the scored snapshot every reader shares (copy under the state's lock, then scoring)",
+            &work.snapshot_build,
+        ),
+        (
+            "snapshot_lock",
+            "Time each snapshot build held the state's lock (ingest waits that long at most)",
+            &work.snapshot_lock,
+        ),
+        (
+            "ingest",
+            "Time from a window's arrival to its ack queued (the wait for the state's lock and the ingest)",
+            &work.ingest,
+        ),
+        (
+            "snapshot_delay",
+            "Time from the earliest change a snapshot holds to its publication (how far readers are behind the state)",
+            &work.snapshot_delay,
+        ),
+    ];
+    for (name, help, histogram) in seconds {
+        collector.register_with_unit(
+            name,
+            help,
+            prometheus_client::registry::Unit::Seconds,
+            histogram.clone(),
+        );
+    }
     collector.register_with_unit(
         "watch_sent",
         "Bytes of updates sent on WatchMatrix streams",

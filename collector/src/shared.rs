@@ -13,7 +13,7 @@ use tonic::Status;
 
 use crate::members::{MIN_COPY_GAP, Members};
 use crate::metrics::WorkMetrics;
-use crate::snapshots::{MAX_AGE, Snapshot, Snapshots};
+use crate::snapshots::{MAX_AGE, Patience, Snapshot, Snapshots};
 use crate::state::{CollectorState, lock};
 use netaware_proto::convert;
 
@@ -110,7 +110,7 @@ impl Shared {
             return self.snapshots.published();
         }
         let version = *self.changes.borrow();
-        self.build_snapshot(version).await
+        self.build_snapshot(version, Patience::Reader).await
     }
 
     /// Builds a snapshot whenever the state changed (or the published one
@@ -129,24 +129,18 @@ impl Shared {
                 continue;
             }
             let version = *changes.borrow_and_update();
-            self.snapshots
-                .build_when_due(
-                    &self.state,
-                    version,
-                    netaware_runtime::clock::now_ms,
-                    &self.work,
-                )
-                .await;
+            self.build_snapshot(version, Patience::Builder).await;
         }
     }
 
-    async fn build_snapshot(&self, version: u64) -> Arc<Snapshot> {
+    async fn build_snapshot(&self, version: u64, patience: Patience) -> Arc<Snapshot> {
         self.snapshots
             .current(
                 &self.state,
                 version,
                 netaware_runtime::clock::now_ms,
                 &self.work,
+                patience,
             )
             .await
     }

@@ -7,8 +7,9 @@
 //! with the clock), one build at a time, the readers that wait sharing it.
 //! It is copied out of the state under the lock and scored after the lock
 //! is released, so that ingest does not wait for the scoring. Builds are
-//! spaced by the time the last one took (at most [`MAX_GAP`]), so that
-//! they take at most half of a core, at a lower priority (`netaware_runtime::background`); a
+//! spaced by half the time the last one took (at most [`MAX_GAP`]), so
+//! that they take at most two thirds of a core, and run at a lower
+//! priority (`netaware_runtime::background`); a
 //! reader waits out at most [`MAX_WAIT`] of that gap. Once builds take
 //! longer than [`MAX_WAIT`], readers do not wait for them at all: they get
 //! the published snapshot, and the collector's builder
@@ -37,6 +38,26 @@ pub const MAX_GAP: Duration = Duration::from_secs(1);
 /// A reader waits for the gap to pass only this long; past it, it gets
 /// the published snapshot.
 pub const MAX_WAIT: Duration = Duration::from_millis(50);
+
+/// How long a caller of [`Snapshots::current`] waits for the gap between
+/// two builds to pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Patience {
+    /// A reader: at most [`MAX_WAIT`]; past it, the published snapshot.
+    Reader,
+    /// The collector's builder (`Shared::keep_snapshot_current`): the
+    /// whole gap.
+    Builder,
+}
+
+impl Patience {
+    fn longest_wait(self) -> Duration {
+        match self {
+            Patience::Reader => MAX_WAIT,
+            Patience::Builder => MAX_GAP,
+        }
+    }
+}
 
 /// The scored matrix at one state version and instant.
 #[derive(Debug)]
@@ -137,38 +158,15 @@ impl Snapshots {
     }
 
     /// A snapshot of `state` at `version` (the state's version now) or
-    /// newer, and less than [`MAX_AGE`] old, unless builds must be spaced
-    /// for longer than [`MAX_WAIT`]: then the published one, at most about
-    /// a second old.
+    /// newer, and less than [`MAX_AGE`] old, unless the gap between builds
+    /// is longer than `patience` waits: then the published one.
     pub async fn current(
         &self,
         state: &std::sync::Mutex<CollectorState>,
         version: u64,
         now: impl Fn() -> UnixMillis,
         work: &WorkMetrics,
-    ) -> Arc<Snapshot> {
-        self.build_if_due(state, version, now, work, MAX_WAIT).await
-    }
-
-    /// As [`Snapshots::current`], but waiting out the whole gap between
-    /// builds: what the collector's builder does for a large cluster.
-    pub async fn build_when_due(
-        &self,
-        state: &std::sync::Mutex<CollectorState>,
-        version: u64,
-        now: impl Fn() -> UnixMillis,
-        work: &WorkMetrics,
-    ) -> Arc<Snapshot> {
-        self.build_if_due(state, version, now, work, MAX_GAP).await
-    }
-
-    async fn build_if_due(
-        &self,
-        state: &std::sync::Mutex<CollectorState>,
-        version: u64,
-        now: impl Fn() -> UnixMillis,
-        work: &WorkMetrics,
-        longest_wait: Duration,
+        patience: Patience,
     ) -> Arc<Snapshot> {
         let fresh = |s: &Snapshot| Self::is_fresh(s, version);
         let latest = self.published();
@@ -181,11 +179,11 @@ impl Snapshots {
         if fresh(&latest) {
             return latest;
         }
-        let gap = timing.took.min(MAX_GAP);
+        let gap = (timing.took / 2).min(MAX_GAP);
         let wait = timing
             .ended
             .map_or(Duration::ZERO, |ended| gap.saturating_sub(ended.elapsed()));
-        if wait > longest_wait {
+        if wait > patience.longest_wait() {
             return latest;
         }
         tokio::time::sleep(wait).await;
@@ -214,6 +212,12 @@ impl Snapshots {
         work.snapshot_build.observe(timing.took.as_secs_f64());
         self.last_took_us.store(micros(timing.took), Relaxed);
         self.latest.send_replace(Arc::clone(&snapshot));
+        // Warmed for placement after it is published, so that readers get
+        // it that much sooner; a rank that comes first works it out too.
+        let warming = Arc::clone(&snapshot);
+        tokio::spawn(netaware_runtime::background::run(move || {
+            netaware_core::placement::warm(&warming.scored, &warming.config.placement);
+        }));
         if let Some(since) = since {
             work.snapshot_delay.observe(since.elapsed().as_secs_f64());
         }
@@ -240,7 +244,6 @@ fn snapshot_of(inputs: SnapshotInputs, at: UnixMillis) -> Snapshot {
     let scored = inputs.score(at);
     // Worked out here, once, not by the first reader that needs it.
     scored.health();
-    netaware_core::placement::warm(&scored, &inputs.config.placement);
     Snapshot {
         version: inputs.version,
         at,
@@ -280,10 +283,14 @@ mod tests {
             snapshots.note_change();
             state.version()
         };
-        let seen = snapshots.current(&state, version, || 1_000, &work).await;
+        let seen = snapshots
+            .current(&state, version, || 1_000, &work, Patience::Reader)
+            .await;
         assert_eq!((seen.version, seen.scored.nodes().len()), (version, 1));
         // Unchanged and young: the same snapshot, not a new build.
-        let again = snapshots.current(&state, version, || 1_000, &work).await;
+        let again = snapshots
+            .current(&state, version, || 1_000, &work, Patience::Reader)
+            .await;
         assert!(Arc::ptr_eq(&seen, &again));
 
         // Had the last build taken long, the next one waits: a reader gets
@@ -294,10 +301,14 @@ mod tests {
             state.hello(&hello("n2"), 1_000).unwrap();
             state.version()
         };
-        let spaced = snapshots.current(&state, version, || 1_000, &work).await;
+        let spaced = snapshots
+            .current(&state, version, || 1_000, &work, Patience::Reader)
+            .await;
         assert!(Arc::ptr_eq(&seen, &spaced));
         tokio::time::sleep(MAX_GAP).await;
-        let later = snapshots.current(&state, version, || 2_000, &work).await;
+        let later = snapshots
+            .current(&state, version, || 2_000, &work, Patience::Reader)
+            .await;
         assert_eq!((later.version, later.scored.nodes().len()), (version, 2));
         let mut text = String::new();
         let mut registry = prometheus_client::registry::Registry::default();
@@ -331,16 +342,19 @@ mod tests {
             state.hello(&hello("n1"), 1_000).unwrap();
             state.version()
         };
-        let read = snapshots.current(&state, version, || 1_000, &work).await;
+        let read = snapshots
+            .current(&state, version, || 1_000, &work, Patience::Reader)
+            .await;
         assert!(
             !Snapshots::is_fresh(&read, version),
             "a reader does not wait"
         );
         let started = Instant::now();
         let built = snapshots
-            .build_when_due(&state, version, || 1_000, &work)
+            .current(&state, version, || 1_000, &work, Patience::Builder)
             .await;
         assert!(Snapshots::is_fresh(&built, version));
-        assert!(started.elapsed() >= took / 2, "the builder waited");
+        // The gap is half the last build's time, counted from its end.
+        assert!(started.elapsed() >= took / 4, "the builder waited");
     }
 }
