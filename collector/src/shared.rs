@@ -114,9 +114,10 @@ impl Shared {
     }
 
     /// Builds a snapshot whenever the state changed (or the published one
-    /// aged past [`MAX_AGE`]) while builds are slow, one after another,
-    /// each gap waited out, until shutdown. While builds are fast, readers
-    /// build as they ask and this only watches.
+    /// aged past [`MAX_AGE`]), one after another, each gap waited out
+    /// (`Patience::Builder`), until shutdown: a change is published within
+    /// a second whether anyone reads or not. While builds are fast, readers
+    /// also build as they ask, and see every change at once.
     pub async fn keep_snapshot_current(self: Arc<Self>) {
         let mut changes = self.changes.subscribe();
         loop {
@@ -124,9 +125,6 @@ impl Shared {
                 () = self.shutdown.cancelled() => return,
                 changed = changes.changed() => if changed.is_err() { return },
                 () = tokio::time::sleep(MAX_AGE) => {}
-            }
-            if !self.snapshots.builds_are_slow() {
-                continue;
             }
             let version = *changes.borrow_and_update();
             self.build_snapshot(version, Patience::Builder).await;

@@ -12,10 +12,12 @@
 //! priority (`netaware_runtime::background`); a
 //! reader waits out at most [`MAX_WAIT`] of that gap. Once builds take
 //! longer than [`MAX_WAIT`], readers do not wait for them at all: they get
-//! the published snapshot, and the collector's builder
+//! the published snapshot. The collector's builder
 //! (`Shared::keep_snapshot_current`) builds whenever the state changed,
-//! waiting out each gap. So a small cluster's readers see every change at
-//! once, and a large one's answer at once from scores about two builds old.
+//! at most every [`BUILDER_MIN_GAP`], so that a change is published within
+//! a second whether anyone reads or not. So a small cluster's readers see
+//! every change at once, and a large one's answer at once from scores
+//! about two builds old.
 
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicU64;
@@ -38,6 +40,9 @@ pub const MAX_GAP: Duration = Duration::from_secs(1);
 /// A reader waits for the gap to pass only this long; past it, it gets
 /// the published snapshot.
 pub const MAX_WAIT: Duration = Duration::from_millis(50);
+/// The builder's shortest gap: on a small cluster builds take
+/// milliseconds, and four a second publish every change soon enough.
+pub const BUILDER_MIN_GAP: Duration = Duration::from_millis(250);
 
 /// How long a caller of [`Snapshots::current`] waits for the gap between
 /// two builds to pass.
@@ -55,6 +60,17 @@ impl Patience {
         match self {
             Patience::Reader => MAX_WAIT,
             Patience::Builder => MAX_GAP,
+        }
+    }
+
+    /// The gap after a build that took `took`: half of it, so that builds
+    /// take at most two thirds of a core, and for the builder at least
+    /// [`BUILDER_MIN_GAP`]; never more than [`MAX_GAP`].
+    fn gap(self, took: Duration) -> Duration {
+        let half = took / 2;
+        match self {
+            Patience::Reader => half.min(MAX_GAP),
+            Patience::Builder => half.clamp(BUILDER_MIN_GAP, MAX_GAP),
         }
     }
 }
@@ -173,20 +189,28 @@ impl Snapshots {
         if fresh(&latest) {
             return latest;
         }
-        let mut timing = self.building.lock().await;
-        // Another reader may have built it while this one waited.
-        let latest = self.published();
-        if fresh(&latest) {
-            return latest;
-        }
-        let gap = (timing.took / 2).min(MAX_GAP);
-        let wait = timing
-            .ended
-            .map_or(Duration::ZERO, |ended| gap.saturating_sub(ended.elapsed()));
-        if wait > patience.longest_wait() {
-            return latest;
-        }
-        tokio::time::sleep(wait).await;
+        // The gap is waited out without holding the build lock, so that a
+        // reader is never held up by the builder's longer gap.
+        let (mut timing, latest) = loop {
+            let timing = self.building.lock().await;
+            // Another caller may have built it while this one waited.
+            let latest = self.published();
+            if fresh(&latest) {
+                return latest;
+            }
+            let gap = patience.gap(timing.took);
+            let wait = timing
+                .ended
+                .map_or(Duration::ZERO, |ended| gap.saturating_sub(ended.elapsed()));
+            if wait > patience.longest_wait() {
+                return latest;
+            }
+            if wait.is_zero() {
+                break (timing, latest);
+            }
+            drop(timing);
+            tokio::time::sleep(wait).await;
+        };
         let started = Instant::now();
         let inputs = {
             let state = lock(state);
@@ -356,5 +380,32 @@ mod tests {
         assert!(Snapshots::is_fresh(&built, version));
         // The gap is half the last build's time, counted from its end.
         assert!(started.elapsed() >= took / 4, "the builder waited");
+
+        // After a fast build a reader builds at once, the builder only
+        // after its shortest gap.
+        let version = {
+            let mut state = lock(&state);
+            state.hello(&hello("n2"), 1_000).unwrap();
+            state.version()
+        };
+        let read = snapshots
+            .current(&state, version, || 1_000, &work, Patience::Reader)
+            .await;
+        assert!(Snapshots::is_fresh(&read, version), "a fast build, at once");
+        let version = {
+            let mut state = lock(&state);
+            state.hello(&hello("n3"), 1_000).unwrap();
+            state.version()
+        };
+        let started = Instant::now();
+        let built = snapshots
+            .current(&state, version, || 1_000, &work, Patience::Builder)
+            .await;
+        assert!(Snapshots::is_fresh(&built, version));
+        assert!(
+            started.elapsed() >= BUILDER_MIN_GAP - Duration::from_millis(20),
+            "the builder waited {:?}",
+            started.elapsed()
+        );
     }
 }

@@ -3,6 +3,10 @@
 //! extender's rebuilds of its copy. On a busy node they then take the CPU
 //! that ingest and kube-scheduler's calls leave, instead of queueing those
 //! behind a few hundred milliseconds of scoring.
+//!
+//! [`run`] is for one piece of work; [`spawn_feed`] for a long-running
+//! stream (the extender's watch of the collector) whose decoding would
+//! otherwise take the request runtime's threads.
 
 use tokio::sync::oneshot;
 
@@ -29,6 +33,24 @@ pub async fn run<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -
     result.await.ok()
 }
 
+/// Drives `feed` to its end on a thread of its own at [`BACKGROUND_NICE`],
+/// under a single-threaded runtime of its own. The feed ends itself (on
+/// its shutdown token); the handle says when it has.
+pub fn spawn_feed(
+    name: &str,
+    feed: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            lower_priority();
+            runtime.block_on(feed);
+        })
+}
+
 /// Lowers this thread's priority; where that is refused (a sandbox), the
 /// work runs at normal priority, which is only slower for others.
 fn lower_priority() {
@@ -51,5 +73,19 @@ mod tests {
         assert_eq!(nice, BACKGROUND_NICE);
         assert_eq!(run(|| 6 * 7).await, Some(42));
         assert_eq!(run(|| -> u8 { panic!("lost") }).await, None);
+    }
+
+    #[test]
+    fn a_feed_runs_to_its_end_at_a_lower_priority() {
+        let (sent, received) = std::sync::mpsc::channel();
+        let feed = spawn_feed("test-feed", async move {
+            // A timer, so that the feed's runtime must drive time.
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let nice = rustix::process::getpriority_process(Some(rustix::thread::gettid()));
+            sent.send(nice.expect("getpriority")).expect("send");
+        })
+        .expect("a thread");
+        feed.join().expect("the feed ended");
+        assert_eq!(received.recv().expect("a value"), BACKGROUND_NICE);
     }
 }

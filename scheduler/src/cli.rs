@@ -61,6 +61,9 @@ pub enum SchedulerError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The thread that follows the collector could not start.
+    #[error("starting the score feed: {0}")]
+    Feed(#[source] std::io::Error),
     /// A server stopped with an error.
     #[error("serving HTTP: {0}")]
     Serve(#[from] std::io::Error),
@@ -82,7 +85,13 @@ pub async fn run(args: SchedulerArgs, shutdown: CancellationToken) -> Result<(),
     let tls = args.tls.load()?;
     let https = args.http_tls.server(tls.as_ref())?;
     let collector = netaware_runtime::tls::endpoint(&args.collector, tls.as_ref())?;
-    tokio::spawn(cache.clone().follow_endpoint(collector, shutdown.clone()));
+    // The watch stream carries megabytes a second at thousands of nodes:
+    // decoded on a thread of its own, behind kube-scheduler's calls.
+    let feed = netaware_runtime::background::spawn_feed(
+        "netaware-score-feed",
+        cache.clone().follow_endpoint(collector, shutdown.clone()),
+    )
+    .map_err(SchedulerError::Feed)?;
     let placements = Arc::new(RwLock::new(Placements::new()));
     let kube = match kube::Client::try_default().await {
         Ok(client) => {
@@ -123,5 +132,7 @@ pub async fn run(args: SchedulerArgs, shutdown: CancellationToken) -> Result<(),
             served?;
         }
     }
+    // The feed has seen the same shutdown; it ends within a moment.
+    let _ = tokio::task::spawn_blocking(move || feed.join()).await;
     Ok(())
 }
