@@ -86,7 +86,6 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
         || async {
             cache
                 .fresh()
-                .await
                 .filter(|m| m.pairs().iter().any(|p| p.summary.samples > 0))
                 .map(|_| ())
         },

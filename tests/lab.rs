@@ -566,7 +566,7 @@ fn a_job_scheduled_one_worker_at_a_time_lands_in_one_zone_on_its_best_hosts() {
             serde_json::from_str::<Value>(&answer).unwrap()
         };
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while cache.fresh().await.is_none() {
+        while cache.fresh().is_none() {
             assert!(tokio::time::Instant::now() < deadline, "no scores reached the extender");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

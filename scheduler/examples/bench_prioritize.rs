@@ -104,9 +104,9 @@ async fn main() {
     // Off the request path, once per matrix: decoding it and working out
     // node health.
     let start = Instant::now();
-    cache.store(&wire).await;
+    cache.store(&wire);
     let stored = start.elapsed();
-    let scored = cache.fresh().await.unwrap();
+    let scored = cache.fresh().unwrap();
     let zones: Vec<&str> = scored
         .nodes()
         .iter()

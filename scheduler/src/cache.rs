@@ -15,7 +15,7 @@ use netaware_core::placement::PlacementConfig;
 use netaware_core::snapshot::ScoredMatrix;
 use netaware_proto::v1 as pb;
 use netaware_proto::v1::scores_client::ScoresClient;
-use tokio::sync::RwLock;
+use std::sync::{PoisonError, RwLock};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -53,6 +53,8 @@ struct Cached {
 /// The latest scores and when they came.
 #[derive(Clone)]
 pub struct ScoreCache {
+    /// A plain lock, held for a pointer's copy and never across an await:
+    /// a call never queues behind the feed.
     latest: Arc<RwLock<Option<Cached>>>,
     max_age: Duration,
     /// How the extender places: each matrix stored is warmed for it.
@@ -84,8 +86,8 @@ impl ScoreCache {
     }
 
     /// The latest matrix, if fresh.
-    pub async fn fresh(&self) -> Option<Arc<ScoredMatrix>> {
-        let latest = self.latest.read().await;
+    pub fn fresh(&self) -> Option<Arc<ScoredMatrix>> {
+        let latest = self.latest.read().unwrap_or_else(PoisonError::into_inner);
         latest
             .as_ref()
             .filter(|c| c.received.elapsed() <= self.max_age)
@@ -93,18 +95,18 @@ impl ScoreCache {
     }
 
     /// Stores a matrix received now.
-    pub async fn store(&self, matrix: &pb::Matrix) {
-        self.store_scored(matrix_from_wire(matrix)).await;
+    pub fn store(&self, matrix: &pb::Matrix) {
+        self.store_scored(matrix_from_wire(matrix));
     }
 
     /// Stores a scored matrix received now.
-    pub async fn store_scored(&self, scored: ScoredMatrix) {
+    pub fn store_scored(&self, scored: ScoredMatrix) {
         // Work out node health here, once per matrix, rather than in the
         // first kube-scheduler call that needs it.
         scored.health();
         let matrix = Arc::new(scored);
         let older = {
-            let mut latest = self.latest.write().await;
+            let mut latest = self.latest.write().unwrap_or_else(PoisonError::into_inner);
             let previous = latest.take();
             *latest = Some(Cached {
                 matrix,
@@ -122,8 +124,13 @@ impl ScoreCache {
     /// Marks the matrix held as current without replacing it: the stream
     /// is alive and its update is applied, but rebuilding waits its turn
     /// ([`rebuild_gap`]).
-    async fn touch(&self) {
-        if let Some(cached) = self.latest.write().await.as_mut() {
+    fn touch(&self) {
+        if let Some(cached) = self
+            .latest
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
             cached.received = Instant::now();
         }
     }
@@ -220,10 +227,10 @@ impl ScoreCache {
             applied.map_err(|err| tonic::Status::data_loss(err.to_string()))?;
             match scored {
                 Some(scored) => {
-                    self.store_scored(scored).await;
+                    self.store_scored(scored);
                     next_rebuild = Instant::now() + rebuild_gap(started.elapsed(), self.max_age);
                 }
-                None => self.touch().await,
+                None => self.touch(),
             }
         }
         Ok(())
@@ -237,14 +244,14 @@ mod tests {
     #[tokio::test]
     async fn a_replaced_matrix_is_freed_by_the_next_update_not_by_a_call() {
         let cache = ScoreCache::new(Duration::from_secs(60));
-        cache.store_scored(ScoredMatrix::default()).await;
-        let first = Arc::downgrade(&cache.fresh().await.expect("stored"));
-        cache.store_scored(ScoredMatrix::default()).await;
+        cache.store_scored(ScoredMatrix::default());
+        let first = Arc::downgrade(&cache.fresh().expect("stored"));
+        cache.store_scored(ScoredMatrix::default());
         assert!(
             first.upgrade().is_some(),
             "a call holding the first matrix would not free it"
         );
-        cache.store_scored(ScoredMatrix::default()).await;
+        cache.store_scored(ScoredMatrix::default());
         assert!(first.upgrade().is_none(), "freed by the update after");
     }
 

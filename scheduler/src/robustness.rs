@@ -56,7 +56,7 @@ pub fn request_bytes(bytes: &[u8]) {
         .expect("a runtime");
     runtime.block_on(async {
         let cache = ScoreCache::new(Duration::from_secs(3_600));
-        cache.store(&matrix()).await;
+        cache.store(&matrix());
         let extender = Arc::new(Extender::new(
             cache,
             Arc::new(RwLock::new(Placements::new())),

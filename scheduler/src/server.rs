@@ -198,7 +198,7 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
         }
         None => None,
     };
-    let mut matrix = extender.cache.fresh().await;
+    let mut matrix = extender.cache.fresh();
     // Full node objects carry kube's own view of zones: it wins.
     if let (Some(list), Some(scores)) = (&args.nodes, &matrix) {
         let places: HashMap<&str, (String, String)> = list

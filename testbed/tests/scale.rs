@@ -65,7 +65,7 @@ async fn a_fleet_over_any_message_limit_is_served_in_pages_and_placed() {
         || {
             let cache = cache.clone();
             async move {
-                let matrix = cache.fresh().await?;
+                let matrix = cache.fresh()?;
                 (matrix.nodes().len() == AGENTS && matrix.pairs().len() >= AGENTS * PEERS / 2)
                     .then_some(())
             }
@@ -76,7 +76,7 @@ async fn a_fleet_over_any_message_limit_is_served_in_pages_and_placed() {
     // kube-scheduler's call for the first worker of an 8-worker job, every
     // node a candidate: real scores, the best the whole range.
     let names: Vec<String> = (0..AGENTS).map(|i| format!("sim-{i:05}")).collect();
-    let known = cache.fresh().await.unwrap();
+    let known = cache.fresh().unwrap();
     assert!(
         names.iter().all(|n| known.index_of(n).is_some()),
         "fleet names"
