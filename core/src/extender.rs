@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::placement::{JobRequest, PlacementConfig, RankedNode, rank};
+use crate::placement::{JobRequest, PlacementConfig, RankedNode, judge};
 use crate::snapshot::ScoredMatrix;
 use crate::verdict::Failure;
 
@@ -83,7 +83,7 @@ pub fn decide<'a>(
         candidates: Some(candidates),
         strict_zone: config.strict_zone,
     };
-    let ranking = rank(matrix, &request, &config.placement);
+    let ranking = judge(matrix, &request, &config.placement);
     // kube-scheduler takes whole scores from 0 to 10. Scaled to the best
     // candidate (as kube-scheduler's own plugins normalise theirs), the
     // best gets 10 and the others keep their order at the resolution left:
@@ -100,8 +100,9 @@ pub fn decide<'a>(
         let relative = if best > 0.0 { node.score / best } else { 0.0 };
         ((relative * MAX_EXTENDER_PRIORITY as f64).round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
     };
-    // rank() gives one verdict per place in the request, repeated names
-    // included: back in the request's order, by position (no sorting).
+    // judge() gives one verdict per place in the request, repeated names
+    // included, in the request's order: kept by position, whatever the
+    // order.
     let mut verdicts: Vec<Option<&RankedNode>> = vec![None; candidates.len()];
     for node in &ranking.nodes {
         verdicts[node.candidate] = Some(node);

@@ -212,6 +212,24 @@ pub fn rank<'a>(
     job: &JobRequest<'a>,
     config: &PlacementConfig,
 ) -> Ranking<'a> {
+    let mut ranking = judge(matrix, job, config);
+    ranking.nodes.sort_by(|a, b| {
+        b.feasible()
+            .cmp(&a.feasible())
+            .then(b.score.total_cmp(&a.score))
+            .then(a.candidate.cmp(&b.candidate))
+    });
+    ranking
+}
+
+/// What [`rank`] finds, with the nodes left in the request's order (one
+/// per place): for the extender, which answers in that order, sorting
+/// 5,000 verdicts would be a third of its call.
+pub(crate) fn judge<'a>(
+    matrix: &'a ScoredMatrix,
+    job: &JobRequest<'a>,
+    config: &PlacementConfig,
+) -> Ranking<'a> {
     let n = matrix.nodes().len();
     let placed: Vec<usize> = job
         .placed
@@ -289,7 +307,7 @@ pub fn rank<'a>(
     });
     let zone_of = |i: usize| matrix.nodes()[i].info.zone.as_str();
 
-    let mut nodes: Vec<RankedNode> = verdicts
+    let nodes: Vec<RankedNode> = verdicts
         .into_iter()
         .map(|(candidate, name, index, mut failure)| {
             let Some(i) = index else {
@@ -341,12 +359,6 @@ pub fn rank<'a>(
             }
         })
         .collect();
-    nodes.sort_by(|a, b| {
-        b.feasible()
-            .cmp(&a.feasible())
-            .then(b.score.total_cmp(&a.score))
-            .then(a.candidate.cmp(&b.candidate))
-    });
     Ranking {
         zone,
         zone_reason,
@@ -777,8 +789,14 @@ fn best_group_quality(
     quality_in_zone: impl Fn(usize) -> f64,
 ) -> f64 {
     let mut scored: Vec<(usize, f64)> = members.iter().map(|&i| (i, quality_in_zone(i))).collect();
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let group: Vec<usize> = scored.iter().take(size.max(1)).map(|(i, _)| *i).collect();
+    // The best `size` by quality, ties to the lower index: a selection, not
+    // a sort of the whole zone (the group's order does not matter).
+    let best_first = |a: &(usize, f64), b: &(usize, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    let size = size.max(1);
+    if size < scored.len() {
+        scored.select_nth_unstable_by(size - 1, best_first);
+    }
+    let group: Vec<usize> = scored.iter().take(size).map(|(i, _)| *i).collect();
     let in_group = membership(matrix.nodes().len(), group.iter().copied());
     let mut sums = TermSums::default();
     for &a in &group {
