@@ -151,6 +151,13 @@ impl LabSystem {
         }
     }
 
+    /// Kills the collector (SIGKILL): nothing saved on the way out.
+    pub fn kill_collector(&mut self) {
+        if let Some(pid) = self.collector.take() {
+            self.lab.kill(pid);
+        }
+    }
+
     /// Stops the agent of `host` (SIGTERM, as Kubernetes would).
     pub fn stop_agent(&mut self, host: &str) -> anyhow::Result<()> {
         let pid = self

@@ -117,7 +117,9 @@ async fn main() -> anyhow::Result<()> {
     });
     match command {
         Command::Agent(args) => Ok(netaware_agent::run_until_signal(args.config().await?).await?),
-        Command::Collector(args) => Ok(netaware_collector::run_until_signal(args.config()?).await?),
+        Command::Collector(args) => {
+            Ok(netaware_collector::run_until_signal(args.config().await?).await?)
+        }
         Command::Scheduler(args) => {
             Ok(netaware_scheduler::cli::run(args, netaware_runtime::shutdown_on_signal()?).await?)
         }

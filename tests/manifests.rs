@@ -289,10 +289,61 @@ fn the_collector_is_probed_over_grpc_and_reached_through_its_service() {
         pdb["spec"]["selector"]["matchLabels"],
         deployment["spec"]["selector"]["matchLabels"]
     );
+    // Zones from the Nodes: get on nodes, nothing more.
+    assert!(args.zones_from_nodes);
     assert_eq!(
         deployment["spec"]["template"]["spec"]["automountServiceAccountToken"],
-        false
+        true
     );
+    let role = find(&objects, "ClusterRole", "netaware-collector");
+    let rules = role["rules"].as_sequence().unwrap();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(strings(&rules[0]["resources"]), ["nodes"]);
+    assert_eq!(strings(&rules[0]["verbs"]), ["get"]);
+    let binding = find(&objects, "ClusterRoleBinding", "netaware-collector");
+    assert_eq!(binding["roleRef"]["name"], "netaware-collector");
+    assert_eq!(
+        binding["subjects"][0]["name"],
+        deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    );
+}
+
+#[test]
+fn the_collector_saves_its_state_on_a_volume_that_follows_it() {
+    for objects in [rendered(), rendered_tls()] {
+        let deployment = find(&objects, "Deployment", "netaware-collector");
+        let collector = container(deployment, "collector");
+        let state_dir = collector_args(collector)
+            .state_dir
+            .expect("the collector saves its state");
+        let mount = collector["volumeMounts"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|m| m["mountPath"].as_str() == state_dir.to_str())
+            .expect("the state directory is a mounted volume");
+        assert_ne!(mount["readOnly"], true);
+        let pod = &deployment["spec"]["template"]["spec"];
+        let volume = pod["volumes"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == mount["name"])
+            .unwrap();
+        let claim = volume["persistentVolumeClaim"]["claimName"]
+            .as_str()
+            .expect("the state lives on a claim, not on the node");
+        let pvc = find(&objects, "PersistentVolumeClaim", claim);
+        assert_eq!(strings(&pvc["spec"]["accessModes"]), ["ReadWriteOnce"]);
+        assert!(pvc["spec"]["resources"]["requests"]["storage"].is_string());
+        // One writer: the old pod lets go of the volume before a new one
+        // starts.
+        assert_eq!(deployment["spec"]["strategy"]["type"], "Recreate");
+        assert_eq!(
+            pod["securityContext"]["fsGroup"], pod["securityContext"]["runAsGroup"],
+            "the non-root collector can write the volume"
+        );
+    }
 }
 
 #[test]

@@ -14,8 +14,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use netaware_agent::Counters;
+use netaware_agent::outbox::Outbox;
 use netaware_agent::quiet::QuietPeers;
-use netaware_agent::session::{self, Links, Outbox};
+use netaware_agent::session::{self, Links};
 use netaware_agent::throughput::orders::Orders;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;

@@ -1,21 +1,28 @@
 //! Nothing lost, nothing twice, on the lab's default topology: the
 //! collector (saving its state, `--state-dir`) is stopped for 30 s while the
 //! agents keep measuring, then started again; later zone-c is cut off for
-//! 20 s and healed. Each time the books must balance again for every node:
-//! the windows the collector accepted from it, over both of its lifetimes,
+//! 20 s and healed. And the collector is killed (SIGKILL, no save on the
+//! way out) at random moments, some of them in the middle of a save, and
+//! started again. Each time the books must balance again for every node:
+//! the windows the collector accepted from it, over all of its lifetimes,
 //! equal the sequence number of the node's last window (agents number their
-//! windows from 1 without gaps), so every window was taken exactly once;
-//! and the windows of the outage arrive. Needs root.
+//! windows from 1 without gaps, so an agent that dropped one would leave a
+//! gap), so every window was taken exactly once; and the windows of the
+//! outage arrive. Needs root.
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use netaware::lab_system::{AgentTiming, LabSystem, METRICS_PORT};
 use netaware_lab::{Faults, Topology, root_or_skip};
+
+/// One lab at a time: two would share two cores and blur the timing.
+static ONE_LAB_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 const TIMING: AgentTiming = AgentTiming {
     interval: Duration::from_millis(100),
@@ -87,6 +94,7 @@ fn nothing_is_lost_when_the_collector_restarts_or_a_zone_is_cut_off() {
     if !root_or_skip("collector restart on the lab") {
         return;
     }
+    let _serial = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let state = tempfile::tempdir().unwrap();
     let flags: Vec<String> = vec![
         "--throughput-budget=0".into(),
@@ -98,14 +106,7 @@ fn nothing_is_lost_when_the_collector_restarts_or_a_zone_is_cut_off() {
         LabSystem::start(Topology::named("default").unwrap(), exe, TIMING, &flags).unwrap();
     let access = system.lab().open_access("control").unwrap();
     let collector = SocketAddr::new(IpAddr::V4(access), METRICS_PORT);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !system
-        .matrix()
-        .is_ok_and(|m| m.pairs.len() == 72 && m.pairs.iter().all(|p| p.samples > 0))
-    {
-        assert!(Instant::now() < deadline, "every pair measured");
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    every_pair_measured(&system);
     let before = balanced_books(
         collector,
         "running",
@@ -161,5 +162,100 @@ fn nothing_is_lost_when_the_collector_restarts_or_a_zone_is_cut_off() {
         "after the cut healed",
         Duration::from_secs(90),
         &target,
+    );
+}
+
+/// Waits until every one of the 72 pairs has samples.
+fn every_pair_measured(system: &LabSystem) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !system
+        .matrix()
+        .is_ok_and(|m| m.pairs.len() == 72 && m.pairs.iter().all(|p| p.samples > 0))
+    {
+        assert!(Instant::now() < deadline, "every pair measured");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Waits, for at most `limit`, until the collector is in the middle of a
+/// save (its temporary file exists); whether it was.
+fn in_a_save(state_dir: &Path, limit: Duration) -> bool {
+    let temporary = state_dir.join(format!("{}.tmp", netaware_collector::persist::FILE_NAME));
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if temporary.exists() {
+            return true;
+        }
+        std::hint::spin_loop();
+    }
+    false
+}
+
+#[test]
+fn nothing_acknowledged_is_lost_when_the_collector_is_killed() {
+    if !root_or_skip("collector killed on the lab") {
+        return;
+    }
+    let _serial = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let state = tempfile::tempdir().unwrap();
+    // Saves every second: half of each 2 s window's acks reach past the
+    // last save when a kill comes, and saves are frequent enough to kill
+    // some in the middle.
+    let flags: Vec<String> = vec![
+        "--throughput-budget=0".into(),
+        format!("--state-dir={}", state.path().display()),
+        "--state-interval=1s".into(),
+    ];
+    let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
+    let mut system =
+        LabSystem::start(Topology::named("default").unwrap(), exe, TIMING, &flags).unwrap();
+    let access = system.lab().open_access("control").unwrap();
+    let collector = SocketAddr::new(IpAddr::V4(access), METRICS_PORT);
+    every_pair_measured(&system);
+    let before = balanced_books(
+        collector,
+        "running",
+        Duration::from_secs(10),
+        &BTreeMap::new(),
+    );
+
+    const KILLS: usize = 6;
+    let mut books = before;
+    let mut during_a_save = 0;
+    for kill in 1..=KILLS {
+        // Every agent has reported to this collector (its books balance
+        // past where they stood), so acks are flowing when the kill comes:
+        // within a window's time, so that some acks reach past the last
+        // save; every other kill waits for a save to be under way.
+        books = balanced_books(
+            collector,
+            &format!("before kill {kill}"),
+            Duration::from_secs(60),
+            &books,
+        );
+        std::thread::sleep(Duration::from_millis(rand::random_range(0..2_000)));
+        let mid_save = kill % 2 == 1 && in_a_save(state.path(), Duration::from_secs(3));
+        system.kill_collector();
+        during_a_save += usize::from(mid_save);
+        println!(
+            "kill {kill}: {}",
+            if mid_save {
+                "during a save"
+            } else {
+                "between saves"
+            }
+        );
+        std::thread::sleep(Duration::from_millis(rand::random_range(200..3_000)));
+        system.start_collector().unwrap();
+    }
+    assert!(
+        during_a_save >= 2,
+        "{during_a_save} of {KILLS} kills landed in a save"
+    );
+    balanced_books(
+        collector,
+        "after the kills",
+        Duration::from_secs(90),
+        &books,
     );
 }

@@ -126,6 +126,7 @@ async fn a_state_dir_that_cannot_be_written_stops_the_start() {
         state: saving(&not_a_dir),
         tls: None,
         http_tls: None,
+        node_places: None,
     };
     let err = netaware_collector::Collector::start(config, CancellationToken::new())
         .await

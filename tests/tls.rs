@@ -70,9 +70,11 @@ impl Pki {
         (cert, key)
     }
 
-    /// Client material: this CA, and a certificate for `node`.
+    /// Client material: this CA, and a certificate for `node` at the
+    /// address of [`support::hello`].
     fn client(&self, node: &str) -> Tls {
-        let (cert, key) = self.issue(&[node], &[ExtendedKeyUsagePurpose::ClientAuth]);
+        let address = support::hello(node).addresses[0].clone();
+        let (cert, key) = self.issue(&[node, &address], &[ExtendedKeyUsagePurpose::ClientAuth]);
         Tls::from_pem(
             Some(self.ca_pem.as_bytes()),
             Some((cert.as_bytes(), key.as_bytes())),
@@ -108,6 +110,7 @@ async fn collector_with_https(
         state: None,
         http_tls: https.map(|client_certificates| tls.http_server(client_certificates).unwrap()),
         tls: Some(tls),
+        node_places: None,
     };
     let collector = Collector::start(config, shutdown.clone()).await.unwrap();
     let url = format!("https://127.0.0.1:{}", collector.grpc_addr.port());
@@ -144,6 +147,20 @@ async fn an_agent_reports_only_for_the_node_its_certificate_names() {
         "{impostor:?}"
     );
     assert!(impostor.message().contains("\"b\""), "{impostor:?}");
+    // a's certificate, a's name, an address the certificate does not hold:
+    // refused, so that no agent is told to probe it.
+    let elsewhere = pb::AgentMessage {
+        body: Some(agent_message::Body::Hello(pb::Hello {
+            addresses: vec!["127.0.0.51".into(), "10.9.9.9".into()],
+            ..support::hello("a")
+        })),
+    };
+    let pointed = Session::open_with(tls::endpoint(&url, Some(&a)).unwrap(), elsewhere)
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(pointed.code(), tonic::Code::PermissionDenied, "{pointed:?}");
+    assert!(pointed.message().contains("10.9.9.9"), "{pointed:?}");
     // A certificate from another CA: refused in the handshake.
     let stranger = Pki::new().client("a");
     assert!(open(&url, Some(&stranger), "a").await.is_err());
@@ -465,9 +482,9 @@ async fn certificates_from_netaware_certs_give_nodes_their_identity() {
             "certs",
             "--json",
             "--node",
-            "a=127.0.0.1",
+            "a=127.0.0.51",
             "--node",
-            "b",
+            "b=127.0.0.51",
             "--out",
         ])
         .arg(&out)
@@ -495,6 +512,7 @@ async fn certificates_from_netaware_certs_give_nodes_their_identity() {
         state: None,
         http_tls: Some(served.http_server(false).unwrap()),
         tls: Some(served),
+        node_places: None,
     };
     let collector = Collector::start(config, shutdown.clone()).await.unwrap();
     // Agents dial the collector's Service name, as in deploy/tls.

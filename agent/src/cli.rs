@@ -5,13 +5,13 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::AgentConfig;
-use crate::node_topology::{self, NodeTopology, NodeTopologyError};
+use netaware_runtime::node_topology::{self, NodeTopology, NodeTopologyError};
 
 /// Why the flags do not make a configuration.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The node's zone could not be read.
-    #[error(transparent)]
+    #[error("{0} (or give the zone with --zone)")]
     Topology(#[from] NodeTopologyError),
     /// The TLS files could not be read.
     #[error(transparent)]

@@ -22,7 +22,7 @@ pub struct Counters {
     pub windows_dropped: AtomicU64,
     /// Sessions opened after the first.
     pub reconnects: AtomicU64,
-    /// Windows waiting for an ack now (a gauge).
+    /// Windows held now until the collector has them safe (a gauge).
     pub windows_buffered: AtomicU64,
     /// Throughput tests run as the client, by outcome.
     pub throughput_tests: AtomicU64,

@@ -23,7 +23,7 @@ pub mod inbound;
 pub mod measure;
 pub mod metrics;
 pub mod node_stats;
-pub mod node_topology;
+pub mod outbox;
 pub mod quiet;
 pub mod schedule;
 pub mod session;
@@ -301,7 +301,7 @@ impl Agent {
             collector,
             hello,
             links,
-            session::Outbox::new(config.max_buffered_windows),
+            outbox::Outbox::new(config.max_buffered_windows),
             Arc::clone(&counters),
             shutdown,
         ));

@@ -94,7 +94,7 @@ pub fn exposition(counters: &Counters) -> String {
     buffered.set(i64::try_from(get(&counters.windows_buffered)).unwrap_or(i64::MAX));
     registry.register(
         "windows_buffered",
-        "Windows waiting for the collector's ack",
+        "Windows held until the collector has them safe (acknowledged, and saved where it saves its state)",
         buffered,
     );
     let mut text = String::new();

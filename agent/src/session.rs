@@ -3,13 +3,12 @@
 //! Hello goes first, then every window not yet acknowledged (in order), then
 //! each new window as it closes, carrying the throughput results finished
 //! since the last one. The collector sends peer sets, which go to the
-//! measuring loop, acks, which free the windows they name, and throughput
-//! orders, which go to [`Orders`]. Windows
+//! measuring loop, acks, which free the windows once they are safe
+//! ([`Outbox`]), and throughput orders, which go to [`Orders`]. Windows
 //! wait in a bounded outbox while the collector is away; when the bound
 //! forces one out it is counted and logged, never dropped silently.
 //! Reconnects back off exponentially (capped) with jitter.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
@@ -23,66 +22,12 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::counters::Counters;
+use crate::outbox::Outbox;
 use crate::throughput::orders::Orders;
 
 /// First and longest pause between two connection attempts.
 const BACKOFF_MIN: Duration = Duration::from_millis(200);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
-
-/// Windows not yet acknowledged, oldest first.
-pub struct Outbox {
-    windows: VecDeque<Window>,
-    capacity: usize,
-    next_seq: u64,
-}
-
-impl Outbox {
-    /// An outbox that holds at most `capacity` windows (at least one).
-    pub fn new(capacity: usize) -> Self {
-        Self {
-            windows: VecDeque::new(),
-            capacity: capacity.max(1),
-            next_seq: 1,
-        }
-    }
-
-    /// Numbers a new window and keeps it; returns the numbered window and
-    /// the one pushed out, if the outbox was full.
-    pub fn push(&mut self, mut window: Window) -> (Window, Option<Window>) {
-        window.seq = self.next_seq;
-        self.next_seq += 1;
-        let evicted = if self.windows.len() == self.capacity {
-            self.windows.pop_front()
-        } else {
-            None
-        };
-        self.windows.push_back(window.clone());
-        (window, evicted)
-    }
-
-    /// Forgets the window with this sequence number; whether it was held.
-    pub fn ack(&mut self, seq: u64) -> bool {
-        match self.windows.iter().position(|w| w.seq == seq) {
-            Some(at) => self.windows.remove(at).is_some(),
-            None => false,
-        }
-    }
-
-    /// Windows waiting for an ack, oldest first.
-    pub fn pending(&self) -> impl Iterator<Item = &Window> {
-        self.windows.iter()
-    }
-
-    /// Number of windows waiting.
-    pub fn len(&self) -> usize {
-        self.windows.len()
-    }
-
-    /// Whether nothing waits.
-    pub fn is_empty(&self) -> bool {
-        self.windows.is_empty()
-    }
-}
 
 /// Why a session ended.
 enum Ended {
@@ -231,7 +176,7 @@ async fn session(
                         links.orders.handle(order);
                     }
                     Some(collector_message::Body::Ack(ack)) => {
-                        outbox.ack(ack.seq);
+                        outbox.ack(&ack);
                         counters.windows_buffered.store(outbox.len() as u64, Relaxed);
                         if ack.code == 0 {
                             counters.windows_acked.fetch_add(1, Relaxed);
@@ -246,25 +191,5 @@ async fn session(
                 Err(status) => return Ended::Lost(status.to_string()),
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn outbox_numbers_keeps_order_and_evicts_the_oldest() {
-        let mut outbox = Outbox::new(2);
-        let (first, none) = outbox.push(Window::default());
-        assert_eq!((first.seq, none), (1, None));
-        outbox.push(Window::default());
-        let (third, evicted) = outbox.push(Window::default());
-        assert_eq!(third.seq, 3);
-        assert_eq!(evicted.map(|w| w.seq), Some(1));
-        assert_eq!(outbox.pending().map(|w| w.seq).collect::<Vec<_>>(), [2, 3]);
-        assert!(outbox.ack(3));
-        assert!(!outbox.ack(3));
-        assert_eq!(outbox.len(), 1);
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use netaware_core::placement::PlacementConfig;
 use netaware_core::score::{ScoreConfig, Weights};
 
+use crate::node_places::NodePlaces;
 use crate::state::ThroughputConfig;
 use crate::{CollectorConfig, CollectorError, ConfigError, ModelConfig, StateConfig, inventory};
 
@@ -36,6 +37,11 @@ pub struct CollectorArgs {
     /// Time between two saves of the state (one more on shutdown).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub state_interval: Duration,
+    /// Take each agent's zone and region from its Node's
+    /// topology.kubernetes.io labels (RBAC: get on nodes) and refuse a
+    /// hello that says otherwise.
+    #[arg(long)]
+    pub zones_from_nodes: bool,
     #[command(flatten)]
     /// The score, placement and throughput flags.
     pub model: ModelArgs,
@@ -168,8 +174,17 @@ impl ModelArgs {
 }
 
 impl CollectorArgs {
-    /// The configuration these flags describe, with the inventory read.
-    pub fn config(&self) -> Result<CollectorConfig, CollectorError> {
+    /// The configuration these flags describe, with the inventory read
+    /// and, with `--zones-from-nodes`, a client of the Kubernetes API.
+    pub async fn config(&self) -> Result<CollectorConfig, CollectorError> {
+        let node_places = if self.zones_from_nodes {
+            let client = kube::Client::try_default()
+                .await
+                .map_err(ConfigError::Kube)?;
+            Some(std::sync::Arc::new(NodePlaces::new(client)))
+        } else {
+            None
+        };
         let inventory = match &self.inventory {
             Some(path) => inventory::load(path).map_err(ConfigError::from)?,
             None => Vec::new(),
@@ -189,6 +204,7 @@ impl CollectorArgs {
                 dir,
                 every: self.state_interval.max(Duration::from_millis(100)),
             }),
+            node_places,
         })
     }
 }

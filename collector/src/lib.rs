@@ -17,12 +17,15 @@
 
 pub mod cli;
 pub mod http;
+pub mod identity;
 pub mod inventory;
 pub mod members;
 pub mod metrics;
+pub mod node_places;
 pub mod persist;
 pub mod robustness;
 pub mod saved;
+pub mod saved_marks;
 pub mod scores;
 pub mod session;
 pub mod shared;
@@ -41,6 +44,7 @@ use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tokio_util::sync::CancellationToken;
 
+use crate::node_places::NodePlaces;
 use crate::scores::ScoresService;
 use crate::session::SessionService;
 use crate::shared::Shared;
@@ -85,6 +89,11 @@ pub enum ConfigError {
     /// The state directory cannot be used.
     #[error(transparent)]
     StateDir(#[from] persist::PersistError),
+    /// `--zones-from-nodes` without access to a Kubernetes API.
+    #[error(
+        "--zones-from-nodes: no Kubernetes API credentials (is the collector running in a pod?): {0}"
+    )]
+    Kube(#[source] kube::Error),
 }
 
 /// Errors that stop the collector.
@@ -127,6 +136,9 @@ pub struct CollectorConfig {
     pub tls: Option<netaware_runtime::tls::Tls>,
     /// HTTPS on the HTTP port (`None`: plain HTTP).
     pub http_tls: Option<netaware_runtime::http::HttpsConfig>,
+    /// The Kubernetes API that agents' zones are read from
+    /// (`--zones-from-nodes`); `None`: each hello's zone is taken as said.
+    pub node_places: Option<Arc<NodePlaces>>,
 }
 
 /// `--state-dir` and `--state-interval`.
@@ -181,7 +193,17 @@ impl Collector {
             .tls
             .as_ref()
             .is_some_and(netaware_runtime::tls::Tls::requires_client_certificates);
-        let shared = Shared::new(state, shutdown.clone(), node_identity);
+        let shared = Shared::new(
+            state,
+            shutdown.clone(),
+            node_identity,
+            config.node_places.clone(),
+        );
+        if config.state.is_some() {
+            // What was restored is on disk: acks say so from the start.
+            let restored = shared.state().saved_nodes();
+            shared.saved_marks.saved(&restored);
+        }
         tokio::spawn(Arc::clone(&shared).keep_snapshot_current());
         for (node, count) in accepted {
             shared.work.node_seen(&node);

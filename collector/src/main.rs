@@ -16,5 +16,5 @@ struct Cli {
 async fn main() -> anyhow::Result<()> {
     netaware_runtime::init_logging("info");
     let args = Cli::parse().args;
-    Ok(netaware_collector::run_until_signal(args.config()?).await?)
+    Ok(netaware_collector::run_until_signal(args.config().await?).await?)
 }

@@ -4,7 +4,10 @@
 //! One file, `state.json` ([`crate::saved::SavedState`]), written every
 //! `--state-interval` and once more on shutdown, each time whole to a
 //! temporary file that is synced and then renamed over the old one, so that
-//! a crash leaves the old file or the new one, never half of one. A file
+//! a crash leaves the old file or the new one, never half of one. Once a
+//! save is on disk, acks say how far it reaches
+//! ([`crate::saved_marks`]): agents keep every later window, so that a
+//! collector killed between two saves loses nothing. A file
 //! that cannot be read, parsed or checked is moved aside
 //! (`state.json.damaged`) and the collector starts empty, saying why.
 
@@ -133,14 +136,24 @@ pub async fn run(shared: Arc<Shared>, dir: PathBuf, every: Duration) {
 }
 
 async fn save(shared: &Shared, dir: &Path) {
-    let mut saved = shared.state().saved(now_ms());
-    for node in &mut saved.nodes {
-        node.accepted = shared.work.accepted(&node.name);
-    }
+    let saved = {
+        // The accepted counts under the same lock as the sequence marks:
+        // windows are counted under it, so the two agree in the file.
+        let state = shared.state();
+        let mut saved = state.saved(now_ms());
+        for node in &mut saved.nodes {
+            node.accepted = shared.work.accepted(&node.name);
+        }
+        saved
+    };
     let dir = dir.to_owned();
-    let written = tokio::task::spawn_blocking(move || write(&dir, &saved)).await;
+    let written = tokio::task::spawn_blocking(move || write(&dir, &saved).map(|()| saved)).await;
     let failure = match written {
-        Ok(Ok(())) => None,
+        Ok(Ok(saved)) => {
+            // On disk now: agents may forget what it holds.
+            shared.saved_marks.saved(&saved.nodes);
+            None
+        }
         Ok(Err(err)) => Some(err.to_string()),
         Err(err) => Some(err.to_string()),
     };

@@ -1,6 +1,7 @@
 //! The agent session service: one bidirectional stream per agent. Hello
-//! first, then windows, each acknowledged; peer sets go down whenever the
-//! set of nodes changes.
+//! first, then windows, each acknowledged with how far the last save
+//! reaches ([`crate::saved_marks`]); peer sets go down whenever the set of
+//! nodes changes.
 
 use std::sync::Arc;
 
@@ -42,17 +43,20 @@ impl pb::agent_session_server::AgentSession for SessionService {
             }
         };
         let shared = Arc::clone(&self.0);
+        let refuse = |why: String| {
+            tracing::warn!(node = %hello.node, %why, "session refused");
+            Status::permission_denied(why)
+        };
         if shared.node_identity {
-            let named = certificate
-                .as_deref()
-                .is_some_and(|der| netaware_runtime::tls::certificate_names(der, &hello.node));
-            if !named {
-                tracing::warn!(node = %hello.node, "session refused: the client certificate is not for this node");
-                return Err(Status::permission_denied(format!(
-                    "the client certificate is not for node {:?}",
-                    hello.node
-                )));
-            }
+            crate::identity::check(certificate.as_deref(), &hello)
+                .map_err(|refused| refuse(refused.to_string()))?;
+        }
+        // The Node's labels, not the agent, say where it is.
+        if let Some(places) = &shared.node_places {
+            places
+                .check(&hello)
+                .await
+                .map_err(|refused| refuse(refused.to_string()))?;
         }
         let (node, changed) = {
             let mut state = shared.state();
@@ -69,7 +73,7 @@ impl pb::agent_session_server::AgentSession for SessionService {
         shared.work.node_seen(&node);
         tracing::info!(%node, zone = %hello.zone, "agent session opened");
         let (down, down_rx) = mpsc::channel(256);
-        tokio::spawn(serve_session(shared, node, inbound, down));
+        tokio::spawn(serve_session(shared, node, hello.instance, inbound, down));
         Ok(Response::new(Box::pin(ReceiverStream::new(down_rx))))
     }
 }
@@ -77,6 +81,7 @@ impl pb::agent_session_server::AgentSession for SessionService {
 async fn serve_session(
     shared: Arc<Shared>,
     node: String,
+    instance: u64,
     mut inbound: Streaming<pb::AgentMessage>,
     down: mpsc::Sender<Result<pb::CollectorMessage, Status>>,
 ) {
@@ -131,16 +136,16 @@ async fn serve_session(
                     let ack = match state.ingest(&node, &window, now_ms()) {
                         Ok(Ingested::Accepted) => {
                             shared.work.windows_accepted.get_or_create(&by_node).inc();
-                            pb::Ack { seq: window.seq, code: 0, message: String::new() }
+                            pb::Ack { seq: window.seq, code: 0, ..pb::Ack::default() }
                         }
                         Ok(Ingested::Duplicate) => {
                             shared.work.windows_duplicate.get_or_create(&by_node).inc();
-                            pb::Ack { seq: window.seq, code: 0, message: "duplicate".into() }
+                            pb::Ack { seq: window.seq, code: 0, message: "duplicate".into(), ..pb::Ack::default() }
                         }
                         Err(invalid) => {
                             shared.work.windows_rejected.get_or_create(&by_node).inc();
                             tracing::warn!(%node, seq = window.seq, reason = %invalid, "window refused");
-                            pb::Ack { seq: window.seq, code: tonic::Code::InvalidArgument.into(), message: invalid.0 }
+                            pb::Ack { seq: window.seq, code: tonic::Code::InvalidArgument.into(), message: invalid.0, ..pb::Ack::default() }
                         }
                     };
                     let after = state.throughput_counts();
@@ -153,6 +158,7 @@ async fn serve_session(
                     shared.changed(state.version());
                     ack
                 };
+                let ack = pb::Ack { saved_through: shared.saved_marks.saved_through(&node, instance), ..ack };
                 if down.send(message(collector_message::Body::Ack(ack))).await.is_err() {
                     break;
                 }

@@ -13,6 +13,8 @@ use tonic::Status;
 
 use crate::members::{MIN_COPY_GAP, Members};
 use crate::metrics::WorkMetrics;
+use crate::node_places::NodePlaces;
+use crate::saved_marks::SavedMarks;
 use crate::snapshots::{MAX_AGE, Patience, Snapshot, Snapshots};
 use crate::state::{CollectorState, lock};
 use netaware_proto::convert;
@@ -45,6 +47,11 @@ pub struct Shared {
     pub node_identity: bool,
     /// The scored snapshot every reader shares.
     pub snapshots: Snapshots,
+    /// How far the last save reaches, for the acks.
+    pub saved_marks: SavedMarks,
+    /// Where each agent's zone is read (`--zones-from-nodes`); `None`:
+    /// the hello's zone is taken as said.
+    pub node_places: Option<Arc<NodePlaces>>,
 }
 
 impl Shared {
@@ -53,6 +60,7 @@ impl Shared {
         state: CollectorState,
         shutdown: CancellationToken,
         node_identity: bool,
+        node_places: Option<Arc<NodePlaces>>,
     ) -> Arc<Self> {
         let version = state.version();
         let snapshots = Snapshots::new(&state, netaware_runtime::clock::now_ms());
@@ -66,6 +74,8 @@ impl Shared {
             sessions: std::sync::Mutex::default(),
             work: WorkMetrics::default(),
             node_identity,
+            saved_marks: SavedMarks::default(),
+            node_places,
         })
     }
 

@@ -214,6 +214,18 @@ impl Lab {
         }
     }
 
+    /// Kills a child at once (SIGKILL), as the kernel's OOM killer or a
+    /// forced pod deletion would: it gets no chance to save or say goodbye.
+    pub fn kill(&self, pid: u32) {
+        let mut children = self.children.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = children.iter().position(|c| c.id() == pid) {
+            let mut child = children.remove(at);
+            drop(children);
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     /// Switches faults on or off (replacing the previous set).
     pub fn set_faults(&self, faults: Faults) {
         let links = self.links(&faults);

@@ -13,10 +13,12 @@
 //! - [`clock`]: the wall clock, read in one place.
 //! - [`background`]: heavy work no request waits for, at a lower CPU
 //!   priority.
+//! - [`node_topology`]: a node's zone and region from its Node's labels.
 
 pub mod background;
 pub mod clock;
 pub mod http;
+pub mod node_topology;
 pub mod tls;
 
 use tokio_util::sync::CancellationToken;

@@ -57,6 +57,7 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
             state: None,
             tls: None,
             http_tls: None,
+            node_places: None,
         },
         shutdown.clone(),
     )

@@ -48,7 +48,9 @@ async fn main() -> anyhow::Result<()> {
     let shutdown = netaware_runtime::shutdown_on_signal;
     match command {
         Command::Agent(args) => Ok(netaware_agent::run_until_signal(args.config().await?).await?),
-        Command::Collector(args) => Ok(netaware_collector::run_until_signal(args.config()?).await?),
+        Command::Collector(args) => {
+            Ok(netaware_collector::run_until_signal(args.config().await?).await?)
+        }
         Command::Loadgen(options) => {
             let report = loadgen::run(&options, shutdown()?).await?;
             if options.json {

@@ -79,7 +79,8 @@ pub async fn start_collector_on(
         .expect("collector starts")
 }
 
-fn collector_config(
+/// The configuration of [`start_collector`].
+pub fn collector_config(
     inventory: Vec<NodeInfo>,
     state: Option<netaware_collector::StateConfig>,
 ) -> CollectorConfig {
@@ -94,6 +95,7 @@ fn collector_config(
         state,
         tls: None,
         http_tls: None,
+        node_places: None,
     }
 }
 
@@ -201,12 +203,14 @@ pub async fn wait_for_matrix(
     .await
 }
 
-/// POSTs `body` over a fresh HTTP/1.1 connection; returns (status, body).
+/// POSTs `body` over a fresh HTTP/1.1 connection; returns (status, body),
+/// status 0 when nothing answered.
 pub async fn post(addr: std::net::SocketAddr, path: &str, body: &[u8]) -> (u16, String) {
     request(addr, "POST", path, body).await
 }
 
-/// GETs `path` over a fresh HTTP/1.1 connection; returns (status, body).
+/// GETs `path` over a fresh HTTP/1.1 connection; returns (status, body),
+/// status 0 when nothing answered.
 pub async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     request(addr, "GET", path, b"").await
 }
@@ -217,7 +221,10 @@ async fn request(
     path: &str,
     body: &[u8],
 ) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // Nobody listening (a server starting or gone): no status.
+    let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await else {
+        return (0, String::new());
+    };
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: extender\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()

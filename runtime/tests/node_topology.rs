@@ -1,10 +1,10 @@
-//! The agent's Node read against kube-rs's real client, with the API
+//! A Node's topology read against kube-rs's real client, with the API
 //! server's side played over a tower-test mock (as kube-rs tests its own
 //! client): the request it makes and the answers it takes.
 
 use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
-use netaware_agent::node_topology::{self, NodeTopologyError};
+use netaware_runtime::node_topology::{self, NodeTopologyError};
 use serde_json::json;
 
 fn node(labels: serde_json::Value) -> Vec<u8> {

@@ -1,7 +1,9 @@
-//! The node's zone and region from its Kubernetes Node object's topology
+//! A node's zone and region from its Kubernetes Node object's topology
 //! labels. The downward API gives a pod its node's name and address but not
-//! the node's labels, so a DaemonSet agent reads its own Node once at start
-//! (RBAC: `get` on nodes, nothing else).
+//! the node's labels: the agent reads its own Node once at start, and the
+//! collector (`--zones-from-nodes`) reads the Node of each agent that says
+//! hello, so that a node cannot claim a zone it is not in. RBAC: `get` on
+//! nodes, nothing else.
 //!
 //! The label logic is pure ([`from_labels`]); [`read`] is the one API call.
 
@@ -13,7 +15,7 @@ pub use netaware_core::topology::{Place as NodeTopology, ZONE_LABEL};
 #[derive(Debug, thiserror::Error)]
 pub enum NodeTopologyError {
     /// No in-cluster or kubeconfig credentials.
-    #[error("no Kubernetes API credentials (is the agent running in a pod?): {0}")]
+    #[error("no Kubernetes API credentials (is this running in a pod?): {0}")]
     Credentials(#[source] kube::Error),
     /// The API server refused or failed the request.
     #[error("reading Node {node}: {source}")]
@@ -25,7 +27,7 @@ pub enum NodeTopologyError {
         source: kube::Error,
     },
     /// The node carries no zone label.
-    #[error("Node {node} has no {ZONE_LABEL} label: set it, or pass --zone")]
+    #[error("Node {node} has no {ZONE_LABEL} label")]
     NoZone {
         /// The node.
         node: String,
