@@ -105,8 +105,16 @@ pub async fn run(options: &LoadOptions, shutdown: CancellationToken) -> anyhow::
         () = shutdown.cancelled() => anyhow::bail!("interrupted while connecting"),
     }
     let connect_s = started.elapsed().as_secs_f64();
+    // What one window weighs on the wire (what a write-ahead log would
+    // append per window): agent 0's, as the fleet sends them.
+    let window_bytes = {
+        use prost::Message;
+        fleet
+            .window(0, &fleet.peers_of(0), 1, netaware_runtime::clock::now_ms())
+            .encoded_len()
+    };
     eprintln!(
-        "all connected in {connect_s:.1} s; sending for {:?}",
+        "all connected in {connect_s:.1} s; sending for {:?}, {window_bytes} bytes a window",
         options.duration
     );
 
