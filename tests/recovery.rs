@@ -96,23 +96,7 @@ fn nothing_is_lost_when_the_collector_restarts_or_a_zone_is_cut_off() {
     }
     let _serial = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let state = tempfile::tempdir().unwrap();
-    let flags: Vec<String> = vec![
-        "--throughput-budget=0".into(),
-        format!("--state-dir={}", state.path().display()),
-        "--state-interval=1s".into(),
-    ];
-    let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
-    let mut system =
-        LabSystem::start(Topology::named("default").unwrap(), exe, TIMING, &flags).unwrap();
-    let access = system.lab().open_access("control").unwrap();
-    let collector = SocketAddr::new(IpAddr::V4(access), METRICS_PORT);
-    every_pair_measured(&system);
-    let before = balanced_books(
-        collector,
-        "running",
-        Duration::from_secs(10),
-        &BTreeMap::new(),
-    );
+    let (mut system, collector, before) = saving_lab(state.path());
 
     // The collector away for 30 s: 15 windows per agent wait in its buffer.
     let outage = Duration::from_secs(30);
@@ -165,6 +149,30 @@ fn nothing_is_lost_when_the_collector_restarts_or_a_zone_is_cut_off() {
     );
 }
 
+/// The lab's default topology with a collector that saves its state in
+/// `state` every second, once every pair is measured and the books
+/// balance: the system, the collector's metrics address, and the books.
+fn saving_lab(state: &Path) -> (LabSystem, SocketAddr, BTreeMap<String, u64>) {
+    let flags: Vec<String> = vec![
+        "--throughput-budget=0".into(),
+        format!("--state-dir={}", state.display()),
+        "--state-interval=1s".into(),
+    ];
+    let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
+    let system =
+        LabSystem::start(Topology::named("default").unwrap(), exe, TIMING, &flags).unwrap();
+    let access = system.lab().open_access("control").unwrap();
+    let collector = SocketAddr::new(IpAddr::V4(access), METRICS_PORT);
+    every_pair_measured(&system);
+    let books = balanced_books(
+        collector,
+        "running",
+        Duration::from_secs(10),
+        &BTreeMap::new(),
+    );
+    (system, collector, books)
+}
+
 /// Waits until every one of the 72 pairs has samples.
 fn every_pair_measured(system: &LabSystem) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -201,23 +209,7 @@ fn nothing_acknowledged_is_lost_when_the_collector_is_killed() {
     // Saves every second: half of each 2 s window's acks reach past the
     // last save when a kill comes, and saves are frequent enough to kill
     // some in the middle.
-    let flags: Vec<String> = vec![
-        "--throughput-budget=0".into(),
-        format!("--state-dir={}", state.path().display()),
-        "--state-interval=1s".into(),
-    ];
-    let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
-    let mut system =
-        LabSystem::start(Topology::named("default").unwrap(), exe, TIMING, &flags).unwrap();
-    let access = system.lab().open_access("control").unwrap();
-    let collector = SocketAddr::new(IpAddr::V4(access), METRICS_PORT);
-    every_pair_measured(&system);
-    let before = balanced_books(
-        collector,
-        "running",
-        Duration::from_secs(10),
-        &BTreeMap::new(),
-    );
+    let (mut system, collector, before) = saving_lab(state.path());
 
     const KILLS: usize = 6;
     let mut books = before;

@@ -282,6 +282,13 @@ mod tests {
     use super::*;
     use netaware_proto::v1::Hello;
 
+    /// `node` says hello; the state's version after it.
+    fn join(state: &std::sync::Mutex<CollectorState>, node: &str) -> u64 {
+        let mut state = lock(state);
+        state.hello(&hello(node), 1_000).unwrap();
+        state.version()
+    }
+
     fn hello(node: &str) -> Hello {
         Hello {
             node: node.into(),
@@ -320,11 +327,7 @@ mod tests {
         // Had the last build taken long, the next one waits: a reader gets
         // the published snapshot, behind the state by at most the gap.
         snapshots.building.lock().await.took = Duration::from_millis(400);
-        let version = {
-            let mut state = lock(&state);
-            state.hello(&hello("n2"), 1_000).unwrap();
-            state.version()
-        };
+        let version = join(&state, "n2");
         let spaced = snapshots
             .current(&state, version, || 1_000, &work, Patience::Reader)
             .await;
@@ -361,11 +364,7 @@ mod tests {
         };
         snapshots.last_took_us.store(micros(took), Relaxed);
         assert!(snapshots.builds_are_slow());
-        let version = {
-            let mut state = lock(&state);
-            state.hello(&hello("n1"), 1_000).unwrap();
-            state.version()
-        };
+        let version = join(&state, "n1");
         let read = snapshots
             .current(&state, version, || 1_000, &work, Patience::Reader)
             .await;
@@ -383,20 +382,12 @@ mod tests {
 
         // After a fast build a reader builds at once, the builder only
         // after its shortest gap.
-        let version = {
-            let mut state = lock(&state);
-            state.hello(&hello("n2"), 1_000).unwrap();
-            state.version()
-        };
+        let version = join(&state, "n2");
         let read = snapshots
             .current(&state, version, || 1_000, &work, Patience::Reader)
             .await;
         assert!(Snapshots::is_fresh(&read, version), "a fast build, at once");
-        let version = {
-            let mut state = lock(&state);
-            state.hello(&hello("n3"), 1_000).unwrap();
-            state.version()
-        };
+        let version = join(&state, "n3");
         let started = Instant::now();
         let built = snapshots
             .current(&state, version, || 1_000, &work, Patience::Builder)
