@@ -7,15 +7,16 @@
 //! until the stream is back. The feeding task reconnects by itself, with a
 //! capped backoff.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use arc_swap::ArcSwapOption;
 
 use netaware_core::placement::PlacementConfig;
 use netaware_core::snapshot::ScoredMatrix;
 use netaware_proto::v1 as pb;
 use netaware_proto::v1::scores_client::ScoresClient;
-use std::sync::{PoisonError, RwLock};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -41,21 +42,22 @@ pub const MAX_PAGES_PER_UPDATE: usize = 256;
 /// stream's pages stay under 4 MiB (`netaware_proto::follow`).
 pub const MAX_UPDATE_BYTES: usize = 4 * 1024 * 1024;
 
-struct Cached {
-    matrix: Arc<ScoredMatrix>,
-    /// The matrix this one replaced, kept until the next update: a call
-    /// that took it just before the swap has long finished by then, so
-    /// no call ever frees a matrix (milliseconds at 5,000 nodes).
-    replaced: Option<Arc<ScoredMatrix>>,
-    received: Instant,
-}
-
 /// The latest scores and when they came.
 #[derive(Clone)]
 pub struct ScoreCache {
-    /// A plain lock, held for a pointer's copy and never across an await:
-    /// a call never queues behind the feed.
-    latest: Arc<RwLock<Option<Cached>>>,
+    /// The matrix calls read, swapped without a lock: a call never waits
+    /// for the feed, which runs at a lower priority and, holding a lock,
+    /// could be kept off the CPU for tens of milliseconds.
+    latest: Arc<ArcSwapOption<ScoredMatrix>>,
+    /// When the stream last confirmed the matrix, in milliseconds since
+    /// `epoch` (an atomic for the same reason).
+    confirmed_ms: Arc<AtomicU64>,
+    epoch: Instant,
+    /// The matrix the latest replaced, kept until the next update: a call
+    /// that took it just before the swap has long finished by then, so no
+    /// call ever frees a matrix (milliseconds at 5,000 nodes). Only the
+    /// feed touches it.
+    replaced: Arc<Mutex<Option<Arc<ScoredMatrix>>>>,
     max_age: Duration,
     /// How the extender places: each matrix stored is warmed for it.
     placement: PlacementConfig,
@@ -67,7 +69,10 @@ impl ScoreCache {
     /// An empty cache whose content stays fresh for `max_age`.
     pub fn new(max_age: Duration) -> Self {
         Self {
-            latest: Arc::new(RwLock::new(None)),
+            latest: Arc::new(ArcSwapOption::empty()),
+            confirmed_ms: Arc::new(AtomicU64::new(0)),
+            epoch: Instant::now(),
+            replaced: Arc::new(Mutex::new(None)),
             max_age,
             placement: PlacementConfig::default(),
             updates: Arc::new(AtomicU64::new(0)),
@@ -87,11 +92,11 @@ impl ScoreCache {
 
     /// The latest matrix, if fresh.
     pub fn fresh(&self) -> Option<Arc<ScoredMatrix>> {
-        let latest = self.latest.read().unwrap_or_else(PoisonError::into_inner);
-        latest
-            .as_ref()
-            .filter(|c| c.received.elapsed() <= self.max_age)
-            .map(|c| Arc::clone(&c.matrix))
+        let confirmed = self.epoch + Duration::from_millis(self.confirmed_ms.load(Relaxed));
+        if confirmed.elapsed() > self.max_age {
+            return None;
+        }
+        self.latest.load_full()
     }
 
     /// Stores a matrix received now.
@@ -104,19 +109,14 @@ impl ScoreCache {
         // Work out node health here, once per matrix, rather than in the
         // first kube-scheduler call that needs it.
         scored.health();
-        let matrix = Arc::new(scored);
-        let older = {
-            let mut latest = self.latest.write().unwrap_or_else(PoisonError::into_inner);
-            let previous = latest.take();
-            *latest = Some(Cached {
-                matrix,
-                replaced: previous.as_ref().map(|c| Arc::clone(&c.matrix)),
-                received: Instant::now(),
-            });
-            previous.and_then(|c| c.replaced)
-        };
-        // Freed here, by the feed, after the lock is released: calls wait
-        // neither for the lock nor for the freeing.
+        let previous = self.latest.swap(Some(Arc::new(scored)));
+        self.touch();
+        let older = std::mem::replace(
+            &mut *self.replaced.lock().unwrap_or_else(PoisonError::into_inner),
+            previous,
+        );
+        // Freed here, by the feed: calls wait neither for a lock nor for
+        // the freeing.
         drop(older);
         self.updates.fetch_add(1, Relaxed);
     }
@@ -125,14 +125,8 @@ impl ScoreCache {
     /// is alive and its update is applied, but rebuilding waits its turn
     /// ([`rebuild_gap`]).
     fn touch(&self) {
-        if let Some(cached) = self
-            .latest
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-        {
-            cached.received = Instant::now();
-        }
+        let since_epoch = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.confirmed_ms.store(since_epoch, Relaxed);
     }
 
     /// Follows the collector at `url` (plain text) until `shutdown`.
