@@ -79,6 +79,19 @@ impl ScoresConnection {
             .into_inner())
     }
 
+    /// The RTT of `src` to `dst`, or to every other node.
+    pub async fn estimate(
+        &mut self,
+        src: &str,
+        dst: Option<&str>,
+    ) -> anyhow::Result<pb::EstimateResponse> {
+        let request = pb::EstimateRequest {
+            src: src.to_owned(),
+            dst: dst.unwrap_or_default().to_owned(),
+        };
+        Ok(self.client.estimate(request).await?.into_inner())
+    }
+
     /// A ranking for a job of `size` workers with workers already on `placed`.
     pub async fn rank(
         &mut self,

@@ -1,10 +1,11 @@
-//! The JSON contracts of `netaware matrix --json`, `zones --json` and
-//! `rank --json` (documented in the README). Field names are the contract;
+//! The JSON contracts of `netaware matrix --json`, `zones --json`,
+//! `rank --json` and `estimate --json` (documented in the README). Field names are the contract;
 //! figures that do not exist yet are `null`, never a made-up number.
 
+use netaware_core::pair_rtt::RttBasis;
 use netaware_core::placement::Basis;
 use netaware_core::verdict::FailureCode;
-use netaware_proto::convert::{basis_from_wire, failure_from_wire};
+use netaware_proto::convert::{basis_from_wire, failure_from_wire, rtt_basis_from_wire};
 use netaware_proto::v1 as pb;
 use serde::{Deserialize, Serialize};
 
@@ -325,6 +326,48 @@ impl From<&pb::RankResponse> for RankJson {
                             in_chosen_zone: t.in_chosen_zone,
                         },
                     }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `estimate --json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EstimateJson {
+    /// The pairs asked for.
+    pub pairs: Vec<PairRttJson>,
+}
+
+/// One pair's RTT and what it rests on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PairRttJson {
+    /// Probing node.
+    pub src: String,
+    /// Probed node.
+    pub dst: String,
+    /// RTT (ms); null when nothing is known.
+    pub rtt_ms: Option<f64>,
+    /// How far it may be off (ms): a measured pair's jitter, an estimate's
+    /// own bound; null for zone averages.
+    pub error_ms: Option<f64>,
+    /// `measured`, `estimated` (network coordinates), `zone_average` or
+    /// `unknown`.
+    pub basis: RttBasis,
+}
+
+impl From<&pb::EstimateResponse> for EstimateJson {
+    fn from(response: &pb::EstimateResponse) -> Self {
+        Self {
+            pairs: response
+                .pairs
+                .iter()
+                .map(|p| PairRttJson {
+                    src: p.src.clone(),
+                    dst: p.dst.clone(),
+                    rtt_ms: p.rtt_ms,
+                    error_ms: p.error_ms,
+                    basis: rtt_basis_from_wire(p.basis),
                 })
                 .collect(),
         }

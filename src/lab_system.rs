@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use netaware_lab::{Lab, Topology};
 
-use crate::json::{MatrixJson, RankJson, ZonesJson};
+use crate::json::{EstimateJson, MatrixJson, RankJson, ZonesJson};
 
 /// The collector's gRPC port in the control host.
 pub const COLLECTOR_PORT: u16 = 7470;
@@ -199,6 +199,13 @@ impl LabSystem {
     /// The zone summary.
     pub fn zones(&self) -> anyhow::Result<ZonesJson> {
         Ok(serde_json::from_str(&self.ask(&["zones", "--json"])?)?)
+    }
+
+    /// The RTT of `src` to every other node, measured or estimated.
+    pub fn estimate(&self, src: &str) -> anyhow::Result<EstimateJson> {
+        Ok(serde_json::from_str(
+            &self.ask(&["estimate", "--json", "--src", src])?,
+        )?)
     }
 
     /// A ranking for `size` workers with workers already on `placed`.

@@ -63,6 +63,19 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// The RTT of a pair, or of a node to every other: measured where an
+    /// agent probes it, else estimated (network coordinates, else zone
+    /// averages), each with its basis.
+    Estimate {
+        #[command(flatten)]
+        target: Target,
+        /// The probing node.
+        #[arg(long)]
+        src: String,
+        /// The probed node; default: every other node.
+        #[arg(long)]
+        dst: Option<String>,
+    },
     /// Rank nodes for a job of K workers.
     Rank {
         #[command(flatten)]
@@ -175,6 +188,16 @@ async fn main() -> anyhow::Result<()> {
                     .await?;
             print_answer(target.json, json::ZonesJson::from(&zones), || {
                 render::zones(&zones)
+            })
+        }
+        Command::Estimate { target, src, dst } => {
+            let estimate =
+                ScoresConnection::connect_with(&target.collector, target.tls.load()?.as_ref())
+                    .await?
+                    .estimate(&src, dst.as_deref())
+                    .await?;
+            print_answer(target.json, json::EstimateJson::from(&estimate), || {
+                render::estimate(&estimate)
             })
         }
         Command::Rank {

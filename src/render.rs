@@ -1,7 +1,8 @@
-//! Human-readable tables of the matrix, the zones and a ranking.
+//! Human-readable tables of the matrix, the zones, pair RTTs and a ranking.
 
 use std::fmt::Write;
 
+use netaware_core::pair_rtt::RttBasis;
 use netaware_core::placement::Basis;
 use netaware_proto::convert::{basis_from_wire, node_kind_from_wire};
 use netaware_proto::v1 as pb;
@@ -16,6 +17,33 @@ fn percent(value: Option<f64>) -> String {
 
 fn rate(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{:.0} Mbit/s", v / 1e6))
+}
+
+/// Pair RTTs as a table, with what each rests on.
+pub fn estimate(response: &pb::EstimateResponse) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<24} {:<24} {:>10} {:>10}  BASIS",
+        "SRC", "DST", "RTT_MS", "+-MS"
+    );
+    for pair in &response.pairs {
+        let basis = match netaware_proto::convert::rtt_basis_from_wire(pair.basis) {
+            RttBasis::Measured => "measured",
+            RttBasis::Estimated => "estimated (coordinates)",
+            RttBasis::ZoneAverage => "zone average",
+            RttBasis::Unknown => "unknown",
+        };
+        let _ = writeln!(
+            out,
+            "{:<24} {:<24} {:>10} {:>10}  {basis}",
+            pair.src,
+            pair.dst,
+            ms(pair.rtt_ms),
+            ms(pair.error_ms)
+        );
+    }
+    out
 }
 
 /// The zone summary as a table.

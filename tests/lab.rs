@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use netaware::json::{MatrixJson, PairJson};
 use netaware::lab_system::{AgentTiming, LabSystem};
+use netaware_core::pair_rtt::RttBasis;
 use netaware_lab::{Faults, LinkProfile, Topology, root_or_skip};
 
 static ONE_LAB_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -613,4 +614,126 @@ fn a_job_scheduled_one_worker_at_a_time_lands_in_one_zone_on_its_best_hosts() {
         assert_eq!(filtered["NodeNames"].as_array().unwrap().len(), hosts.len());
         shutdown.cancel();
     });
+}
+
+#[test]
+fn bounded_peer_sets_leave_the_other_pairs_to_coordinates_that_estimate_them() {
+    if !root_or_skip("lab bounded peer sets") {
+        return;
+    }
+    let _serial = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Three peers an agent: one node of each other zone and one zone mate,
+    // the mate changing every 30 s; the coordinates move every second.
+    let mut flags = no_throughput_tests();
+    flags.extend(
+        [
+            "--max-peers",
+            "3",
+            "--peer-rotation",
+            "30s",
+            "--coordinate-interval",
+            "1s",
+        ]
+        .map(String::from),
+    );
+    let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
+    let system = LabSystem::start(Topology::named("default").unwrap(), exe, TIMING, &flags)
+        .expect("the lab system");
+    let workers: Vec<String> = system
+        .lab()
+        .workers()
+        .map(|h| h.spec.name.clone())
+        .collect();
+    // Probed now: a window in the last three.
+    let probed_now = |p: &&PairJson| p.age_s.is_some_and(|age| age < 6.0);
+    let fresh = |m: &MatrixJson, src: &str| {
+        m.pairs
+            .iter()
+            .filter(|p| p.src == src && probed_now(p) && p.samples >= 40)
+            .count()
+    };
+    // Every agent probing its three, and no more.
+    wait_for(
+        &system,
+        "three fresh peers each",
+        Duration::from_secs(60),
+        |m| workers.iter().all(|w| fresh(m, w) == 3) && !m.nodes.iter().any(|n| n.stale),
+    );
+    let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
+    let overhead = ping_median(&system, "a1", "control", 50) - control_rtt;
+
+    // Each pair nobody probes: its estimate against the configured truth
+    // plus the emulator's overhead, within max(0.5 ms, 15%). The
+    // coordinates need some passes to settle, and the pairs of the first
+    // peer sets (sent while the others joined) some windows to age out:
+    // read until both hold or a minute is up, and report the last reading.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (estimated, off) = loop {
+        let mut estimated = 0;
+        let mut off = Vec::new();
+        let mut worst = (0.0, String::new());
+        for src in &workers {
+            let answer = system.estimate(src).unwrap();
+
+            for pair in answer.pairs.iter().filter(|p| workers.contains(&p.dst)) {
+                let truth = system.lab().round_trip(src, &pair.dst).unwrap().0 + overhead;
+                match pair.basis {
+                    RttBasis::Measured => continue,
+                    RttBasis::Estimated => estimated += 1,
+                    other => off.push(format!("{src} -> {}: {other:?}", pair.dst)),
+                }
+                let rtt = pair.rtt_ms.expect("an estimate has an RTT");
+                if (rtt - truth).abs() / truth > worst.0 {
+                    worst = (
+                        (rtt - truth).abs() / truth,
+                        format!("{src} -> {}", pair.dst),
+                    );
+                }
+                if (rtt - truth).abs() > (0.15 * truth).max(0.5) {
+                    off.push(format!(
+                        "{src} -> {}: {rtt:.3} ms, truth {truth:.3} ms",
+                        pair.dst
+                    ));
+                }
+            }
+        }
+        // 72 pairs, 27 probed at a time (a few more are fresh across a step).
+        if (off.is_empty() && estimated >= 36) || Instant::now() > deadline {
+            eprintln!(
+                "{estimated} pairs estimated; the worst {} off by {:.1}%",
+                worst.1,
+                worst.0 * 100.0
+            );
+            break (estimated, off);
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    };
+    assert!(off.is_empty(), "estimates off:\n{}", off.join("\n"));
+    assert!(estimated >= 36, "only {estimated} pairs estimated");
+
+    // Placement still works: a 3-worker job in one zone, never the lossy
+    // a3; with a worker on a1, a3 fails on loss.
+    let ranking = system.rank(3, &[]).unwrap();
+    let zone = ranking.zone.clone().unwrap();
+    let top: Vec<&str> = ranking
+        .nodes
+        .iter()
+        .take(3)
+        .map(|n| n.name.as_str())
+        .collect();
+    assert!(
+        ranking
+            .nodes
+            .iter()
+            .take(3)
+            .all(|n| n.feasible && n.zone == zone),
+        "{ranking:?}"
+    );
+    assert!(!top.contains(&"a3"), "the lossy host was picked: {top:?}");
+    let ranking = system.rank(3, &["a1"]).unwrap();
+    let a3 = ranking.nodes.iter().find(|n| n.name == "a3").unwrap();
+    assert!(
+        !a3.feasible && a3.reason.as_deref().unwrap_or("").contains("loss"),
+        "{a3:?}"
+    );
 }

@@ -74,11 +74,19 @@ pub struct ModelArgs {
     /// Windows kept per pair.
     #[arg(long, default_value_t = 6)]
     pub windows_kept: usize,
-    /// Most peers each agent probes: its zone first, then a few of every
-    /// other zone (0: everyone probes everyone; set it above a few hundred
-    /// nodes).
-    #[arg(long, default_value_t = 0)]
+    /// Most peers each agent probes: a few nodes of every other zone, and
+    /// its own zone whole while it fits, else a sample that rotates (0:
+    /// everyone probes everyone, at any size).
+    #[arg(long, default_value_t = crate::state::DEFAULT_MAX_PEERS)]
     pub max_peers: usize,
+    /// How long each rotation step of bounded peer sets lasts: a zone of
+    /// m nodes is probed pair by pair within ceil((m - 1) / sample) steps.
+    #[arg(long, default_value = "5m", value_parser = parse_rotation)]
+    pub peer_rotation: Duration,
+    /// Time between two passes of the network coordinates over the
+    /// measured RTT medians.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub coordinate_interval: Duration,
     /// Loss to a placed worker above which placement fails a node.
     #[arg(long, default_value_t = 0.05)]
     pub loss_threshold: f64,
@@ -169,6 +177,8 @@ impl ModelArgs {
             },
             windows_kept: self.windows_kept,
             max_peers: self.max_peers,
+            peer_rotation: self.peer_rotation,
+            coordinate_interval: self.coordinate_interval.max(Duration::from_millis(100)),
         })
     }
 }
@@ -207,4 +217,16 @@ impl CollectorArgs {
             node_places,
         })
     }
+}
+
+/// A rotation step: at least a few windows' time, so that a pair's figures
+/// fill before its probing moves on.
+fn parse_rotation(text: &str) -> Result<Duration, String> {
+    let step = humantime::parse_duration(text).map_err(|err| err.to_string())?;
+    if step < Duration::from_secs(30) {
+        return Err(format!(
+            "{text} is shorter than 30s: a pair's windows would not fill"
+        ));
+    }
+    Ok(step)
 }

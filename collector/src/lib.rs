@@ -16,6 +16,7 @@
 //! demo and the tests all start it the same way.
 
 pub mod cli;
+pub mod coordinates;
 pub mod http;
 pub mod identity;
 pub mod inventory;
@@ -255,6 +256,7 @@ impl Collector {
             }
         });
         tasks.spawn(throughput::run(Arc::clone(&shared)));
+        tasks.spawn(coordinates::run(Arc::clone(&shared)));
         if let Some(saving) = &config.state {
             tasks.spawn(persist::run(
                 Arc::clone(&shared),

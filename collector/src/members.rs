@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use netaware_core::peers;
+use netaware_core::peers::{self, PeerBound};
 use netaware_proto::v1::Peer;
 
 /// Members are copied again at most this often, however fast nodes join;
@@ -21,24 +21,39 @@ pub struct Members {
     pub copied: Instant,
     /// How many peers each agent probes at most (0: all).
     pub max_peers: usize,
+    /// How long one rotation step of the peer sets lasts.
+    pub rotation: Duration,
     /// Every node, ordered by name.
     pub nodes: Vec<Peer>,
 }
 
 impl Members {
     /// A member list of `nodes` at membership `version`.
-    pub fn new(version: u64, max_peers: usize, nodes: Vec<Peer>) -> Self {
+    pub fn new(version: u64, max_peers: usize, rotation: Duration, nodes: Vec<Peer>) -> Self {
         Self {
             version,
             copied: Instant::now(),
             max_peers,
+            rotation,
             nodes,
         }
     }
 
-    /// The peers that `node` must probe: every other node, or `max_peers`
-    /// of them, its zone first (`netaware_core::peers::choose`).
-    pub fn peer_set(&self, node: &str) -> Vec<Peer> {
+    /// The rotation step at `unix_ms` (wall-clock time, so that a restarted
+    /// collector goes on with the same step).
+    pub fn epoch(&self, unix_ms: u64) -> u64 {
+        unix_ms / u64::try_from(self.rotation.as_millis().max(1)).unwrap_or(u64::MAX)
+    }
+
+    /// Time from `unix_ms` to the next rotation step.
+    pub fn until_next_epoch(&self, unix_ms: u64) -> Duration {
+        let step = u64::try_from(self.rotation.as_millis().max(1)).unwrap_or(u64::MAX);
+        Duration::from_millis(step - unix_ms % step)
+    }
+
+    /// The peers that `node` must probe in rotation step `epoch`: every
+    /// other node, or `max_peers` of them (`netaware_core::peers::choose`).
+    pub fn peer_set(&self, node: &str, epoch: u64) -> Vec<Peer> {
         let candidates: Vec<peers::Candidate<'_>> = self
             .nodes
             .iter()
@@ -48,7 +63,11 @@ impl Members {
             .iter()
             .find(|(name, _)| *name == node)
             .map_or("", |(_, zone)| zone);
-        peers::choose(node, zone, &candidates, self.max_peers)
+        let bound = PeerBound {
+            max: self.max_peers,
+            epoch,
+        };
+        peers::choose(node, zone, &candidates, bound)
             .into_iter()
             .map(|i| self.nodes[i].clone())
             .collect()
@@ -81,21 +100,22 @@ mod tests {
     }
 
     #[test]
-    fn a_node_gets_its_zone_first_and_never_itself() {
+    fn a_node_gets_its_zone_and_a_few_of_the_other_and_never_itself() {
         let nodes = (0..20)
             .map(|i| peer(&format!("n{i:02}"), if i % 2 == 0 { "a" } else { "b" }))
             .collect();
-        let members = Members::new(3, 12, nodes);
-        let set = members.peer_set("n00");
+        let members = Members::new(3, 12, Duration::from_secs(60), nodes);
+        let set = members.peer_set("n00", 0);
         assert_eq!(set.len(), 12);
         assert!(set.iter().all(|p| p.name != "n00"));
-        assert!(
-            set[..9].iter().all(|p| p.zone == "a"),
-            "its 9 zone mates first"
-        );
-        assert!(set[9..].iter().all(|p| p.zone == "b"));
+        // A third of the bound to the other zone, the rest to a sample
+        // of its 9 zone mates.
+        assert_eq!(set.iter().filter(|p| p.zone == "b").count(), 4);
+        assert_eq!(set.iter().filter(|p| p.zone == "a").count(), 8);
+        assert_eq!(members.epoch(125_000), 2);
+        assert_eq!(members.until_next_epoch(125_000), Duration::from_secs(55));
         assert_eq!(members.peer_set_spacing(), Duration::from_secs(1));
-        let large = Members::new(1, 64, vec![peer("x", "a"); 5_000]);
+        let large = Members::new(1, 64, Duration::from_secs(60), vec![peer("x", "a"); 5_000]);
         assert_eq!(large.peer_set_spacing(), Duration::from_secs(5));
     }
 }

@@ -86,6 +86,44 @@ pub struct WorkMetrics {
     pub snapshot_delay: Histogram,
     /// Bytes of updates sent on watch streams.
     pub watch_sent_bytes: Counter,
+    /// How far off the network coordinates' prediction of each measured
+    /// pair was before its median moved them (|predicted - measured| /
+    /// measured), inside zones and between them.
+    pub coordinate_error: Family<PairClassLabels, Histogram>,
+}
+
+/// Whether a pair is inside one zone or between two.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PairClassLabels {
+    /// `intra_zone` or `inter_zone`.
+    pub class: PairClass,
+}
+
+/// Inside a zone or between zones, as a label.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+pub enum PairClass {
+    /// Both ends in one zone.
+    IntraZone,
+    /// The ends in different zones.
+    InterZone,
+}
+
+impl prometheus_client::encoding::EncodeLabelValue for PairClass {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelValueEncoder<'_>,
+    ) -> Result<(), std::fmt::Error> {
+        use std::fmt::Write as _;
+        encoder.write_str(match self {
+            Self::IntraZone => "intra_zone",
+            Self::InterZone => "inter_zone",
+        })
+    }
+}
+
+/// Buckets of relative errors: 1% to about 3x.
+fn relative_error_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.01, 1.8, 11))
 }
 
 impl Default for WorkMetrics {
@@ -104,6 +142,7 @@ impl Default for WorkMetrics {
             snapshot_delay: seconds(),
             ingest: Histogram::new(exponential_buckets(0.0001, 2.5, 12)),
             watch_sent_bytes: Counter::default(),
+            coordinate_error: Family::new_with_constructor(relative_error_buckets),
         }
     }
 }
@@ -230,6 +269,11 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
             &work.snapshot_delay,
         ),
     ];
+    collector.register(
+        "coordinate_error_ratio",
+        "How far off the network coordinates predicted each measured pair's median RTT before it moved them (|predicted - measured| / measured), by class: intra_zone or inter_zone",
+        work.coordinate_error.clone(),
+    );
     for (name, help, histogram) in seconds {
         collector.register_with_unit(
             name,

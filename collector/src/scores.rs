@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use netaware_core::pair_rtt::RttLookup;
 use netaware_core::placement::{self, JobRequest};
 use netaware_proto::v1 as pb;
 use tokio::sync::mpsc;
@@ -74,6 +75,37 @@ impl pb::scores_server::Scores for ScoresService {
             page.next_page_token = PageToken { version, offset }.to_string();
         }
         Ok(Response::new(page))
+    }
+
+    async fn estimate(
+        &self,
+        request: Request<pb::EstimateRequest>,
+    ) -> Result<Response<pb::EstimateResponse>, Status> {
+        let request = request.into_inner();
+        check_name("src", &request.src, false).map_err(|e| Status::invalid_argument(e.0))?;
+        if !request.dst.is_empty() {
+            check_name("dst", &request.dst, false).map_err(|e| Status::invalid_argument(e.0))?;
+        }
+        let snapshot = self.0.snapshot().await;
+        let coordinates = self.0.coordinates.latest();
+        let scored = &snapshot.scored;
+        let known = |name: &str| {
+            scored
+                .index_of(name)
+                .ok_or_else(|| Status::not_found(format!("no node {name}")))
+        };
+        let src = known(&request.src)?;
+        let lookup = RttLookup::new(scored, &coordinates);
+        let pairs = if request.dst.is_empty() {
+            (0..scored.nodes().len())
+                .filter(|&dst| dst != src)
+                .map(|dst| convert::pair_rtt_to_wire(scored, &lookup.pair(src, dst)))
+                .collect()
+        } else {
+            let dst = known(&request.dst)?;
+            vec![convert::pair_rtt_to_wire(scored, &lookup.pair(src, dst))]
+        };
+        Ok(Response::new(pb::EstimateResponse { pairs }))
     }
 
     async fn get_zones(

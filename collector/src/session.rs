@@ -16,6 +16,9 @@ use crate::shared::{ResponseStream, Shared};
 use crate::state::Ingested;
 use netaware_runtime::clock::now_ms;
 
+/// Far enough to never come before the first peer set is sent.
+const NO_STEP_YET: std::time::Duration = std::time::Duration::from_secs(86_400);
+
 /// The agent session service.
 pub struct SessionService(pub Arc<Shared>);
 
@@ -94,6 +97,9 @@ async fn serve_session(
     let mut peer_set_due = true;
     let mut next_peer_set = tokio::time::Instant::now();
     let mut last_peer_set: Option<Vec<pb::Peer>> = None;
+    // Bounded sets rotate: a new set at each step (when the next step
+    // begins is known once a set was sent).
+    let mut next_epoch = tokio::time::Instant::now() + NO_STEP_YET;
     let by_node = NodeLabels { node: node.clone() };
     let message = |body| Ok(pb::CollectorMessage { body: Some(body) });
     loop {
@@ -103,11 +109,17 @@ async fn serve_session(
                 break;
             }
             Ok(()) = membership.changed() => peer_set_due = true,
+            () = tokio::time::sleep_until(next_epoch) => {
+                peer_set_due = true;
+                next_epoch = tokio::time::Instant::now() + NO_STEP_YET;
+            }
             () = tokio::time::sleep_until(next_peer_set), if peer_set_due => {
                 let members = shared.members().await;
                 peer_set_due = members.version < *membership.borrow();
                 next_peer_set = tokio::time::Instant::now() + members.peer_set_spacing();
-                let peers = members.peer_set(&node);
+                let now = now_ms();
+                next_epoch = tokio::time::Instant::now() + members.until_next_epoch(now);
+                let peers = members.peer_set(&node, members.epoch(now));
                 if last_peer_set.as_ref() == Some(&peers) {
                     continue;
                 }

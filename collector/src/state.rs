@@ -6,6 +6,7 @@
 //! the current time; tests call them directly.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use netaware_core::matrix::{PairMatrix, PairReadings};
 use netaware_core::placement::PlacementConfig;
@@ -52,7 +53,21 @@ pub struct ModelConfig {
     /// Most peers an agent probes (0: every other node); see
     /// [`netaware_core::peers`].
     pub max_peers: usize,
+    /// How long each rotation step of bounded peer sets lasts.
+    pub peer_rotation: Duration,
+    /// Time between two passes of the network coordinates over the
+    /// measured medians (`crate::coordinates`).
+    pub coordinate_interval: Duration,
 }
+
+/// Most peers an agent probes by default: a cluster of up to 65 nodes is a
+/// full mesh, a larger one bounded (`netaware_core::peers`).
+pub const DEFAULT_MAX_PEERS: usize = 64;
+
+/// How long a rotation step of bounded peer sets lasts by default: long
+/// enough for a pair's windows to fill (six 2 s windows take 12 s), short
+/// enough that a zone of 500 nodes is covered in about an hour.
+pub const DEFAULT_PEER_ROTATION: Duration = Duration::from_secs(300);
 
 impl Default for ModelConfig {
     fn default() -> Self {
@@ -61,7 +76,9 @@ impl Default for ModelConfig {
             placement: PlacementConfig::default(),
             windows_kept: 6,
             throughput: Some(ThroughputConfig::default()),
-            max_peers: 0,
+            max_peers: DEFAULT_MAX_PEERS,
+            peer_rotation: DEFAULT_PEER_ROTATION,
+            coordinate_interval: crate::coordinates::PASS_INTERVAL,
         }
     }
 }
@@ -338,12 +355,18 @@ impl CollectorState {
                 region: entry.info.region.clone(),
             })
             .collect();
-        Members::new(version, self.config.max_peers, nodes)
+        Members::new(
+            version,
+            self.config.max_peers,
+            self.config.peer_rotation,
+            nodes,
+        )
     }
 
-    /// The peers that `node` must probe (see [`Members::peer_set`]).
+    /// The peers that `node` must probe in the first rotation step (see
+    /// [`Members::peer_set`]).
     pub fn peer_set(&self, node: &str) -> Vec<Peer> {
-        self.members(0).peer_set(node)
+        self.members(0).peer_set(node, 0)
     }
 
     /// Checks a window from `node` and applies it whole, or refuses it

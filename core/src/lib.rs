@@ -16,16 +16,20 @@
 //! - [`placement`]: where the workers of a job should go, and why.
 //! - [`verdict`]: why a node must not take a worker, as typed values.
 //! - [`extender`]: the kube-scheduler extender's filter and scores.
-//! - [`peers`]: which nodes each agent probes.
+//! - [`peers`]: which nodes each agent probes, and how the sets rotate.
+//! - [`coordinates`]: network coordinates, for the RTT of pairs nobody probes.
+//! - [`pair_rtt`]: any pair's RTT, measured or estimated, and on what basis.
 //! - [`throughput_plan`]: which throughput tests run when, within a budget.
 //! - [`topology`]: a node's zone and region from its Kubernetes labels.
 
 pub mod chunked;
+pub mod coordinates;
 pub mod estimate;
 pub mod extender;
 pub mod matrix;
 pub mod memo;
 pub mod node_health;
+pub mod pair_rtt;
 pub mod peers;
 pub mod placement;
 pub mod registry;

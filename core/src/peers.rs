@@ -1,80 +1,218 @@
-//! Which peers an agent probes when the cluster is too big for everyone to
-//! probe everyone (`--max-peers`). A full mesh costs each agent one probe
+//! Which peers an agent probes. A full mesh costs each agent one probe
 //! stream per node and the collector a pair history per node pair: fine at
-//! a hundred nodes, not at thousands.
+//! a hundred nodes, not at thousands. So past a bound each agent probes a
+//! bounded set that rotates, and what nobody probes now is estimated
+//! (`crate::coordinates`, `crate::estimate`).
 //!
 //! Placement needs a node's links inside its zone most (a job lives in one
-//! zone), and the zone summary needs some links to every other zone. So a
-//! node gets the nodes of its own zone first, then the other zones in turn,
-//! one node of each per round. Within each group the order is a hash of the
-//! (node, peer) names: stable while membership changes, and different for
-//! every node, so that together the agents cover many pairs.
+//! zone), and the zone summary and the coordinates need links to every
+//! other zone. So, past the bound, a node probes:
+//!
+//! - **a few nodes of every other zone** ([`PeerBound::per_other_zone`]
+//!   each, by rendezvous hashing of (node, peer, epoch): a different few
+//!   for every node and every epoch);
+//! - **its own zone**: all of it while it fits in what is left of the bound,
+//!   else a rotating sample. The zone's nodes are put in name order on a
+//!   ring; in epoch `e` a node probes the `k` nodes at ring offsets
+//!   `e*k+1 ..= e*k+k` (modulo the ring), so every directed pair inside
+//!   the zone is probed within [`cycle_epochs`] epochs, and every node is
+//!   probed by exactly `k` zone mates in each (its health stays measured).
+//!
+//! Whatever the cluster's size, an agent probes at most `max` peers.
+//! Choosing is pure: the epoch comes from the caller's clock.
 
 use std::collections::BTreeMap;
 
 /// A candidate peer: its name and zone.
 pub type Candidate<'a> = (&'a str, &'a str);
 
+/// How many peers each agent probes, and which rotation step it is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerBound {
+    /// Most peers an agent probes; 0 for a full mesh at any size.
+    pub max: usize,
+    /// The rotation step (e.g. minutes since the epoch / rotation period).
+    pub epoch: u64,
+}
+
+/// Most nodes of each other zone an agent probes.
+pub const MAX_PER_OTHER_ZONE: usize = 4;
+
+impl PeerBound {
+    /// A full mesh, whatever the size.
+    pub const FULL_MESH: Self = Self { max: 0, epoch: 0 };
+
+    /// How many nodes of each other zone a node probes when there are
+    /// `other_zones` of them: a third of the bound shared out, between 1
+    /// and [`MAX_PER_OTHER_ZONE`].
+    pub fn per_other_zone(&self, other_zones: usize) -> usize {
+        if other_zones == 0 {
+            return 0;
+        }
+        (self.max / 3 / other_zones).clamp(1, MAX_PER_OTHER_ZONE)
+    }
+
+    /// How many other zones a node reaches in one epoch: all of them
+    /// unless they would take more than half the bound (hundreds of
+    /// zones), then a rotating half-bound's worth.
+    fn zones_reached(&self, other_zones: usize) -> usize {
+        other_zones.min(self.max.div_ceil(2))
+    }
+}
+
+/// Epochs in which a node of a zone of `zone_size` nodes probes every zone
+/// mate at least once when `sample` mates are probed per epoch (1 when the
+/// zone fits, as a full mesh).
+pub fn cycle_epochs(zone_size: usize, sample: usize) -> usize {
+    let mates = zone_size.saturating_sub(1);
+    if mates == 0 || sample >= mates {
+        return 1;
+    }
+    mates.div_ceil(sample.max(1))
+}
+
 /// The indices into `candidates` of the peers `node` (in `zone`) probes:
-/// all of them when `max` is 0 or covers them, else `max` of them.
-pub fn choose(node: &str, zone: &str, candidates: &[Candidate<'_>], max: usize) -> Vec<usize> {
-    let others: Vec<usize> = (0..candidates.len())
-        .filter(|&i| candidates[i].0 != node)
-        .collect();
-    if max == 0 || others.len() <= max {
-        return others;
+/// every other candidate when the bound is 0 or covers them, else at most
+/// `bound.max` of them (module docs).
+pub fn choose(
+    node: &str,
+    zone: &str,
+    candidates: &[Candidate<'_>],
+    bound: PeerBound,
+) -> Vec<usize> {
+    let others = candidates.iter().filter(|c| c.0 != node).count();
+    if bound.max == 0 || others <= bound.max {
+        return (0..candidates.len())
+            .filter(|&i| candidates[i].0 != node)
+            .collect();
     }
-    // Each candidate's hash is worked out once: a collector chooses for
-    // thousands of nodes among thousands of candidates.
-    let keyed = |i: usize| (fnv(node, candidates[i].0), i);
-    let mut same = Vec::new();
-    let mut zones: BTreeMap<&str, Vec<(u64, usize)>> = BTreeMap::new();
-    for i in others {
-        if candidates[i].1 == zone {
-            same.push(keyed(i));
+    let mut ring: Vec<usize> = Vec::new();
+    let mut zones: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, candidate) in candidates.iter().enumerate() {
+        if candidate.1 == zone {
+            ring.push(i);
         } else {
-            zones.entry(candidates[i].1).or_default().push(keyed(i));
+            zones.entry(candidate.1).or_default().push(i);
         }
     }
-    if same.len() >= max {
-        return smallest(same, max);
-    }
-    same.sort_unstable();
-    // The other zones, each in hash order, taken one node per zone a round.
-    let mut zones: Vec<std::vec::IntoIter<usize>> = zones
-        .into_values()
-        .map(|group| smallest(group, max).into_iter())
-        .collect();
-    // Start the rounds at a zone that depends on the node, so that the
-    // zones left out when `max` is small differ from node to node.
-    let start = if zones.is_empty() {
-        0
-    } else {
-        (fnv(node, zone) % zones.len() as u64) as usize
-    };
-    zones.rotate_left(start);
-    let mut chosen: Vec<usize> = same.into_iter().map(|(_, i)| i).collect();
-    while chosen.len() < max {
-        let mut took = false;
-        for group in &mut zones {
-            if chosen.len() == max {
-                break;
-            }
-            if let Some(i) = group.next() {
-                chosen.push(i);
-                took = true;
-            }
-        }
-        if !took {
-            break;
-        }
+    let mut chosen = other_zone_peers(node, zone, candidates, &zones, bound);
+    let room = bound.max - chosen.len().min(bound.max);
+    chosen.splice(
+        0..0,
+        zone_peers(node, candidates, &mut ring, room, bound.epoch),
+    );
+    // Room the zone left (a small zone) goes to more nodes of other zones.
+    let spare = bound.max.saturating_sub(chosen.len());
+    if spare > 0 {
+        let mut more = extra_other_zone_peers(node, candidates, &zones, &chosen, spare, bound);
+        chosen.append(&mut more);
     }
     chosen
 }
 
+/// The zone mates `node` probes: all while they fit in `room`, else the
+/// `room` at this epoch's offsets on the ring of the zone in name order.
+fn zone_peers(
+    node: &str,
+    candidates: &[Candidate<'_>],
+    ring: &mut [usize],
+    room: usize,
+    epoch: u64,
+) -> Vec<usize> {
+    ring.sort_unstable_by_key(|&i| candidates[i].0);
+    let Some(me) = ring.iter().position(|&i| candidates[i].0 == node) else {
+        // Not a member (yet): any `room` of them, by hash.
+        let keyed = ring
+            .iter()
+            .map(|&i| (rendezvous(node, candidates[i].0, epoch), i));
+        return smallest(keyed.collect(), room);
+    };
+    let size = ring.len();
+    let mates = size - 1;
+    if mates <= room {
+        return (1..size).map(|offset| ring[(me + offset) % size]).collect();
+    }
+    // Offsets 1..=mates, this epoch's block of `room` of them.
+    let start = (epoch % mates as u64) as usize * room;
+    (0..room)
+        .map(|t| {
+            let offset = (start + t) % mates + 1;
+            ring[(me + offset) % size]
+        })
+        .collect()
+}
+
+/// A few nodes of each other zone (all zones, or a rotating share of them
+/// when there are hundreds), chosen by rendezvous hashing with the epoch.
+fn other_zone_peers(
+    node: &str,
+    zone: &str,
+    candidates: &[Candidate<'_>],
+    zones: &BTreeMap<&str, Vec<usize>>,
+    bound: PeerBound,
+) -> Vec<usize> {
+    let per_zone = bound.per_other_zone(zones.len());
+    let mut reached: Vec<(u64, &str)> = zones
+        .keys()
+        .map(|&z| (rendezvous(node, z, bound.epoch) ^ rendezvous(zone, z, 0), z))
+        .collect();
+    let reach = bound.zones_reached(zones.len());
+    reached.sort_unstable();
+    reached.truncate(reach);
+    reached.sort_unstable_by_key(|&(_, z)| z);
+    let mut chosen = Vec::new();
+    for (_, z) in reached {
+        let keyed = zones[z]
+            .iter()
+            .map(|&i| (rendezvous(node, candidates[i].0, bound.epoch), i));
+        chosen.extend(smallest(keyed.collect(), per_zone));
+    }
+    chosen.truncate(bound.max);
+    chosen
+}
+
+/// `spare` more nodes of other zones, not yet in `taken`, one of each zone
+/// a round.
+fn extra_other_zone_peers(
+    node: &str,
+    candidates: &[Candidate<'_>],
+    zones: &BTreeMap<&str, Vec<usize>>,
+    taken: &[usize],
+    spare: usize,
+    bound: PeerBound,
+) -> Vec<usize> {
+    let mut groups: Vec<std::vec::IntoIter<usize>> = zones
+        .values()
+        .map(|group| {
+            let keyed = group
+                .iter()
+                .filter(|i| !taken.contains(i))
+                .map(|&i| (rendezvous(node, candidates[i].0, bound.epoch), i));
+            smallest(keyed.collect(), spare).into_iter()
+        })
+        .collect();
+    let mut more = Vec::new();
+    while more.len() < spare {
+        let before = more.len();
+        for group in &mut groups {
+            if more.len() == spare {
+                break;
+            }
+            more.extend(group.next());
+        }
+        if more.len() == before {
+            break;
+        }
+    }
+    more
+}
+
 /// The `max` smallest of `keyed`, in order, without sorting the rest.
 fn smallest(mut keyed: Vec<(u64, usize)>, max: usize) -> Vec<usize> {
-    if keyed.len() > max && max > 0 {
+    if max == 0 {
+        return Vec::new();
+    }
+    if keyed.len() > max {
         keyed.select_nth_unstable(max - 1);
         keyed.truncate(max);
     }
@@ -82,10 +220,18 @@ fn smallest(mut keyed: Vec<(u64, usize)>, max: usize) -> Vec<usize> {
     keyed.into_iter().map(|(_, i)| i).collect()
 }
 
-/// FNV-1a over two names: a stable, well-spread order.
-fn fnv(a: &str, b: &str) -> u64 {
+/// Rendezvous weight of `b` for `a` in `epoch`: FNV-1a over both names and
+/// the epoch, so that every (node, epoch) ranks the candidates differently
+/// and stably while membership changes.
+fn rendezvous(a: &str, b: &str, epoch: u64) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in a.bytes().chain([0xff]).chain(b.bytes()) {
+    for byte in a
+        .bytes()
+        .chain([0xff])
+        .chain(b.bytes())
+        .chain([0xff])
+        .chain(epoch.to_le_bytes())
+    {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
@@ -96,6 +242,7 @@ fn fnv(a: &str, b: &str) -> u64 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::BTreeSet;
 
     fn cluster(nodes: usize, zones: usize) -> Vec<(String, String)> {
         (0..nodes)
@@ -110,59 +257,122 @@ mod tests {
             .collect()
     }
 
+    fn bound(max: usize, epoch: u64) -> PeerBound {
+        PeerBound { max, epoch }
+    }
+
     #[test]
     fn everyone_when_there_is_room_or_no_limit() {
         let c = cluster(10, 3);
         let v = view(&c);
-        assert_eq!(choose("n0", "z0", &v, 0).len(), 9);
-        assert_eq!(choose("n0", "z0", &v, 9).len(), 9);
-        assert!(!choose("n0", "z0", &v, 0).contains(&0));
+        assert_eq!(choose("n0", "z0", &v, PeerBound::FULL_MESH).len(), 9);
+        assert_eq!(choose("n0", "z0", &v, bound(9, 7)).len(), 9);
+        assert!(!choose("n0", "z0", &v, bound(0, 0)).contains(&0));
     }
 
     #[test]
-    fn the_own_zone_first_then_every_other_zone() {
-        // 4 zones of 25: 24 zone mates, then one of each other zone.
+    fn a_zone_that_fits_is_a_full_mesh_and_every_other_zone_is_reached() {
+        // 4 zones of 25, a bound of 40: the 24 zone mates, then others.
         let c = cluster(100, 4);
         let v = view(&c);
-        let chosen = choose("n0", "z0", &v, 27);
-        assert_eq!(chosen.len(), 27);
-        assert!(chosen[..24].iter().all(|&i| v[i].1 == "z0"));
-        let mut others: Vec<&str> = chosen[24..].iter().map(|&i| v[i].1).collect();
-        others.sort_unstable();
-        assert_eq!(others, ["z1", "z2", "z3"]);
+        let chosen = choose("n0", "z0", &v, bound(40, 3));
+        assert_eq!(chosen.len(), 40);
+        assert_eq!(chosen.iter().filter(|&&i| v[i].1 == "z0").count(), 24);
+        let zones: BTreeSet<&str> = chosen.iter().map(|&i| v[i].1).collect();
+        assert_eq!(zones.len(), 4);
     }
 
     #[test]
-    fn different_nodes_choose_differently() {
+    fn different_nodes_and_epochs_choose_differently() {
         let c = cluster(1_000, 2);
         let v = view(&c);
-        let a = choose("n0", "z0", &v, 20);
-        let b = choose("n2", "z0", &v, 20);
-        assert_ne!(a, b);
+        let a = choose("n0", "z0", &v, bound(20, 0));
+        assert_ne!(a, choose("n2", "z0", &v, bound(20, 0)));
+        assert_ne!(a, choose("n0", "z0", &v, bound(20, 1)));
+        assert_eq!(a, choose("n0", "z0", &v, bound(20, 0)));
+    }
+
+    #[test]
+    fn the_cycle_is_stated() {
+        assert_eq!(cycle_epochs(500, 43), 12);
+        assert_eq!(cycle_epochs(20, 43), 1);
+        assert_eq!(cycle_epochs(1, 0), 1);
     }
 
     proptest! {
         #[test]
-        fn never_self_never_twice_at_most_max_and_stable(
-            nodes in 2usize..300, zones in 1usize..12, max in 0usize..80, me in 0usize..300,
+        fn bounded_deterministic_never_self_never_twice(
+            nodes in 2usize..400, zones in 1usize..12, max in 0usize..80,
+            me in 0usize..400, epoch in 0u64..1_000,
         ) {
             let c = cluster(nodes, zones);
             let v = view(&c);
             let me = me % nodes;
             let (name, zone) = v[me];
-            let chosen = choose(name, zone, &v, max);
+            let chosen = choose(name, zone, &v, bound(max, epoch));
             let expected = if max == 0 { nodes - 1 } else { max.min(nodes - 1) };
-            prop_assert_eq!(chosen.len(), expected);
+            prop_assert!(chosen.len() <= expected);
             prop_assert!(!chosen.contains(&me));
-            let mut unique = chosen.clone();
-            unique.sort_unstable();
-            unique.dedup();
+            let unique: BTreeSet<usize> = chosen.iter().copied().collect();
             prop_assert_eq!(unique.len(), chosen.len());
-            prop_assert_eq!(&choose(name, zone, &v, max), &chosen);
-            // When limited, zone mates before anyone else.
-            prop_assume!(max > 0 && max < nodes - 1);
-            let first_foreign = chosen.iter().position(|&i| v[i].1 != zone).unwrap_or(chosen.len());
-            prop_assert!(chosen[first_foreign..].iter().all(|&i| v[i].1 != zone));
+            prop_assert_eq!(&choose(name, zone, &v, bound(max, epoch)), &chosen);
+            // The bound is used up unless the cluster is smaller.
+            prop_assert_eq!(chosen.len(), expected);
+            // Every other zone is reached while the zones fit the bound.
+            let reached: BTreeSet<&str> = chosen.iter().map(|&i| v[i].1).collect();
+            let other_zones = zones.min(nodes) - 1;
+            if max > 0 && other_zones <= max.div_ceil(2) {
+                for z in 0..zones.min(nodes) {
+                    let z = format!("z{z}");
+                    prop_assert!(z == zone || reached.contains(z.as_str()), "{} not reached", z);
+                }
+            }
+        }
+
+        #[test]
+        fn rotation_probes_every_zone_pair_within_the_cycle(
+            nodes in 40usize..400, zones in 1usize..6, max in 4usize..30, start in 0u64..1_000,
+        ) {
+            let c = cluster(nodes, zones);
+            let v = view(&c);
+            let b = bound(max, 0);
+            let other_zones = zones - 1;
+            // What is left of the bound for the zone.
+            let room = max - (b.per_other_zone(other_zones) * b.zones_reached(other_zones)).min(max);
+            let zone_size = v.iter().filter(|x| x.1 == "z0").count();
+            prop_assume!(room > 0 && zone_size - 1 > room);
+            let cycle = cycle_epochs(zone_size, room) as u64;
+            let mut probed = BTreeSet::new();
+            for epoch in start..start + cycle {
+                for (i, &(name, zone)) in v.iter().enumerate().filter(|(_, x)| x.1 == "z0") {
+                    for j in choose(name, zone, &v, bound(max, epoch)) {
+                        if v[j].1 == "z0" {
+                            probed.insert((i, j));
+                        }
+                    }
+                }
+            }
+            prop_assert_eq!(probed.len(), zone_size * (zone_size - 1));
+        }
+
+        #[test]
+        fn every_node_is_probed_by_its_zone_in_every_epoch(
+            nodes in 100usize..300, max in 8usize..30, epoch in 0u64..100,
+        ) {
+            let c = cluster(nodes, 2);
+            let v = view(&c);
+            let mut probed_by = vec![0usize; nodes];
+            for &(name, zone) in &v {
+                for j in choose(name, zone, &v, bound(max, epoch)) {
+                    if v[j].1 == zone {
+                        probed_by[j] += 1;
+                    }
+                }
+            }
+            let least = probed_by.iter().min().copied().unwrap_or(0);
+            let most = probed_by.iter().max().copied().unwrap_or(0);
+            prop_assert!(least > 0);
+            prop_assert_eq!(least, most, "the ring spreads the probing evenly");
         }
     }
 }

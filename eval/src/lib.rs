@@ -15,6 +15,8 @@
 //! placements.
 
 pub mod cluster;
+pub mod estimates;
+pub mod fabric;
 pub mod model;
 pub mod policies;
 pub mod sim;

@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 
 use netaware_core::matrix::{PairSummary, Throughput};
+use netaware_core::pair_rtt::{PairRtt, RttBasis};
 use netaware_core::placement::{Basis, Ranking};
 use netaware_core::score::{Fallback, Source, Terms, Weights};
 use netaware_core::snapshot::{NodeView, ScoredMatrix, ScoredPair, ZoneSummary};
@@ -76,6 +77,44 @@ pub fn basis_from_wire(value: i32) -> Option<Basis> {
         pb::Basis::Zone => Some(Basis::Zone),
         pb::Basis::Colocated => Some(Basis::Colocated),
         pb::Basis::Unspecified => None,
+    }
+}
+
+/// The wire form of what a pair's RTT rests on.
+pub fn rtt_basis_to_wire(basis: RttBasis) -> pb::RttBasis {
+    match basis {
+        RttBasis::Measured => pb::RttBasis::Measured,
+        RttBasis::Estimated => pb::RttBasis::Estimated,
+        RttBasis::ZoneAverage => pb::RttBasis::ZoneAverage,
+        RttBasis::Unknown => pb::RttBasis::Unknown,
+    }
+}
+
+/// What a pair's RTT rests on, from the wire (an unknown value: unknown).
+pub fn rtt_basis_from_wire(value: i32) -> RttBasis {
+    match pb::RttBasis::try_from(value) {
+        Ok(pb::RttBasis::Measured) => RttBasis::Measured,
+        Ok(pb::RttBasis::Estimated) => RttBasis::Estimated,
+        Ok(pb::RttBasis::ZoneAverage) => RttBasis::ZoneAverage,
+        _ => RttBasis::Unknown,
+    }
+}
+
+/// The wire form of a pair's RTT, its ends named from `scored`.
+pub fn pair_rtt_to_wire(scored: &ScoredMatrix, rtt: &PairRtt) -> pb::PairEstimate {
+    let name = |i: usize| {
+        scored
+            .nodes()
+            .get(i)
+            .map(|n| n.info.name.clone())
+            .unwrap_or_default()
+    };
+    pb::PairEstimate {
+        src: name(rtt.src),
+        dst: name(rtt.dst),
+        rtt_ms: rtt.rtt_ms,
+        error_ms: rtt.error_ms,
+        basis: rtt_basis_to_wire(rtt.basis).into(),
     }
 }
 

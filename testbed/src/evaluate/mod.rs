@@ -9,6 +9,7 @@
 //! Both compare the policies of [`netaware_eval::policies`], print a table,
 //! and write JSON and a PNG plot ([`plot`]) into `--out`.
 
+pub mod estimates;
 pub mod lab;
 pub mod plot;
 pub mod sim;
@@ -25,6 +26,9 @@ pub enum EvaluateCommand {
     Lab(lab::LabOptions),
     /// A cluster of thousands of nodes and a trace of competing jobs.
     Sim(sim::SimOptions),
+    /// How far off the RTT estimates of never-probed pairs are on a
+    /// simulated fabric, with bounded peer sets.
+    Estimates(estimates::EstimateOptions),
 }
 
 /// Where an experiment's results go.
@@ -50,6 +54,11 @@ pub async fn run(command: EvaluateCommand, shutdown: CancellationToken) -> anyho
                 tokio::task::spawn_blocking(move || sim::run(&options))
                     .await
                     .context("the simulation panicked")?
+            }
+            EvaluateCommand::Estimates(options) => {
+                tokio::task::spawn_blocking(move || estimates::run(&options))
+                    .await
+                    .context("the experiment panicked")?
             }
         }
     };
