@@ -672,6 +672,8 @@ fn bounded_peer_sets_leave_the_other_pairs_to_coordinates_that_estimate_them() {
         let mut estimated = 0;
         let mut off = Vec::new();
         let mut worst = (0.0, String::new());
+        // Relative errors inside zones and between them.
+        let mut errors: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
         for src in &workers {
             let answer = system.estimate(src).unwrap();
 
@@ -683,6 +685,7 @@ fn bounded_peer_sets_leave_the_other_pairs_to_coordinates_that_estimate_them() {
                     other => off.push(format!("{src} -> {}: {other:?}", pair.dst)),
                 }
                 let rtt = pair.rtt_ms.expect("an estimate has an RTT");
+                errors[usize::from(src[..1] != pair.dst[..1])].push((rtt - truth).abs() / truth);
                 if (rtt - truth).abs() / truth > worst.0 {
                     worst = (
                         (rtt - truth).abs() / truth,
@@ -699,8 +702,17 @@ fn bounded_peer_sets_leave_the_other_pairs_to_coordinates_that_estimate_them() {
         }
         // 72 pairs, 27 probed at a time (a few more are fresh across a step).
         if (off.is_empty() && estimated >= 36) || Instant::now() > deadline {
+            let median = |errors: &mut Vec<f64>| {
+                errors.sort_by(f64::total_cmp);
+                errors.get(errors.len() / 2).map_or(f64::NAN, |e| e * 100.0)
+            };
             eprintln!(
-                "{estimated} pairs estimated; the worst {} off by {:.1}%",
+                "{estimated} pairs estimated; median error inside zones {:.1}% ({} pairs), \
+                 between zones {:.1}% ({} pairs); the worst {} off by {:.1}%",
+                median(&mut errors[0]),
+                errors[0].len(),
+                median(&mut errors[1]),
+                errors[1].len(),
                 worst.1,
                 worst.0 * 100.0
             );
@@ -730,10 +742,23 @@ fn bounded_peer_sets_leave_the_other_pairs_to_coordinates_that_estimate_them() {
         "{ranking:?}"
     );
     assert!(!top.contains(&"a3"), "the lossy host was picked: {top:?}");
-    let ranking = system.rank(3, &["a1"]).unwrap();
-    let a3 = ranking.nodes.iter().find(|n| n.name == "a3").unwrap();
-    assert!(
-        !a3.feasible && a3.reason.as_deref().unwrap_or("").contains("loss"),
-        "{a3:?}"
-    );
+    // a3's loss shows on its links with two zone-mates (node health); at
+    // a rotation step one of them may be new and still have no probes, so
+    // the verdict may take a few windows.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let ranking = system.rank(3, &["a1"]).unwrap();
+        let a3 = ranking
+            .nodes
+            .iter()
+            .find(|n| n.name == "a3")
+            .unwrap()
+            .clone();
+        let fails_on_loss = !a3.feasible && a3.reason.as_deref().unwrap_or("").contains("loss");
+        if fails_on_loss {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{a3:?}");
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }
