@@ -39,16 +39,32 @@ impl Members {
         }
     }
 
-    /// The rotation step at `unix_ms` (wall-clock time, so that a restarted
-    /// collector goes on with the same step).
-    pub fn epoch(&self, unix_ms: u64) -> u64 {
-        unix_ms / u64::try_from(self.rotation.as_millis().max(1)).unwrap_or(u64::MAX)
+    /// `node`'s rotation step at `unix_ms`: wall-clock time (so that a
+    /// restarted collector goes on with the same step), shifted by a phase
+    /// of the node's own within the step. Every node still goes through
+    /// every step in turn, but the nodes do not all move at once: 5,000
+    /// sessions choosing new sets in the same instant took a second of the
+    /// collector's CPU and held acks up for as long.
+    pub fn epoch(&self, node: &str, unix_ms: u64) -> u64 {
+        unix_ms.saturating_add(self.phase(node)) / self.step_ms()
     }
 
-    /// Time from `unix_ms` to the next rotation step.
-    pub fn until_next_epoch(&self, unix_ms: u64) -> Duration {
-        let step = u64::try_from(self.rotation.as_millis().max(1)).unwrap_or(u64::MAX);
-        Duration::from_millis(step - unix_ms % step)
+    /// Time from `unix_ms` to `node`'s next rotation step.
+    pub fn until_next_epoch(&self, node: &str, unix_ms: u64) -> Duration {
+        let step = self.step_ms();
+        Duration::from_millis(step - unix_ms.saturating_add(self.phase(node)) % step)
+    }
+
+    fn step_ms(&self) -> u64 {
+        u64::try_from(self.rotation.as_millis().max(1)).unwrap_or(u64::MAX)
+    }
+
+    /// A node's phase in [0, step), from its name (FNV-1a).
+    fn phase(&self, node: &str) -> u64 {
+        let hash = node.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        });
+        hash % self.step_ms()
     }
 
     /// The peers that `node` must probe in rotation step `epoch`: every
@@ -112,8 +128,18 @@ mod tests {
         // of its 9 zone mates.
         assert_eq!(set.iter().filter(|p| p.zone == "b").count(), 4);
         assert_eq!(set.iter().filter(|p| p.zone == "a").count(), 8);
-        assert_eq!(members.epoch(125_000), 2);
-        assert_eq!(members.until_next_epoch(125_000), Duration::from_secs(55));
+        // Each node's steps last a minute, their boundaries spread out.
+        let boundary = |node: &str| {
+            let next = members.until_next_epoch(node, 125_000).as_millis() as u64;
+            assert!((1..=60_000).contains(&next));
+            let before = members.epoch(node, 125_000 + next - 1);
+            assert_eq!(members.epoch(node, 125_000 + next), before + 1);
+            assert_eq!(members.epoch(node, 125_000 + next + 59_999), before + 1);
+            next
+        };
+        let boundaries: std::collections::BTreeSet<u64> =
+            (0..20).map(|i| boundary(&format!("n{i:02}"))).collect();
+        assert!(boundaries.len() > 10, "{boundaries:?}");
         assert_eq!(members.peer_set_spacing(), Duration::from_secs(1));
         let large = Members::new(1, 64, Duration::from_secs(60), vec![peer("x", "a"); 5_000]);
         assert_eq!(large.peer_set_spacing(), Duration::from_secs(5));

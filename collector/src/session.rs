@@ -118,8 +118,8 @@ async fn serve_session(
                 peer_set_due = members.version < *membership.borrow();
                 next_peer_set = tokio::time::Instant::now() + members.peer_set_spacing();
                 let now = now_ms();
-                next_epoch = tokio::time::Instant::now() + members.until_next_epoch(now);
-                let peers = members.peer_set(&node, members.epoch(now));
+                next_epoch = tokio::time::Instant::now() + members.until_next_epoch(&node, now);
+                let peers = members.peer_set(&node, members.epoch(&node, now));
                 if last_peer_set.as_ref() == Some(&peers) {
                     continue;
                 }
