@@ -44,7 +44,7 @@ impl SharedCoordinates {
 }
 
 /// A fresh measured median and the pair's ends (node and zone indices of
-/// the snapshot; their names are borrowed from it, not copied: a pass
+/// the snapshot; the names are copied once per node, not per pair: a pass
 /// reads 320,000 pairs at 5,000 nodes).
 struct Sample {
     ends: (End, End),
@@ -75,14 +75,20 @@ pub async fn run(shared: Arc<Shared>) {
         let snapshot = shared.snapshots.published();
         let shared_for_pass = Arc::clone(&shared);
         let moved = netaware_runtime::background::run(move || {
+            // What the pass needs, copied out so that the snapshot (a
+            // hundred MiB and more at 5,000 nodes) is not kept alive for
+            // the pass while newer ones are built.
             let samples = samples(&snapshot.scored, pass);
-            forget_departed(&mut working, &snapshot.scored);
-            apply(
-                &mut working,
-                &snapshot.scored,
-                &samples,
-                &shared_for_pass.work,
-            );
+            let names: Vec<String> = snapshot
+                .scored
+                .nodes()
+                .iter()
+                .map(|node| node.info.name.clone())
+                .collect();
+            let zones = snapshot.scored.zone_count();
+            drop(snapshot);
+            forget_departed(&mut working, &names);
+            apply(&mut working, &names, zones, &samples, &shared_for_pass.work);
             working
         })
         .await;
@@ -127,22 +133,24 @@ fn samples(scored: &ScoredMatrix, pass: u64) -> Vec<Sample> {
 }
 
 /// Drops the coordinates of nodes the collector no longer knows.
-fn forget_departed(coordinates: &mut Coordinates, scored: &ScoredMatrix) {
-    coordinates.retain(|name| scored.index_of(name).is_some());
+fn forget_departed(coordinates: &mut Coordinates, names: &[String]) {
+    let known: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
+    coordinates.retain(|name| known.contains(name));
 }
 
 /// Judges, then applies, each sample.
+/// `nodes` names the snapshot's node indices; `zones` counts its zones.
 fn apply(
     coordinates: &mut Coordinates,
-    scored: &ScoredMatrix,
+    nodes: &[String],
+    zones: usize,
     samples: &[Sample],
     work: &WorkMetrics,
 ) {
-    let nodes = scored.nodes();
     let names = |sample: &Sample| {
         (
-            nodes[sample.ends.0.node].info.name.as_str(),
-            nodes[sample.ends.1.node].info.name.as_str(),
+            nodes[sample.ends.0.node].as_str(),
+            nodes[sample.ends.1.node].as_str(),
         )
     };
     let predicted: Vec<_> = samples
@@ -152,7 +160,7 @@ fn apply(
             coordinates.estimate(src, dst)
         })
         .collect();
-    let mut residuals = Residuals::new(scored.zone_count());
+    let mut residuals = Residuals::new(zones);
     for (sample, predicted) in samples.iter().zip(&predicted) {
         if let Some(predicted) = predicted {
             residuals.add(
