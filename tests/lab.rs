@@ -170,6 +170,27 @@ fn in_binomial_interval(observed: f64, p: f64, n: u64) -> bool {
     (observed - p).abs() <= half_width
 }
 
+/// A 3-worker job: three feasible hosts of one zone, never the lossy a3.
+fn a_job_of_three_lands_in_one_zone_without_the_lossy_host(system: &LabSystem) {
+    let ranking = system.rank(3, &[]).unwrap();
+    let zone = ranking.zone.clone().unwrap();
+    let top: Vec<&str> = ranking
+        .nodes
+        .iter()
+        .take(3)
+        .map(|n| n.name.as_str())
+        .collect();
+    assert!(
+        ranking
+            .nodes
+            .iter()
+            .take(3)
+            .all(|n| n.feasible && n.zone == zone),
+        "{ranking:?}"
+    );
+    assert!(!top.contains(&"a3"), "the lossy host was picked: {top:?}");
+}
+
 #[test]
 fn matrix_matches_the_topology_and_ping_and_placement_follows_it() {
     if !root_or_skip("lab accuracy") {
@@ -330,23 +351,7 @@ fn matrix_matches_the_topology_and_ping_and_placement_follows_it() {
     );
 
     // A 3-worker job: a zone with 3 healthy hosts, never the lossy a3.
-    let ranking = system.rank(3, &[]).unwrap();
-    let zone = ranking.zone.clone().unwrap();
-    let top: Vec<&str> = ranking
-        .nodes
-        .iter()
-        .take(3)
-        .map(|n| n.name.as_str())
-        .collect();
-    assert!(
-        ranking
-            .nodes
-            .iter()
-            .take(3)
-            .all(|n| n.feasible && n.zone == zone),
-        "{ranking:?}"
-    );
-    assert!(!top.contains(&"a3"), "the lossy host was picked: {top:?}");
+    a_job_of_three_lands_in_one_zone_without_the_lossy_host(&system);
     // One worker on a1: its clean zone-mate first, the lossy one fails.
     let ranking = system.rank(3, &["a1"]).unwrap();
     assert_eq!(ranking.zone.as_deref(), Some("zone-a"));
@@ -725,23 +730,7 @@ fn bounded_peer_sets_leave_the_other_pairs_to_coordinates_that_estimate_them() {
 
     // Placement still works: a 3-worker job in one zone, never the lossy
     // a3; with a worker on a1, a3 fails on loss.
-    let ranking = system.rank(3, &[]).unwrap();
-    let zone = ranking.zone.clone().unwrap();
-    let top: Vec<&str> = ranking
-        .nodes
-        .iter()
-        .take(3)
-        .map(|n| n.name.as_str())
-        .collect();
-    assert!(
-        ranking
-            .nodes
-            .iter()
-            .take(3)
-            .all(|n| n.feasible && n.zone == zone),
-        "{ranking:?}"
-    );
-    assert!(!top.contains(&"a3"), "the lossy host was picked: {top:?}");
+    a_job_of_three_lands_in_one_zone_without_the_lossy_host(&system);
     // a3's loss shows on its links with two zone-mates (node health); at
     // a rotation step one of them may be new and still have no probes, so
     // the verdict may take a few windows.
