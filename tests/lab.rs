@@ -705,8 +705,9 @@ fn bounded_peer_sets_leave_the_other_pairs_to_coordinates_that_estimate_them() {
                 }
             }
         }
-        // 72 pairs, 27 probed at a time (a few more are fresh across a step).
-        if (off.is_empty() && estimated >= 36) || Instant::now() > deadline {
+        // 72 pairs, 27 probed at a time; nodes rotate at phases of their
+        // own, so a few more are fresh at any moment.
+        if (off.is_empty() && estimated >= 30) || Instant::now() > deadline {
             let median = |errors: &mut Vec<f64>| {
                 errors.sort_by(f64::total_cmp);
                 errors.get(errors.len() / 2).map_or(f64::NAN, |e| e * 100.0)
@@ -726,7 +727,7 @@ fn bounded_peer_sets_leave_the_other_pairs_to_coordinates_that_estimate_them() {
         std::thread::sleep(Duration::from_secs(2));
     };
     assert!(off.is_empty(), "estimates off:\n{}", off.join("\n"));
-    assert!(estimated >= 36, "only {estimated} pairs estimated");
+    assert!(estimated >= 30, "only {estimated} pairs estimated");
 
     // Placement still works: a 3-worker job in one zone, never the lossy
     // a3; with a worker on a1, a3 fails on loss.
