@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use netaware_collector::state::Ingested;
 use netaware_collector::{CollectorState, ModelConfig};
+use netaware_core::coordinates::Coordinates;
 use netaware_core::placement::{JobRequest, rank};
 use netaware_proto::convert::matrix_to_wire;
 use netaware_proto::v1::{Hello, PeerWindow, Window};
@@ -23,6 +24,11 @@ use prost::Message;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const ZONES: usize = 10;
+
+/// The RTT (ms) node `i` measures to its `k`th peer.
+fn rtt_of(i: usize, k: usize) -> f64 {
+    0.1 + ((i * 7 + k * 13) % 50) as f64 / 100.0
+}
 const WINDOW_MS: u64 = 2_000;
 
 fn main() {
@@ -73,7 +79,7 @@ fn main() {
                     .iter()
                     .enumerate()
                     .map(|(k, peer)| {
-                        let rtt = 0.1 + ((i * 7 + k * 13) % 50) as f64 / 100.0;
+                        let rtt = rtt_of(i, k);
                         PeerWindow {
                             peer: peer.clone(),
                             sent: 2,
@@ -94,6 +100,16 @@ fn main() {
         }
     }
     let ingest = start.elapsed();
+    // Every node with a coordinate, as after the collector's first passes,
+    // so that placement estimates the pairs nobody probes from them.
+    let mut coordinates = Coordinates::default();
+    for (i, peers) in peer_sets.iter().enumerate() {
+        for (k, peer) in peers.iter().enumerate() {
+            coordinates
+                .observe(&name(i), peer, rtt_of(i, k))
+                .expect("a usable sample");
+        }
+    }
 
     // As the collector does it, once a second: the first build touches
     // fresh memory, the later ones reuse what the last one freed. The
@@ -105,7 +121,7 @@ fn main() {
         let start = Instant::now();
         let inputs = state.snapshot_inputs();
         copied = start.elapsed();
-        snapshot = Some(inputs.score(now));
+        snapshot = Some(inputs.score(&coordinates, now));
         built = start.elapsed();
     }
     let snapshot = snapshot.expect("built three times");

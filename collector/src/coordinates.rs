@@ -94,7 +94,7 @@ pub async fn run(shared: Arc<Shared>) {
         .await;
         match moved {
             Some(moved) => {
-                shared.coordinates.publish(moved.clone());
+                shared.snapshots.coordinates.publish(moved.clone());
                 working = moved;
             }
             None => {

@@ -87,7 +87,6 @@ impl pb::scores_server::Scores for ScoresService {
             check_name("dst", &request.dst, false).map_err(|e| Status::invalid_argument(e.0))?;
         }
         let snapshot = self.0.snapshot().await;
-        let coordinates = self.0.coordinates.latest();
         let scored = &snapshot.scored;
         let known = |name: &str| {
             scored
@@ -95,7 +94,7 @@ impl pb::scores_server::Scores for ScoresService {
                 .ok_or_else(|| Status::not_found(format!("no node {name}")))
         };
         let src = known(&request.src)?;
-        let lookup = RttLookup::new(scored, &coordinates);
+        let lookup = RttLookup::new(scored);
         let pairs = if request.dst.is_empty() {
             (0..scored.nodes().len())
                 .filter(|&dst| dst != src)

@@ -11,7 +11,6 @@ use tokio_stream::Stream;
 use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
-use crate::coordinates::SharedCoordinates;
 use crate::members::{MIN_COPY_GAP, Members};
 use crate::metrics::WorkMetrics;
 use crate::node_places::NodePlaces;
@@ -50,8 +49,6 @@ pub struct Shared {
     pub snapshots: Snapshots,
     /// How far the last save reaches, for the acks.
     pub saved_marks: SavedMarks,
-    /// The network coordinates of the last pass (`crate::coordinates`).
-    pub coordinates: SharedCoordinates,
     /// Where each agent's zone is read (`--zones-from-nodes`); `None`:
     /// the hello's zone is taken as said.
     pub node_places: Option<Arc<NodePlaces>>,
@@ -78,7 +75,6 @@ impl Shared {
             work: WorkMetrics::default(),
             node_identity,
             saved_marks: SavedMarks::default(),
-            coordinates: SharedCoordinates::default(),
             node_places,
         })
     }

@@ -26,10 +26,12 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use netaware_core::UnixMillis;
+use netaware_core::coordinates::Coordinates;
 use netaware_core::snapshot::ScoredMatrix;
 use netaware_proto::follow::Versioned;
 use tokio::sync::{Mutex, watch};
 
+use crate::coordinates::SharedCoordinates;
 use crate::metrics::WorkMetrics;
 use crate::state::{CollectorState, ModelConfig, SnapshotInputs, lock};
 
@@ -119,6 +121,9 @@ pub struct Snapshots {
     building: Mutex<BuildTiming>,
     /// When the earliest change not yet copied into a build was made.
     first_change: std::sync::Mutex<Option<Instant>>,
+    /// The network coordinates of the last pass (`crate::coordinates`):
+    /// each build gives them to the snapshot's nodes.
+    pub coordinates: SharedCoordinates,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -133,7 +138,7 @@ impl Snapshots {
     /// The first snapshot, of `state` as it starts.
     pub fn new(state: &CollectorState, now: UnixMillis) -> Self {
         let started = Instant::now();
-        let snapshot = snapshot_of(state.snapshot_inputs(), now);
+        let snapshot = snapshot_of(state.snapshot_inputs(), &Coordinates::default(), now);
         let snapshot = Arc::new(snapshot);
         Self {
             last_took_us: AtomicU64::new(micros(started.elapsed())),
@@ -144,6 +149,7 @@ impl Snapshots {
                 took: started.elapsed(),
             }),
             first_change: std::sync::Mutex::new(None),
+            coordinates: SharedCoordinates::default(),
         }
     }
 
@@ -226,9 +232,11 @@ impl Snapshots {
         };
         let (inputs, since) = inputs;
         let at = now();
-        let snapshot = netaware_runtime::background::run(move || snapshot_of(inputs, at))
-            .await
-            .map_or(latest, Arc::new);
+        let coordinates = self.coordinates.latest();
+        let snapshot =
+            netaware_runtime::background::run(move || snapshot_of(inputs, &coordinates, at))
+                .await
+                .map_or(latest, Arc::new);
         *timing = BuildTiming {
             ended: Some(Instant::now()),
             took: started.elapsed(),
@@ -264,8 +272,8 @@ fn micros(duration: Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
-fn snapshot_of(inputs: SnapshotInputs, at: UnixMillis) -> Snapshot {
-    let scored = inputs.score(at);
+fn snapshot_of(inputs: SnapshotInputs, coordinates: &Coordinates, at: UnixMillis) -> Snapshot {
+    let scored = inputs.score(coordinates, at);
     // Worked out here, once, not by the first reader that needs it.
     scored.health();
     Snapshot {

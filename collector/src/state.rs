@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use netaware_core::coordinates::Coordinates;
 use netaware_core::matrix::{PairMatrix, PairReadings};
 use netaware_core::placement::PlacementConfig;
 use netaware_core::registry::Registry;
@@ -33,9 +34,15 @@ pub struct SnapshotInputs {
 }
 
 impl SnapshotInputs {
-    /// The scored matrix as of `now`.
-    pub fn score(&self, now: UnixMillis) -> ScoredMatrix {
-        ScoredMatrix::score(&self.registry, &self.readings, &self.config.score, now)
+    /// The scored matrix as of `now`, with the nodes' network coordinates.
+    pub fn score(&self, coordinates: &Coordinates, now: UnixMillis) -> ScoredMatrix {
+        ScoredMatrix::score(
+            &self.registry,
+            &self.readings,
+            &self.config.score,
+            coordinates,
+            now,
+        )
     }
 }
 
@@ -502,9 +509,10 @@ impl CollectorState {
         self.throughput_counts
     }
 
-    /// The scored matrix as of `now`.
+    /// The scored matrix as of `now`, without coordinates (those are the
+    /// collector's, not the state's: see `crate::snapshots`).
     pub fn snapshot(&self, now: UnixMillis) -> ScoredMatrix {
-        self.snapshot_inputs().score(now)
+        self.snapshot_inputs().score(&Coordinates::default(), now)
     }
 
     /// A copy of what a snapshot is scored from: taken under the state's

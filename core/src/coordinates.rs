@@ -107,6 +107,15 @@ impl Coordinate {
         self.rtt_ms(other) * (self.error + other.error) / 2.0
     }
 
+    /// The RTT these coordinates predict between the two nodes, and how
+    /// far it may be off.
+    pub fn estimate(&self, other: &Self) -> RttEstimate {
+        RttEstimate {
+            rtt_ms: self.rtt_ms(other),
+            error_ms: self.error_ms(other),
+        }
+    }
+
     fn is_finite(&self) -> bool {
         self.vec.iter().all(|v| v.is_finite())
             && self.error.is_finite()
@@ -273,11 +282,7 @@ impl Coordinates {
 
     /// The predicted RTT between two nodes, if both have coordinates.
     pub fn estimate(&self, a: &str, b: &str) -> Option<RttEstimate> {
-        let (a, b) = (self.coordinate(a)?, self.coordinate(b)?);
-        Some(RttEstimate {
-            rtt_ms: a.rtt_ms(b),
-            error_ms: a.error_ms(b),
-        })
+        Some(self.coordinate(a)?.estimate(self.coordinate(b)?))
     }
 
     /// Moves both nodes after a measured RTT (ms) between them: each
@@ -386,11 +391,11 @@ fn apply_force(
     }
 }
 
-fn difference(a: &[f64; DIMENSIONS], b: &[f64; DIMENSIONS]) -> [f64; DIMENSIONS] {
+pub(crate) fn difference(a: &[f64; DIMENSIONS], b: &[f64; DIMENSIONS]) -> [f64; DIMENSIONS] {
     std::array::from_fn(|k| a[k] - b[k])
 }
 
-fn magnitude(v: &[f64; DIMENSIONS]) -> f64 {
+pub(crate) fn magnitude(v: &[f64; DIMENSIONS]) -> f64 {
     v.iter().map(|x| x * x).sum::<f64>().sqrt()
 }
 

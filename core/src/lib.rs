@@ -12,6 +12,7 @@
 //! - [`snapshot`]: a scored, self-contained view of the matrix at one instant.
 //! - [`scored_pair`]: one directed pair of that view.
 //! - [`estimate`]: what a pair nobody measured is taken to be.
+//! - [`node_estimate`]: a pair nobody probes, from what is known of its ends.
 //! - [`node_health`]: whether a node itself is degraded, from its zone links.
 //! - [`placement`]: where the workers of a job should go, and why.
 //! - [`verdict`]: why a node must not take a worker, as typed values.
@@ -28,6 +29,7 @@ pub mod estimate;
 pub mod extender;
 pub mod matrix;
 pub mod memo;
+pub mod node_estimate;
 pub mod node_health;
 pub mod pair_rtt;
 pub mod peers;

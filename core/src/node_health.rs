@@ -134,7 +134,7 @@ fn distinct_mates<T>(links: impl Iterator<Item = (usize, T)>) -> usize {
 }
 
 /// The lower of the two middle values (the middle one for an odd count).
-fn lower_median(values: &mut [f64]) -> Option<f64> {
+pub(crate) fn lower_median(values: &mut [f64]) -> Option<f64> {
     values.sort_by(f64::total_cmp);
     values.get(values.len().checked_sub(1)? / 2).copied()
 }

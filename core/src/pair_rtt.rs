@@ -7,7 +7,7 @@
 
 use foldhash::{HashMap, HashMapExt};
 
-use crate::coordinates::{Coordinates, End, Residuals};
+use crate::coordinates::{End, Residuals, RttEstimate};
 use crate::estimate::Mean;
 use crate::snapshot::ScoredMatrix;
 
@@ -41,21 +41,29 @@ pub struct PairRtt {
     pub basis: RttBasis,
 }
 
-/// Answers pair RTTs from one matrix and one set of coordinates; the zone
-/// means are worked out once, at [`RttLookup::new`].
+/// Answers pair RTTs from one matrix and its nodes' coordinates; the zone
+/// means and residuals are worked out once, at [`RttLookup::new`].
 pub struct RttLookup<'a> {
     matrix: &'a ScoredMatrix,
-    coordinates: &'a Coordinates,
     zone_means: HashMap<(usize, usize), f64>,
     residuals: Residuals,
 }
 
+/// What the two nodes' coordinates predict, when both have one.
+fn predicted(matrix: &ScoredMatrix, src: usize, dst: usize) -> Option<RttEstimate> {
+    let nodes = matrix.nodes();
+    let (a, b) = (
+        nodes.get(src)?.coordinate.as_ref()?,
+        nodes.get(dst)?.coordinate.as_ref()?,
+    );
+    Some(a.estimate(b))
+}
+
 impl<'a> RttLookup<'a> {
-    /// A lookup over `matrix` and `coordinates`.
-    pub fn new(matrix: &'a ScoredMatrix, coordinates: &'a Coordinates) -> Self {
+    /// A lookup over `matrix`.
+    pub fn new(matrix: &'a ScoredMatrix) -> Self {
         let mut means: HashMap<(usize, usize), Mean> = HashMap::new();
         let mut residuals = Residuals::new(matrix.zone_count());
-        let nodes = matrix.nodes();
         for pair in matrix.pairs() {
             if let (false, Some(rtt), Some(src), Some(dst)) = (
                 pair.stale,
@@ -64,8 +72,7 @@ impl<'a> RttLookup<'a> {
                 matrix.zone_index(pair.dst),
             ) {
                 means.entry((src, dst)).or_default().add(rtt);
-                let names = (&nodes[pair.src].info.name, &nodes[pair.dst].info.name);
-                if let Some(predicted) = coordinates.estimate(names.0, names.1) {
+                if let Some(predicted) = predicted(matrix, pair.src, pair.dst) {
                     let ends = (
                         End {
                             node: pair.src,
@@ -86,7 +93,6 @@ impl<'a> RttLookup<'a> {
             .collect();
         Self {
             matrix,
-            coordinates,
             zone_means,
             residuals,
         }
@@ -106,11 +112,9 @@ impl<'a> RttLookup<'a> {
         {
             return answer(Some(rtt), pair.summary.jitter_ms, RttBasis::Measured);
         }
-        let nodes = self.matrix.nodes();
         let zones = (self.matrix.zone_index(src), self.matrix.zone_index(dst));
-        if let (Some(a), Some(b), (Some(src_zone), Some(dst_zone))) =
-            (nodes.get(src), nodes.get(dst), zones)
-            && let Some(estimate) = self.coordinates.estimate(&a.info.name, &b.info.name)
+        if let (Some(src_zone), Some(dst_zone)) = zones
+            && let Some(estimate) = predicted(self.matrix, src, dst)
         {
             let ends = (
                 End {

@@ -146,7 +146,64 @@ impl ScoreConfig {
 
     /// The delay term for a median RTT and jitter in ms.
     pub fn delay_term(&self, median_ms: f64, jitter_ms: f64) -> f64 {
-        let effective = (median_ms + jitter_ms).max(0.0);
+        self.fallback().delay_term(median_ms + jitter_ms)
+    }
+
+    /// The loss term for a loss ratio.
+    pub fn loss_term(&self, loss_ratio: f64) -> f64 {
+        self.fallback().loss_term(loss_ratio)
+    }
+
+    /// The throughput term for a goodput in bit/s.
+    pub fn throughput_term(&self, bps: f64) -> f64 {
+        self.fallback().throughput_term(bps)
+    }
+
+    /// The quality of a pair from its three terms.
+    pub fn quality(&self, terms: &Terms) -> f64 {
+        self.fallback().quality(terms)
+    }
+
+    /// What scoring an unmeasured pair needs of this configuration.
+    pub fn fallback(&self) -> Fallback {
+        Fallback {
+            weights: self.weights,
+            penalty: self.fallback_penalty,
+            delay_reference_ms: self.delay_reference_ms,
+            loss_ceiling: self.loss_ceiling,
+            throughput_reference_bps: self.throughput_reference_bps,
+        }
+    }
+}
+
+/// What a pair is scored with: the terms' references and weights, and the
+/// penalty an unmeasured pair's estimated terms pay. Small and on the wire,
+/// so that a consumer of the collector's matrix estimates unmeasured pairs
+/// exactly as the collector does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fallback {
+    /// The weights of the terms.
+    pub weights: Weights,
+    /// Subtracted from each estimated or zone-average term.
+    pub penalty: f64,
+    /// RTT (median plus jitter, ms) at which the delay term is 0.5.
+    pub delay_reference_ms: f64,
+    /// Loss ratio at and above which the loss term is 0.
+    pub loss_ceiling: f64,
+    /// Goodput (bit/s) at and above which the throughput term is 1.
+    pub throughput_reference_bps: f64,
+}
+
+impl Default for Fallback {
+    fn default() -> Self {
+        ScoreConfig::default().fallback()
+    }
+}
+
+impl Fallback {
+    /// The delay term for an RTT (median plus jitter, ms).
+    pub fn delay_term(&self, effective_ms: f64) -> f64 {
+        let effective = effective_ms.max(0.0);
         self.delay_reference_ms / (self.delay_reference_ms + effective)
     }
 
@@ -160,39 +217,12 @@ impl ScoreConfig {
         (bps.max(0.0) / self.throughput_reference_bps).min(1.0)
     }
 
-    /// The quality of a pair from its three terms.
-    pub fn quality(&self, terms: &Terms) -> f64 {
-        self.fallback().quality(terms)
+    /// An estimated term: what `term` gives less the penalty, so that an
+    /// estimate never beats a measured pair of the same figures.
+    pub fn estimated(&self, term: f64) -> f64 {
+        (term - self.penalty).max(0.0)
     }
 
-    /// What scoring an unmeasured pair needs of this configuration.
-    pub fn fallback(&self) -> Fallback {
-        Fallback {
-            weights: self.weights,
-            penalty: self.fallback_penalty,
-        }
-    }
-}
-
-/// What an unmeasured pair is scored with: its zone pair's averages less
-/// the penalty, weighted as every pair. Small and on the wire, so that a
-/// consumer of the collector's matrix estimates unmeasured pairs exactly as
-/// the collector does.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Fallback {
-    /// The weights of the terms.
-    pub weights: Weights,
-    /// Subtracted from each zone-average term.
-    pub penalty: f64,
-}
-
-impl Default for Fallback {
-    fn default() -> Self {
-        ScoreConfig::default().fallback()
-    }
-}
-
-impl Fallback {
     /// The quality of a pair from its three terms.
     pub fn quality(&self, terms: &Terms) -> f64 {
         if terms.dead {
@@ -210,6 +240,10 @@ impl Fallback {
 pub enum Source {
     /// Fresh measurements of the pair itself.
     Measured,
+    /// Estimated from what is known of each end (its network coordinates,
+    /// its own links' loss and goodput) less the penalty: nobody probes the
+    /// pair, or its data went stale.
+    Estimated,
     /// The zone pair's average less the penalty: the pair had no fresh data.
     ZoneAverage,
     /// Nothing to go on: the term is 0.

@@ -18,9 +18,11 @@ use std::collections::BTreeMap;
 use foldhash::{HashMap, HashMapExt};
 use std::sync::OnceLock;
 
+use crate::coordinates::{Coordinate, Coordinates};
 use crate::estimate::{Estimate, Mean, ZoneAverages, ZoneEstimates};
 use crate::matrix::{NodeId, PairMatrix, PairReadings, PairSummary};
 use crate::memo::LastAnswer;
+use crate::node_estimate::{End, EndEstimates};
 use crate::node_health::{self, NodeHealth};
 use crate::placement::NodeTerms;
 use crate::registry::{Registry, STALE_AFTER_WINDOWS};
@@ -37,6 +39,10 @@ pub struct NodeView {
     pub stale: bool,
     /// Time since the agent's last report; `None` for inventory nodes.
     pub last_report_age_ms: Option<u64>,
+    /// Its network coordinate, when the collector has one
+    /// ([`crate::coordinates`]): what estimates the delay of its pairs
+    /// nobody probes ([`crate::node_estimate`]).
+    pub coordinate: Option<Coordinate>,
 }
 
 /// One zone.
@@ -118,6 +124,9 @@ pub struct ScoredMatrix {
     /// Each node's health, worked out on first use: one walk over every
     /// link, which the extender must not repeat for every pod.
     health: OnceLock<Vec<NodeHealth>>,
+    /// What is known of each node and zone for the pairs nobody probes,
+    /// worked out on first use (it reads the health).
+    ends: OnceLock<EndEstimates>,
     /// Each feasible node's terms with its zone, for the last feasible set
     /// placement asked about (see [`crate::placement`]).
     zone_terms: LastAnswer<Vec<bool>, Vec<Option<NodeTerms>>>,
@@ -132,15 +141,23 @@ impl ScoredMatrix {
         config: &ScoreConfig,
         now: UnixMillis,
     ) -> Self {
-        Self::score(registry, &matrix.readings(), config, now)
+        Self::score(
+            registry,
+            &matrix.readings(),
+            config,
+            &Coordinates::default(),
+            now,
+        )
     }
 
     /// [`ScoredMatrix::build`] from a copy of the matrix's figures, so that
-    /// a collector can take the copy under its lock and score without it.
+    /// a collector can take the copy under its lock and score without it,
+    /// with the nodes' network coordinates.
     pub fn score(
         registry: &Registry,
         readings: &PairReadings,
         config: &ScoreConfig,
+        coordinates: &Coordinates,
         now: UnixMillis,
     ) -> Self {
         let entries: Vec<_> = registry.nodes().collect();
@@ -215,6 +232,7 @@ impl ScoredMatrix {
                     NodeKind::Inventory => !has_fresh_data[i],
                 },
                 last_report_age_ms: entry.last_seen.map(|seen| now.saturating_sub(seen)),
+                coordinate: coordinates.coordinate(&entry.info.name).cloned(),
             })
             .collect();
         Self::from_parts(nodes, pairs, fallback)
@@ -264,6 +282,7 @@ impl ScoredMatrix {
             estimates,
             fallback,
             health: OnceLock::new(),
+            ends: OnceLock::new(),
             zone_terms: LastAnswer::default(),
         }
     }
@@ -323,6 +342,31 @@ impl ScoredMatrix {
         })
     }
 
+    /// What is known of each node and zone for estimating pairs.
+    fn ends(&self) -> &EndEstimates {
+        self.ends.get_or_init(|| {
+            let coordinates: Vec<Option<&Coordinate>> =
+                self.nodes.iter().map(|n| n.coordinate.as_ref()).collect();
+            EndEstimates::of(
+                self.zone_names.len(),
+                &self.zone_of,
+                &coordinates,
+                self.health(),
+                &self.pairs,
+            )
+        })
+    }
+
+    /// The same matrix estimating every pair nobody probes from its zone
+    /// pair's averages alone, as if nothing were known of the ends: for
+    /// tests of how placement counts those pairs.
+    #[cfg(test)]
+    pub(crate) fn with_zone_averages_only(mut self) -> Self {
+        self.ends = OnceLock::from(EndEstimates::default());
+        self.zone_terms = LastAnswer::default();
+        self
+    }
+
     /// Placement's cache of zone terms by feasible set.
     pub(crate) fn zone_terms_cache(&self) -> &LastAnswer<Vec<bool>, Vec<Option<NodeTerms>>> {
         &self.zone_terms
@@ -353,18 +397,33 @@ impl ScoredMatrix {
         self.pair_index.get(&(src, dst)).map(|&i| &self.pairs[i])
     }
 
-    /// The estimate for the pair src -> dst, from their zones.
+    /// The estimate for the pair src -> dst, nobody probing it.
     pub fn estimate(&self, src: usize, dst: usize) -> Estimate {
-        match (self.zone_of.get(src), self.zone_of.get(dst)) {
-            (Some(&src_zone), Some(&dst_zone)) => self.estimates.get(src_zone, dst_zone),
-            _ => Estimate::default(),
-        }
+        self.estimate_between(End::Node(src), End::Node(dst))
     }
 
-    /// The estimate for an unmeasured pair between two zones, by their
-    /// indices.
-    pub fn zone_estimate(&self, src_zone: usize, dst_zone: usize) -> Estimate {
-        self.estimates.get(src_zone, dst_zone)
+    /// The estimate for a pair nobody probes between two ends: nodes, or
+    /// typical nodes of zones ([`crate::node_estimate`]); for two zones,
+    /// the zone pair's average.
+    pub fn estimate_between(&self, src: End, dst: End) -> Estimate {
+        let zone = |end: End| match end {
+            End::Node(node) => self.zone_of.get(node).copied(),
+            End::Zone(zone) => Some(zone),
+        };
+        let (Some(src_zone), Some(dst_zone)) = (zone(src), zone(dst)) else {
+            return Estimate::default();
+        };
+        let average = self.estimates.get(src_zone, dst_zone);
+        if let (End::Zone(_), End::Zone(_)) = (src, dst) {
+            return average;
+        }
+        self.ends().estimate(src, dst, &average, &self.fallback)
+    }
+
+    /// The RTT (ms) the coordinates estimate between two ends, corrected
+    /// by their zone pair's measured pairs; `None` without coordinates.
+    pub fn estimated_rtt_ms(&self, src: End, dst: End) -> Option<f64> {
+        self.ends().rtt_ms(src, dst)
     }
 
     /// The pair src -> dst: measured, or else estimated. `None` where
@@ -608,6 +667,23 @@ pub(crate) mod tests {
             })
             .collect();
         ScoredMatrix::from_parts(matrix.nodes().to_vec(), pairs, matrix.fallback())
+    }
+
+    /// `matrix` with the network coordinates that `coordinate` gives its
+    /// nodes by name.
+    pub(crate) fn with_coordinates(
+        matrix: &ScoredMatrix,
+        coordinate: impl Fn(&str) -> Option<Coordinate>,
+    ) -> ScoredMatrix {
+        let nodes = matrix
+            .nodes()
+            .iter()
+            .map(|node| NodeView {
+                coordinate: coordinate(&node.info.name),
+                ..node.clone()
+            })
+            .collect();
+        ScoredMatrix::from_parts(nodes, matrix.pairs().to_vec(), matrix.fallback())
     }
 
     #[test]

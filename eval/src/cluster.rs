@@ -16,6 +16,7 @@
 
 use std::collections::HashSet;
 
+use netaware_core::coordinates::Coordinates;
 use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::score::ScoreConfig;
 use netaware_core::snapshot::{NodeView, ScoredMatrix, ScoredPair, own_terms};
@@ -178,6 +179,7 @@ impl Cluster {
                 },
                 stale: false,
                 last_report_age_ms: Some(0),
+                coordinate: None,
             })
             .collect();
         let zones: Vec<String> = (0..self.names.len()).map(|i| self.zone_name(i)).collect();
@@ -228,8 +230,41 @@ impl Cluster {
                 });
             }
         }
+        let nodes = if max_peers > 0 {
+            with_coordinates(nodes, &pairs)
+        } else {
+            nodes
+        };
         ScoredMatrix::from_parts(nodes, pairs, config.fallback())
     }
+}
+
+/// Passes the collector's coordinates make over the medians in one
+/// rotation step of its peer sets (a pass every 10 s, a step every 5 min).
+const COORDINATE_PASSES: usize = 30;
+
+/// The nodes with the network coordinates that the collector would have
+/// worked out from the measured medians of `pairs` (the same code, the
+/// same number of passes), so that placement estimates the pairs nobody
+/// probes as the product does.
+fn with_coordinates(nodes: Vec<NodeView>, pairs: &[ScoredPair]) -> Vec<NodeView> {
+    let mut coordinates = Coordinates::default();
+    for _ in 0..COORDINATE_PASSES {
+        for pair in pairs {
+            if let Some(rtt) = pair.summary.rtt_median_ms {
+                let (src, dst) = (&nodes[pair.src].info.name, &nodes[pair.dst].info.name);
+                // The simulator's medians are all usable samples.
+                let _ = coordinates.observe(src, dst, rtt);
+            }
+        }
+    }
+    nodes
+        .into_iter()
+        .map(|node| NodeView {
+            coordinate: coordinates.coordinate(&node.info.name).cloned(),
+            ..node
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 
+use netaware_core::coordinates::{Coordinate, DIMENSIONS};
 use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::pair_rtt::{PairRtt, RttBasis};
 use netaware_core::placement::{Basis, Ranking};
@@ -28,6 +29,7 @@ const MS_PER_S: f64 = 1_000.0;
 pub fn source_to_wire(source: Source) -> pb::Source {
     match source {
         Source::Measured => pb::Source::Measured,
+        Source::Estimated => pb::Source::Estimated,
         Source::ZoneAverage => pb::Source::ZoneAverage,
         Source::Unknown => pb::Source::Unknown,
     }
@@ -37,6 +39,7 @@ pub fn source_to_wire(source: Source) -> pb::Source {
 pub fn source_from_wire(value: i32) -> Source {
     match pb::Source::try_from(value) {
         Ok(pb::Source::Measured) => Source::Measured,
+        Ok(pb::Source::Estimated) => Source::Estimated,
         Ok(pb::Source::ZoneAverage) => Source::ZoneAverage,
         _ => Source::Unknown,
     }
@@ -176,7 +179,34 @@ pub fn node_to_wire(node: &NodeView) -> pb::Node {
         stale: node.stale,
         kind: node_kind_to_wire(node.info.kind).into(),
         last_report_age_s: node.last_report_age_ms.map(ms_to_seconds),
+        coordinate: node.coordinate.as_ref().map(coordinate_to_wire),
     }
+}
+
+/// The wire form of a network coordinate.
+pub fn coordinate_to_wire(coordinate: &Coordinate) -> pb::Coordinate {
+    pb::Coordinate {
+        vec: coordinate.vec.to_vec(),
+        error: coordinate.error,
+        height: coordinate.height,
+        adjustment: coordinate.adjustment,
+    }
+}
+
+/// A network coordinate from the wire; `None` unless it has every
+/// dimension, finite figures, a positive error and no negative height.
+pub fn coordinate_from_wire(coordinate: &pb::Coordinate) -> Option<Coordinate> {
+    let vec: [f64; DIMENSIONS] = coordinate.vec.as_slice().try_into().ok()?;
+    let finite = vec.iter().all(|x| x.is_finite())
+        && coordinate.error.is_finite()
+        && coordinate.height.is_finite()
+        && coordinate.adjustment.is_finite();
+    (finite && coordinate.error > 0.0 && coordinate.height >= 0.0).then_some(Coordinate {
+        vec,
+        error: coordinate.error,
+        height: coordinate.height,
+        adjustment: coordinate.adjustment,
+    })
 }
 
 /// A node from the wire.
@@ -191,6 +221,7 @@ pub fn node_from_wire(node: &pb::Node) -> NodeView {
         },
         stale: node.stale,
         last_report_age_ms: node.last_report_age_s.and_then(seconds_to_ms),
+        coordinate: node.coordinate.as_ref().and_then(coordinate_from_wire),
     }
 }
 
@@ -276,7 +307,7 @@ pub fn pair_from_wire(
 /// how it estimates the others.
 pub fn matrix_to_wire(scored: &ScoredMatrix, version: u64, now: UnixMillis) -> pb::Matrix {
     let name = |i: usize| scored.nodes()[i].info.name.as_str();
-    let (weights, fallback_penalty) = fallback_to_wire(scored.fallback());
+    let fallback = fallback_to_wire(scored.fallback());
     pb::Matrix {
         version,
         generated_unix_ms: now,
@@ -286,28 +317,68 @@ pub fn matrix_to_wire(scored: &ScoredMatrix, version: u64, now: UnixMillis) -> p
             .iter()
             .map(|pair| pair_to_wire(pair, name, now))
             .collect(),
-        weights: Some(weights),
-        fallback_penalty,
+        weights: fallback.weights,
+        fallback_penalty: fallback.penalty,
+        references: fallback.references,
         next_page_token: String::new(),
     }
 }
 
-/// How a scored matrix estimates unmeasured pairs, as the wire says it:
-/// the weights and the penalty.
-pub fn fallback_to_wire(fallback: Fallback) -> (pb::ScoreWeights, f64) {
-    let weights = pb::ScoreWeights {
-        delay: fallback.weights.delay,
-        loss: fallback.weights.loss,
-        throughput: fallback.weights.throughput,
-    };
-    (weights, fallback.penalty)
+/// How a scored matrix scores and estimates pairs, as the wire says it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct WireFallback {
+    /// The terms' weights.
+    pub weights: Option<pb::ScoreWeights>,
+    /// The penalty of estimated terms.
+    pub penalty: f64,
+    /// The terms' references.
+    pub references: Option<pb::ScoreReferences>,
 }
 
-/// How a wire matrix estimates unmeasured pairs; figures that make no
-/// sense (negative, not finite, all weights 0) give the defaults.
-pub fn fallback_from_wire(weights: Option<pb::ScoreWeights>, penalty: f64) -> Fallback {
+impl WireFallback {
+    /// What a matrix (its first page) says.
+    pub fn of_matrix(matrix: &pb::Matrix) -> Self {
+        Self {
+            weights: matrix.weights,
+            penalty: matrix.fallback_penalty,
+            references: matrix.references,
+        }
+    }
+
+    /// What a watch update (its first page) says.
+    pub fn of_update(update: &pb::MatrixUpdate) -> Self {
+        Self {
+            weights: update.weights,
+            penalty: update.fallback_penalty,
+            references: update.references,
+        }
+    }
+}
+
+/// The wire form of how a scored matrix scores and estimates pairs.
+pub fn fallback_to_wire(fallback: Fallback) -> WireFallback {
+    WireFallback {
+        weights: Some(pb::ScoreWeights {
+            delay: fallback.weights.delay,
+            loss: fallback.weights.loss,
+            throughput: fallback.weights.throughput,
+        }),
+        penalty: fallback.penalty,
+        references: Some(pb::ScoreReferences {
+            delay_reference_ms: fallback.delay_reference_ms,
+            loss_ceiling: fallback.loss_ceiling,
+            throughput_reference_bps: fallback.throughput_reference_bps,
+        }),
+    }
+}
+
+/// How a wire matrix scores and estimates pairs; figures that make no
+/// sense (negative, not finite, all weights 0, references not above 0) or
+/// that an older collector did not send give the defaults.
+pub fn fallback_from_wire(wire: WireFallback) -> Fallback {
     let default = Fallback::default();
-    let weights = weights
+    let weights = wire
+        .weights
         .map(|w| Weights {
             delay: w.delay,
             loss: w.loss,
@@ -318,10 +389,28 @@ pub fn fallback_from_wire(weights: Option<pb::ScoreWeights>, penalty: f64) -> Fa
             all.iter().all(|x| x.is_finite() && *x >= 0.0) && all.iter().any(|x| *x > 0.0)
         })
         .unwrap_or(default.weights);
-    let penalty = Some(penalty)
+    let penalty = Some(wire.penalty)
         .filter(|p| p.is_finite() && (0.0..=1.0).contains(p))
         .unwrap_or(default.penalty);
-    Fallback { weights, penalty }
+    let positive = |value: Option<f64>, default: f64| {
+        value
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .unwrap_or(default)
+    };
+    let references = wire.references;
+    Fallback {
+        weights,
+        penalty,
+        delay_reference_ms: positive(
+            references.map(|r| r.delay_reference_ms),
+            default.delay_reference_ms,
+        ),
+        loss_ceiling: positive(references.map(|r| r.loss_ceiling), default.loss_ceiling),
+        throughput_reference_bps: positive(
+            references.map(|r| r.throughput_reference_bps),
+            default.throughput_reference_bps,
+        ),
+    }
 }
 
 /// The scored matrix a wire matrix describes, so that a consumer runs the
@@ -330,7 +419,7 @@ pub fn matrix_from_wire(matrix: &pb::Matrix) -> ScoredMatrix {
     scored_from_wire(
         &matrix.nodes,
         &matrix.pairs,
-        fallback_from_wire(matrix.weights, matrix.fallback_penalty),
+        fallback_from_wire(WireFallback::of_matrix(matrix)),
     )
 }
 
@@ -421,8 +510,10 @@ pub fn ranking_to_wire(ranking: &Ranking) -> pb::RankResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use netaware_core::coordinates::Coordinates;
     use netaware_core::extender::{JobContext, PolicyConfig, decide};
     use netaware_core::matrix::{PairMatrix, PairWindow, RttStats};
+    use netaware_core::node_estimate::End;
     use netaware_core::placement::{JobRequest, PlacementConfig, rank};
     use netaware_core::registry::Registry;
     use netaware_core::score::ScoreConfig;
@@ -448,6 +539,7 @@ mod tests {
             registry.agent_hello(info, 1_000, seen).unwrap();
         }
         let mut pairs = PairMatrix::new(6);
+        let mut coordinates = Coordinates::default();
         for &(src, dst, median, received, goodput) in measured {
             let (src, dst) = (format!("n{src}"), format!("n{dst}"));
             let rtt = RttStats {
@@ -460,6 +552,7 @@ mod tests {
             };
             let window = PairWindow::new(NOW - 500, 100, received, rtt).unwrap();
             pairs.record(&src, &dst, window);
+            coordinates.observe(&src, &dst, median).unwrap();
             if let Some(bps) = goodput {
                 let throughput = Throughput {
                     bps,
@@ -470,7 +563,15 @@ mod tests {
                 pairs.record_throughput(&src, &dst, throughput);
             }
         }
-        ScoredMatrix::build(&registry, &pairs, &ScoreConfig::default(), NOW)
+        // References other than the defaults: a follower must read them
+        // from the wire to estimate as the collector does.
+        let config = ScoreConfig {
+            delay_reference_ms: 2.0,
+            loss_ceiling: 0.1,
+            throughput_reference_bps: 25e9,
+            ..ScoreConfig::default()
+        };
+        ScoredMatrix::score(&registry, &pairs.readings(), &config, &coordinates, NOW)
     }
 
     fn cluster() -> impl Strategy<Value = (Vec<usize>, Vec<Measured>, Option<usize>)> {
@@ -514,10 +615,17 @@ mod tests {
                 prop_assert_eq!(a.summary.loss_ratio, b.summary.loss_ratio);
             }
             prop_assert_eq!(back.health(), scored.health());
-            // Every pair nobody measured is estimated the same at both ends.
+            prop_assert_eq!(back.fallback(), scored.fallback());
+            // Every pair nobody measured is estimated the same at both ends,
+            // and against a typical node of each zone.
             for src in 0..zones.len() {
                 for dst in 0..zones.len() {
                     prop_assert_eq!(back.estimate(src, dst), scored.estimate(src, dst));
+                }
+                for zone in 0..scored.zone_count() {
+                    let (node, zone) = (End::Node(src), End::Zone(zone));
+                    prop_assert_eq!(back.estimate_between(node, zone), scored.estimate_between(node, zone));
+                    prop_assert_eq!(back.estimate_between(zone, node), scored.estimate_between(zone, node));
                 }
             }
 

@@ -122,9 +122,14 @@ fn kept(matrix: Versioned<'_>, filter: MatrixFilter<'_>) -> (Vec<usize>, Vec<boo
 }
 
 /// Wire pairs from `pairs` while they fit one page: at most `max_pairs`
-/// (within 1 and [`MAX_PAGE_PAIRS`]) and [`MAX_PAGE_BYTES`].
-fn fill_page(pairs: impl Iterator<Item = pb::Pair>, max_pairs: usize) -> Vec<pb::Pair> {
-    let mut bytes = 0;
+/// (within 1 and [`MAX_PAGE_PAIRS`]) and [`MAX_PAGE_BYTES`] with `taken`
+/// bytes of the page already used (by the nodes of a first page).
+fn fill_page(
+    pairs: impl Iterator<Item = pb::Pair>,
+    max_pairs: usize,
+    taken: usize,
+) -> Vec<pb::Pair> {
+    let mut bytes = taken;
     let mut page = Vec::new();
     for pair in pairs.take(max_pairs.clamp(1, MAX_PAGE_PAIRS)) {
         // A field's tag and length prefix: a few bytes more than the pair.
@@ -155,21 +160,28 @@ pub fn page(
         page_size
     };
     let start = offset.min(pairs.len());
-    let page_pairs = fill_page(pairs[start..].iter().map(|&i| matrix.pair(i)), max_pairs);
-    let end = start + page_pairs.len();
     let first = offset == 0;
-    let (weights, fallback_penalty) = convert::fallback_to_wire(matrix.scored.fallback());
+    let fallback = convert::fallback_to_wire(matrix.scored.fallback());
+    let nodes = if first {
+        matrix.wire_nodes(|i| nodes[i])
+    } else {
+        Vec::new()
+    };
+    let taken = nodes.iter().map(|n| n.encoded_len() + 8).sum();
+    let page_pairs = fill_page(
+        pairs[start..].iter().map(|&i| matrix.pair(i)),
+        max_pairs,
+        taken,
+    );
+    let end = start + page_pairs.len();
     let page = pb::Matrix {
         version: matrix.version,
         generated_unix_ms: matrix.at,
-        nodes: if first {
-            matrix.wire_nodes(|i| nodes[i])
-        } else {
-            Vec::new()
-        },
+        nodes,
         pairs: page_pairs,
-        weights: first.then_some(weights),
-        fallback_penalty: if first { fallback_penalty } else { 0.0 },
+        weights: fallback.weights.filter(|_| first),
+        fallback_penalty: if first { fallback.penalty } else { 0.0 },
+        references: fallback.references.filter(|_| first),
         next_page_token: String::new(),
     };
     (page, (end < pairs.len()).then_some(end))
@@ -232,11 +244,15 @@ fn paged(
         .chunks(MAX_PAGE_REMOVED)
         .map(|keys| (Vec::new(), keys.to_vec()))
         .collect();
+    // The nodes ride on the first page: the first page of pairs leaves
+    // room for them (whether or not removed keys come first).
+    let mut taken = head.encoded_len();
     let mut start = 0;
     while start < pairs.len() {
         let page = fill_page(
             pairs[start..].iter().map(|&i| matrix.pair(i)),
             MAX_PAGE_PAIRS,
+            std::mem::take(&mut taken),
         );
         start += page.len();
         contents.push((page, Vec::new()));
@@ -253,6 +269,7 @@ fn paged(
             if i > 0 {
                 page.nodes = Vec::new();
                 page.weights = None;
+                page.references = None;
             }
             page.page = u32::try_from(i).unwrap_or(u32::MAX);
             page.last_page = i == last;
@@ -268,7 +285,7 @@ fn head(
     base_version: u64,
     nodes: Option<Vec<pb::Node>>,
 ) -> pb::MatrixUpdate {
-    let (weights, fallback_penalty) = convert::fallback_to_wire(matrix.scored.fallback());
+    let fallback = convert::fallback_to_wire(matrix.scored.fallback());
     pb::MatrixUpdate {
         version: matrix.version,
         base_version,
@@ -279,8 +296,9 @@ fn head(
         nodes: nodes.unwrap_or_default(),
         pairs: Vec::new(),
         removed: Vec::new(),
-        weights: Some(weights),
-        fallback_penalty,
+        weights: fallback.weights,
+        fallback_penalty: fallback.penalty,
+        references: fallback.references,
     }
 }
 
@@ -377,8 +395,7 @@ pub struct Follower {
     generated_unix_ms: u64,
     nodes: Vec<pb::Node>,
     pairs: BTreeMap<(String, String), pb::Pair>,
-    weights: Option<pb::ScoreWeights>,
-    fallback_penalty: f64,
+    fallback: convert::WireFallback,
     /// The pages of the update coming in.
     pending: Vec<pb::MatrixUpdate>,
 }
@@ -439,8 +456,7 @@ impl Follower {
         }
         self.version = first.version;
         self.generated_unix_ms = first.generated_unix_ms;
-        self.weights = first.weights;
-        self.fallback_penalty = first.fallback_penalty;
+        self.fallback = convert::WireFallback::of_update(first);
         // The nodes, settings and removals are read: `first` is no longer
         // borrowed past here.
         for page in pages {
@@ -460,8 +476,9 @@ impl Follower {
             generated_unix_ms: self.generated_unix_ms,
             nodes: self.nodes.clone(),
             pairs: self.pairs.values().cloned().collect(),
-            weights: self.weights,
-            fallback_penalty: self.fallback_penalty,
+            weights: self.fallback.weights,
+            fallback_penalty: self.fallback.penalty,
+            references: self.fallback.references,
             next_page_token: String::new(),
         }
     }
@@ -471,7 +488,7 @@ impl Follower {
         convert::scored_from_wire(
             &self.nodes,
             self.pairs.values(),
-            convert::fallback_from_wire(self.weights, self.fallback_penalty),
+            convert::fallback_from_wire(self.fallback),
         )
     }
 }
@@ -672,13 +689,19 @@ mod tests {
         assert!(updates[0].pairs.is_empty() && updates[0].removed.is_empty());
         assert!(!updates[0].nodes_changed);
 
-        // A large matrix: every page under the limit, and the pages' pairs
-        // are all of them.
+        // A large matrix: every page under the limit (the first with 5,000
+        // nodes and their coordinates), and the pages' pairs are all of them.
         let big = pb::Matrix {
             version: 1,
-            nodes: (0..1000)
+            nodes: (0..5000)
                 .map(|i| pb::Node {
                     name: format!("node-{i:05}"),
+                    coordinate: Some(pb::Coordinate {
+                        vec: vec![12.345_678_9 + i as f64; 8],
+                        error: 0.3,
+                        height: 0.05,
+                        adjustment: -0.01,
+                    }),
                     ..node(i)
                 })
                 .collect(),
@@ -689,8 +712,21 @@ mod tests {
                     rtt_median_ms: Some(0.2),
                     rtt_p99_ms: Some(0.4),
                     jitter_ms: Some(0.01),
-                    loss_ratio: Some(0.0),
-                    terms: Some(pb::Terms::default()),
+                    loss_ratio: Some(0.001),
+                    one_way_loss_ratio: Some(0.001),
+                    throughput_bps: Some(9.123e9),
+                    throughput_retransmits: Some(12),
+                    throughput_tcp_rtt_ms: Some(0.25),
+                    throughput_age_s: Some(1234.5),
+                    terms: Some(pb::Terms {
+                        delay: 0.8,
+                        loss: 0.9,
+                        throughput: 0.7,
+                        delay_source: 1,
+                        loss_source: 1,
+                        throughput_source: 1,
+                        dead: false,
+                    }),
                     ..pair(0, 1, 0.5, 1.0)
                 })
                 .collect(),
@@ -699,7 +735,11 @@ mod tests {
         let big_scored = scored(&big);
         let pages = full_state(versioned(&big, &big_scored));
         assert!(pages.len() >= 3, "{} pages", pages.len());
-        assert!(pages.iter().all(|p| p.encoded_len() <= 4 * 1024 * 1024));
+        let sizes: Vec<usize> = pages.iter().map(Message::encoded_len).collect();
+        assert!(
+            sizes.iter().all(|&size| size <= MAX_PAGE_BYTES),
+            "{sizes:?}"
+        );
         assert_eq!(pages.iter().map(|p| p.pairs.len()).sum::<usize>(), 60_000);
         assert!(pages.last().unwrap().last_page);
         assert!(pages[..pages.len() - 1].iter().all(|p| !p.last_page));

@@ -1,0 +1,516 @@
+//! What a pair nobody probes is taken to be, from what is known of each of
+//! its ends: the nodes' network coordinates for its delay, each node's own
+//! links for its loss and goodput.
+//!
+//! With bounded peer sets most pairs of a large zone are not probed at any
+//! moment. Their zone pair's average ([`crate::estimate`]) makes every such
+//! pair alike, so a node with a slow NIC or a lossy port looks like its
+//! zone-mates on every pair nobody probes. Here each end counts:
+//!
+//! - delay: the RTT the coordinates put between the two ends, shifted by
+//!   what the coordinates got wrong on the zone pair's measured pairs
+//!   (a Euclidean space cannot hold every network, see
+//!   [`crate::coordinates::Residuals`]), scored with the delay term;
+//! - loss: each end's own loss ([`crate::node_health`]: the lower median
+//!   over its links inside its zone), combined, and at least the median
+//!   loss of the zone pair's measured pairs (the path's own);
+//! - goodput: the least of each end's usual goodput and the zone pair's
+//!   median.
+//!
+//! Every such term pays [`Fallback::penalty`], so an estimate never beats a
+//! measured pair of the same figures, and its source is
+//! [`Source::Estimated`]. A term with nothing to go on at either end falls
+//! back to the zone pair's average.
+//!
+//! Placement counts the pairs nobody probes between a node and a zone, not
+//! pair by pair (5,000 candidates times a zone of 500 would be millions per
+//! call), so one end may be a zone: a typical node of it, at the zone's
+//! centroid with the zone's spread, and its nodes' median loss and goodput.
+//! Everything here is built from the scored matrix alone, so a consumer of
+//! the collector's matrix works out the same estimates.
+
+use crate::coordinates::{Coordinate, DIMENSIONS, difference, magnitude};
+use crate::estimate::{Estimate, Mean};
+use crate::node_health::{NodeHealth, lower_median};
+use crate::score::{Fallback, Source, Terms};
+use crate::scored_pair::ScoredPair;
+
+/// One end of a pair nobody probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// A node, by index into the matrix's nodes.
+    Node(usize),
+    /// A typical node of a zone, by zone index.
+    Zone(usize),
+}
+
+/// What one end contributes: a place in the coordinate space (a node's
+/// point, or a zone's centroid with its spread) and its own figures.
+#[derive(Debug, Clone, Copy)]
+struct Place<'a> {
+    point: &'a [f64; DIMENSIONS],
+    /// Mean squared distance of the zone's nodes from the centroid (0 for
+    /// a node): what makes the distance to a zone the RMS distance to its
+    /// nodes rather than to the centroid.
+    spread: f64,
+    height: f64,
+    adjustment: f64,
+}
+
+impl Place<'_> {
+    /// The RTT (ms) between two places, as [`Coordinate::rtt_ms`] computes
+    /// it between two nodes.
+    fn rtt_ms(&self, other: &Place<'_>) -> f64 {
+        let squared = magnitude(&difference(self.point, other.point)).powi(2);
+        let raw = (squared + self.spread + other.spread).sqrt() + self.height + other.height;
+        let adjusted = raw + self.adjustment + other.adjustment;
+        if adjusted > 0.0 { adjusted } else { raw }
+    }
+}
+
+/// Where a zone's nodes with coordinates sit.
+#[derive(Debug, Clone)]
+struct ZoneShape {
+    centroid: [f64; DIMENSIONS],
+    spread: f64,
+    height: f64,
+    adjustment: f64,
+}
+
+impl ZoneShape {
+    fn of<'c>(coordinates: impl Iterator<Item = &'c Coordinate>) -> Option<Self> {
+        let points: Vec<&Coordinate> = coordinates.collect();
+        if points.is_empty() {
+            return None;
+        }
+        let count = points.len() as f64;
+        let centroid =
+            std::array::from_fn(|k| points.iter().map(|c| c.vec[k]).sum::<f64>() / count);
+        let mean = |f: fn(&Coordinate) -> f64| points.iter().map(|c| f(c)).sum::<f64>() / count;
+        let spread = points
+            .iter()
+            .map(|c| magnitude(&difference(&c.vec, &centroid)).powi(2))
+            .sum::<f64>()
+            / count;
+        Some(Self {
+            centroid,
+            spread,
+            height: mean(|c| c.height),
+            adjustment: mean(|c| c.adjustment),
+        })
+    }
+
+    fn place(&self) -> Place<'_> {
+        Place {
+            point: &self.centroid,
+            spread: self.spread,
+            height: self.height,
+            adjustment: self.adjustment,
+        }
+    }
+}
+
+fn node_place(coordinate: &Coordinate) -> Place<'_> {
+    Place {
+        point: &coordinate.vec,
+        spread: 0.0,
+        height: coordinate.height,
+        adjustment: coordinate.adjustment,
+    }
+}
+
+/// What is known of one node.
+#[derive(Debug, Clone, Default)]
+struct NodeEnd {
+    zone: Option<usize>,
+    coordinate: Option<Coordinate>,
+    loss: Option<f64>,
+    goodput_bps: Option<f64>,
+}
+
+/// What the measured pairs of one zone pair say.
+#[derive(Debug, Clone, Default)]
+struct Path {
+    /// Mean of (measured RTT - the coordinates' RTT from the pair's source
+    /// to a typical node of the destination's zone).
+    offset_towards_zone: Option<f64>,
+    /// The same from a typical node of the source's zone to the pair's
+    /// destination.
+    offset_from_zone: Option<f64>,
+    /// Median loss of the fresh pairs.
+    loss: Option<f64>,
+    /// Median fresh goodput.
+    goodput_bps: Option<f64>,
+}
+
+/// Each node's and zone's figures, and each zone pair's: built once per
+/// scored matrix, read for every pair placement estimates.
+#[derive(Debug, Clone, Default)]
+pub struct EndEstimates {
+    zones: usize,
+    nodes: Vec<NodeEnd>,
+    shapes: Vec<Option<ZoneShape>>,
+    /// Per zone, its nodes' median loss and goodput.
+    typical: Vec<(Option<f64>, Option<f64>)>,
+    /// Indexed by `src_zone * zones + dst_zone`.
+    paths: Vec<Path>,
+}
+
+impl EndEstimates {
+    /// The figures of `zones` zones whose nodes have the given zones (by
+    /// node index), coordinates and health, from the scored pairs.
+    pub fn of(
+        zones: usize,
+        node_zones: &[usize],
+        coordinates: &[Option<&Coordinate>],
+        health: &[NodeHealth],
+        pairs: &[ScoredPair],
+    ) -> Self {
+        let nodes: Vec<NodeEnd> = (0..node_zones.len())
+            .map(|i| NodeEnd {
+                zone: Some(node_zones[i]).filter(|&z| z < zones),
+                coordinate: coordinates.get(i).copied().flatten().cloned(),
+                loss: health
+                    .get(i)
+                    .and_then(|h| h.loss)
+                    .filter(|l| (0.0..=1.0).contains(l)),
+                goodput_bps: health
+                    .get(i)
+                    .and_then(|h| h.goodput_bps)
+                    .filter(|g| g.is_finite() && *g >= 0.0),
+            })
+            .collect();
+        let shapes = (0..zones)
+            .map(|zone| {
+                ZoneShape::of(
+                    nodes
+                        .iter()
+                        .filter(|n| n.zone == Some(zone))
+                        .filter_map(|n| n.coordinate.as_ref()),
+                )
+            })
+            .collect();
+        let typical = (0..zones)
+            .map(|zone| {
+                let of_zone = || nodes.iter().filter(move |n| n.zone == Some(zone));
+                (
+                    lower_median(&mut of_zone().filter_map(|n| n.loss).collect::<Vec<_>>()),
+                    lower_median(&mut of_zone().filter_map(|n| n.goodput_bps).collect::<Vec<_>>()),
+                )
+            })
+            .collect();
+        let mut estimates = Self {
+            zones,
+            nodes,
+            shapes,
+            typical,
+            paths: Vec::new(),
+        };
+        estimates.paths = estimates.paths_of(pairs);
+        estimates
+    }
+
+    fn paths_of(&self, pairs: &[ScoredPair]) -> Vec<Path> {
+        #[derive(Default, Clone)]
+        struct Gathered {
+            towards: Mean,
+            from: Mean,
+            losses: Vec<f64>,
+            goodputs: Vec<f64>,
+        }
+        let mut gathered = vec![Gathered::default(); self.zones * self.zones];
+        for pair in pairs.iter().filter(|p| !p.stale && !p.terms.dead) {
+            let (Some(src_zone), Some(dst_zone)) = (
+                self.zone(End::Node(pair.src)),
+                self.zone(End::Node(pair.dst)),
+            ) else {
+                continue;
+            };
+            let slot = &mut gathered[src_zone * self.zones + dst_zone];
+            if let Some(loss) = pair.summary.loss_ratio.filter(|l| (0.0..=1.0).contains(l)) {
+                slot.losses.push(loss);
+            }
+            if let Some(goodput) = pair.fresh_goodput().filter(|g| g.is_finite() && *g >= 0.0) {
+                slot.goodputs.push(goodput);
+            }
+            if pair.terms.delay_source != Source::Measured {
+                continue;
+            }
+            let Some(measured) = effective_rtt_ms(pair) else {
+                continue;
+            };
+            let towards = self.coordinate_rtt(End::Node(pair.src), End::Zone(dst_zone));
+            let from = self.coordinate_rtt(End::Zone(src_zone), End::Node(pair.dst));
+            if let Some(predicted) = towards {
+                slot.towards.add(measured - predicted);
+            }
+            if let Some(predicted) = from {
+                slot.from.add(measured - predicted);
+            }
+        }
+        gathered
+            .into_iter()
+            .map(|mut g| Path {
+                offset_towards_zone: g.towards.value(),
+                offset_from_zone: g.from.value(),
+                loss: lower_median(&mut g.losses),
+                goodput_bps: lower_median(&mut g.goodputs),
+            })
+            .collect()
+    }
+
+    fn zone(&self, end: End) -> Option<usize> {
+        match end {
+            End::Node(node) => self.nodes.get(node)?.zone,
+            End::Zone(zone) => (zone < self.zones).then_some(zone),
+        }
+    }
+
+    fn place(&self, end: End) -> Option<Place<'_>> {
+        match end {
+            End::Node(node) => self.nodes.get(node)?.coordinate.as_ref().map(node_place),
+            End::Zone(zone) => self.shapes.get(zone)?.as_ref().map(ZoneShape::place),
+        }
+    }
+
+    /// An end's own loss and goodput: a node's from its links, a zone's
+    /// typical node's.
+    fn figures(&self, end: End) -> (Option<f64>, Option<f64>) {
+        match end {
+            End::Node(node) => self
+                .nodes
+                .get(node)
+                .map_or((None, None), |n| (n.loss, n.goodput_bps)),
+            End::Zone(zone) => self.typical.get(zone).copied().unwrap_or_default(),
+        }
+    }
+
+    /// The coordinates' RTT between two ends, uncorrected.
+    fn coordinate_rtt(&self, src: End, dst: End) -> Option<f64> {
+        Some(self.place(src)?.rtt_ms(&self.place(dst)?))
+    }
+
+    /// The RTT (ms) the coordinates put between the ends, shifted by their
+    /// zone pair's offset (at most back to a tenth: a correction never
+    /// makes an RTT vanish, as in [`crate::coordinates::Residuals`]).
+    pub fn rtt_ms(&self, src: End, dst: End) -> Option<f64> {
+        let predicted = self.coordinate_rtt(src, dst)?;
+        let path = self.path(src, dst)?;
+        let offset = match (src, dst) {
+            (End::Zone(_), End::Node(_)) => path.offset_from_zone,
+            _ => path.offset_towards_zone,
+        };
+        let corrected = (predicted + offset.unwrap_or(0.0)).max(predicted / 10.0);
+        corrected.is_finite().then_some(corrected)
+    }
+
+    fn path(&self, src: End, dst: End) -> Option<&Path> {
+        let (src_zone, dst_zone) = (self.zone(src)?, self.zone(dst)?);
+        self.paths.get(src_zone * self.zones + dst_zone)
+    }
+
+    /// The pair src -> dst, nobody probing it: each term estimated from
+    /// its ends where they say enough, else `zone_average`'s.
+    pub fn estimate(
+        &self,
+        src: End,
+        dst: End,
+        zone_average: &Estimate,
+        fallback: &Fallback,
+    ) -> Estimate {
+        let average = &zone_average.terms;
+        let Some(path) = self.path(src, dst) else {
+            return *zone_average;
+        };
+        let estimated = |term: f64| (fallback.estimated(term), Source::Estimated);
+        let (delay, delay_source) = match self.rtt_ms(src, dst) {
+            Some(rtt) => estimated(fallback.delay_term(rtt)),
+            None => (average.delay, average.delay_source),
+        };
+        let ((src_loss, src_goodput), (dst_loss, dst_goodput)) =
+            (self.figures(src), self.figures(dst));
+        let (loss, loss_source) = match (src_loss, dst_loss) {
+            (Some(a), Some(b)) => {
+                let ends = 1.0 - (1.0 - a) * (1.0 - b);
+                estimated(fallback.loss_term(path.loss.map_or(ends, |p| p.max(ends))))
+            }
+            _ => (average.loss, average.loss_source),
+        };
+        let (throughput, throughput_source) = match (src_goodput, dst_goodput) {
+            (Some(a), Some(b)) => {
+                let ends = a.min(b);
+                estimated(fallback.throughput_term(path.goodput_bps.map_or(ends, |p| p.min(ends))))
+            }
+            _ => (average.throughput, average.throughput_source),
+        };
+        let terms = Terms {
+            delay,
+            loss,
+            throughput,
+            delay_source,
+            loss_source,
+            throughput_source,
+            dead: false,
+        };
+        Estimate {
+            quality: fallback.quality(&terms),
+            terms,
+        }
+    }
+}
+
+/// A pair's median plus jitter: what its delay term was scored on (only
+/// figures that make sense: a matrix may come from the wire).
+fn effective_rtt_ms(pair: &ScoredPair) -> Option<f64> {
+    let median = pair.summary.rtt_median_ms?;
+    let effective = median + pair.summary.jitter_ms.unwrap_or(0.0);
+    (effective.is_finite() && effective >= 0.0).then_some(effective)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::{JobRequest, PlacementConfig, rank};
+    use crate::snapshot::ScoredMatrix;
+    use crate::snapshot::tests::{scored, with_coordinates};
+    use proptest::prelude::*;
+
+    const ZONE: [(&str, &str); 6] = [
+        ("a1", "a"),
+        ("a2", "a"),
+        ("a3", "a"),
+        ("a4", "a"),
+        ("a5", "a"),
+        ("a6", "a"),
+    ];
+
+    /// A node at `x` on the first axis with `height` (ms).
+    fn at(x: f64, height: f64) -> Coordinate {
+        let mut vec = [0.0; DIMENSIONS];
+        vec[0] = x;
+        Coordinate {
+            vec,
+            error: 0.1,
+            height,
+            adjustment: 0.0,
+        }
+    }
+
+    /// Each node of `ZONE` probing the next two in a ring, with the RTT
+    /// and loss `figures` gives the pair.
+    fn ring(figures: impl Fn(&str, &str) -> (f64, f64)) -> ScoredMatrix {
+        let mut measured = Vec::new();
+        for (i, (src, _)) in ZONE.iter().enumerate() {
+            for step in 1..=2 {
+                let dst = ZONE[(i + step) % ZONE.len()].0;
+                let (rtt, loss) = figures(src, dst);
+                measured.push((*src, dst, rtt, loss));
+            }
+        }
+        scored(&ZONE, &measured, 10_000)
+    }
+
+    fn first_worker_terms(matrix: &ScoredMatrix) -> Vec<(String, f64)> {
+        let job = JobRequest {
+            size: 1,
+            ..JobRequest::default()
+        };
+        let ranking = rank(matrix, &job, &PlacementConfig::default());
+        ranking
+            .nodes
+            .iter()
+            .map(|n| (n.name.to_owned(), n.terms.delay))
+            .collect()
+    }
+
+    #[test]
+    fn a_slow_node_is_told_apart_on_the_pairs_nobody_probes() {
+        // a6's host adds 0.5 ms to each of its paths; the others 0.05.
+        let height = |name: &str| if name == "a6" { 0.5 } else { 0.05 };
+        let matrix = ring(|src, dst| (height(src) + height(dst), 0.0));
+        let coordinates = with_coordinates(&matrix, |name| Some(at(0.0, height(name))));
+        let gap = |matrix: &ScoredMatrix| {
+            let terms = first_worker_terms(matrix);
+            let slow = terms.iter().find(|(n, _)| n == "a6").unwrap().1;
+            let best = terms.iter().map(|(_, d)| *d).fold(0.0, f64::max);
+            best - slow
+        };
+        let with_ends = gap(&coordinates);
+        let zone_averages_only =
+            gap(
+                &with_coordinates(&matrix, |name| Some(at(0.0, height(name))))
+                    .with_zone_averages_only(),
+            );
+        // Each node measures 4 of its 10 pairs; the other 6 tell a6 apart
+        // only through its coordinate.
+        assert!(with_ends > 0.0 && zone_averages_only > 0.0);
+        assert!(
+            with_ends > 1.5 * zone_averages_only,
+            "{with_ends} vs {zone_averages_only}"
+        );
+        let a6 = coordinates.index_of("a6").unwrap();
+        let a1 = coordinates.index_of("a1").unwrap();
+        let a4 = coordinates.index_of("a4").unwrap();
+        // a1 -> a4 is not probed: the coordinates put it at 0.1 ms.
+        assert!(coordinates.pair(a1, a4).is_none());
+        let rtt = coordinates
+            .estimated_rtt_ms(End::Node(a1), End::Node(a4))
+            .unwrap();
+        assert!((rtt - 0.1).abs() < 1e-9, "{rtt}");
+        let estimate = coordinates.estimate(a1, a4);
+        assert_eq!(estimate.terms.delay_source, Source::Estimated);
+        assert!(coordinates.pair(a6, a4).is_none());
+        assert!(coordinates.estimate(a6, a4).terms.delay < estimate.terms.delay);
+    }
+
+    #[test]
+    fn a_lossy_node_carries_its_loss_to_the_pairs_nobody_probes() {
+        let lossy = |name: &str| name == "a3";
+        let matrix = ring(|src, dst| (0.2, if lossy(src) || lossy(dst) { 0.2 } else { 0.0 }));
+        let index = |name| matrix.index_of(name).unwrap();
+        // Neither pair is probed; only a3's own links say it loses.
+        let (from_lossy, clean) = (
+            matrix.estimate(index("a3"), index("a6")),
+            matrix.estimate(index("a1"), index("a4")),
+        );
+        assert!(matrix.pair(index("a3"), index("a6")).is_none());
+        assert!(matrix.pair(index("a1"), index("a4")).is_none());
+        assert_eq!(from_lossy.terms.loss_source, Source::Estimated);
+        assert_eq!(from_lossy.terms.loss, 0.0);
+        let penalty = matrix.fallback().penalty;
+        assert!((clean.terms.loss - (1.0 - penalty)).abs() < 1e-9);
+        // Without coordinates the delay is the zone pair's average.
+        assert_eq!(clean.terms.delay_source, Source::ZoneAverage);
+    }
+
+    proptest! {
+        /// However the measured pairs look, an estimated pair with the same
+        /// figures scores below them: the penalty is paid on every term.
+        #[test]
+        fn an_estimate_never_beats_a_measured_pair_of_the_same_figures(
+            rtt in 0.01f64..50.0,
+            loss in 0.0f64..0.2,
+            share in 0.0f64..4.0,
+        ) {
+            // Coordinates off by up to a factor of 4 (a correction takes
+            // an RTT back to a tenth of the prediction at most).
+            let height = rtt * share;
+            let matrix = ring(|_, _| (rtt, loss));
+            let matrix = with_coordinates(&matrix, |_| Some(at(0.0, height)));
+            let measured = matrix.pairs().iter().map(|p| p.quality).fold(f64::INFINITY, f64::min);
+            for src in 0..ZONE.len() {
+                for dst in (0..ZONE.len()).filter(|&dst| dst != src) {
+                    if matrix.pair(src, dst).is_some() {
+                        continue;
+                    }
+                    let estimate = matrix.estimate(src, dst);
+                    prop_assert_eq!(estimate.terms.delay_source, Source::Estimated);
+                    // The coordinates' error is corrected away: the same RTT.
+                    let rtt_estimate = matrix.estimated_rtt_ms(End::Node(src), End::Node(dst)).unwrap();
+                    prop_assert!((rtt_estimate - rtt).abs() < 1e-6 * rtt.max(1.0));
+                    prop_assert!(estimate.quality < measured, "{} vs {}", estimate.quality, measured);
+                }
+            }
+        }
+    }
+}
