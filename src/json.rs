@@ -290,7 +290,8 @@ pub struct TermsJson {
     pub throughput: f64,
     /// Directed pairs averaged.
     pub pairs: u32,
-    /// Pairs that fell back to zone averages or unknown.
+    /// Pairs without fresh measurements of their own: estimated from
+    /// their ends, from zone averages, or unknown.
     pub fallback_pairs: u32,
     /// "placed", "zone" or "colocated"; null when the collector did not say.
     pub basis: Option<Basis>,
