@@ -8,8 +8,8 @@
 //! zone-mates on every pair nobody probes. Here each end counts:
 //!
 //! - delay: the RTT the coordinates put between the two ends, shifted by
-//!   what the coordinates got wrong on the zone pair's measured pairs
-//!   (a Euclidean space cannot hold every network, see
+//!   what the coordinates got wrong on the zone pair's measured pairs (a
+//!   Euclidean space cannot hold every network, see
 //!   [`crate::coordinates::Residuals`]), scored with the delay term;
 //! - loss: each end's own loss ([`crate::node_health`]: the lower median
 //!   over its links inside its zone), combined, and at least the median
@@ -17,17 +17,20 @@
 //! - goodput: the least of each end's usual goodput and the zone pair's
 //!   median.
 //!
-//! Every such term pays [`Fallback::penalty`], so an estimate never beats a
+//! Every such term pays a share of [`Fallback::penalty`]
+//! ([`crate::score::ESTIMATE_PENALTY_SHARE`]), so an estimate never beats a
 //! measured pair of the same figures, and its source is
 //! [`Source::Estimated`]. A term with nothing to go on at either end falls
 //! back to the zone pair's average.
 //!
-//! Placement counts the pairs nobody probes between a node and a zone, not
-//! pair by pair (5,000 candidates times a zone of 500 would be millions per
-//! call), so one end may be a zone: a typical node of it, at the zone's
-//! centroid with the zone's spread, and its nodes' median loss and goodput.
-//! Everything here is built from the scored matrix alone, so a consumer of
-//! the collector's matrix works out the same estimates.
+//! Placement counts the pairs nobody probes between a node and a set of
+//! nodes (the placed workers of a zone, or a whole zone), not pair by pair
+//! (5,000 candidates times a zone of 500 would be millions per call), so
+//! one end may be a [`Group`]: its nodes' centroid with their spread (the
+//! distance to a group is the root mean square distance to its nodes),
+//! their mean height, and their median loss and goodput. Everything here
+//! is built from the scored matrix alone, so a consumer of the collector's
+//! matrix works out the same estimates.
 
 use crate::coordinates::{Coordinate, DIMENSIONS, difference, magnitude};
 use crate::estimate::{Estimate, Mean};
@@ -36,86 +39,78 @@ use crate::score::{Fallback, Source, Terms};
 use crate::scored_pair::ScoredPair;
 
 /// One end of a pair nobody probes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum End<'g> {
     /// A node, by index into the matrix's nodes.
     Node(usize),
-    /// A typical node of a zone, by zone index.
-    Zone(usize),
+    /// Nodes of one zone taken together ([`EndEstimates::group`]).
+    Group(&'g Group),
 }
 
-/// What one end contributes: a place in the coordinate space (a node's
-/// point, or a zone's centroid with its spread) and its own figures.
-#[derive(Debug, Clone, Copy)]
-struct Place<'a> {
-    point: &'a [f64; DIMENSIONS],
-    /// Mean squared distance of the zone's nodes from the centroid (0 for
-    /// a node): what makes the distance to a zone the RMS distance to its
-    /// nodes rather than to the centroid.
-    spread: f64,
-    height: f64,
-    adjustment: f64,
+/// Nodes of one zone taken together as one end of their pairs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    zone: usize,
+    /// Where the members with coordinates sit; `None` when none has one.
+    shape: Option<Shape>,
+    loss: Option<f64>,
+    goodput_bps: Option<f64>,
 }
 
-impl Place<'_> {
-    /// The RTT (ms) between two places, as [`Coordinate::rtt_ms`] computes
-    /// it between two nodes.
-    fn rtt_ms(&self, other: &Place<'_>) -> f64 {
-        let squared = magnitude(&difference(self.point, other.point)).powi(2);
-        let raw = (squared + self.spread + other.spread).sqrt() + self.height + other.height;
-        let adjusted = raw + self.adjustment + other.adjustment;
-        if adjusted > 0.0 { adjusted } else { raw }
+impl Group {
+    /// The zone of its members.
+    pub fn zone(&self) -> usize {
+        self.zone
     }
 }
 
-/// Where a zone's nodes with coordinates sit.
-#[derive(Debug, Clone)]
-struct ZoneShape {
+/// Where a set of nodes sits in the coordinate space: a node's point (no
+/// spread), or a group's centroid with the mean squared distance of its
+/// members from it, so that the distance to the group is the root mean
+/// square distance to its members.
+#[derive(Debug, Clone, PartialEq)]
+struct Shape {
     centroid: [f64; DIMENSIONS],
     spread: f64,
     height: f64,
     adjustment: f64,
 }
 
-impl ZoneShape {
-    fn of<'c>(coordinates: impl Iterator<Item = &'c Coordinate>) -> Option<Self> {
-        let points: Vec<&Coordinate> = coordinates.collect();
-        if points.is_empty() {
+impl Shape {
+    fn of_node(coordinate: &Coordinate) -> Self {
+        Self {
+            centroid: coordinate.vec,
+            spread: 0.0,
+            height: coordinate.height,
+            adjustment: coordinate.adjustment,
+        }
+    }
+
+    /// The shapes taken together: the mean of their centroids, spread by
+    /// how far each lies from it and by its own spread.
+    fn of<'s>(shapes: impl Iterator<Item = &'s Shape>) -> Option<Self> {
+        let shapes: Vec<&Shape> = shapes.collect();
+        if shapes.is_empty() {
             return None;
         }
-        let count = points.len() as f64;
-        let centroid =
-            std::array::from_fn(|k| points.iter().map(|c| c.vec[k]).sum::<f64>() / count);
-        let mean = |f: fn(&Coordinate) -> f64| points.iter().map(|c| f(c)).sum::<f64>() / count;
-        let spread = points
-            .iter()
-            .map(|c| magnitude(&difference(&c.vec, &centroid)).powi(2))
-            .sum::<f64>()
-            / count;
+        let count = shapes.len() as f64;
+        let mean = |f: &dyn Fn(&Shape) -> f64| shapes.iter().map(|s| f(s)).sum::<f64>() / count;
+        let centroid = std::array::from_fn(|k| mean(&|s| s.centroid[k]));
         Some(Self {
+            spread: mean(&|s| magnitude(&difference(&s.centroid, &centroid)).powi(2) + s.spread),
+            height: mean(&|s| s.height),
+            adjustment: mean(&|s| s.adjustment),
             centroid,
-            spread,
-            height: mean(|c| c.height),
-            adjustment: mean(|c| c.adjustment),
         })
     }
 
-    fn place(&self) -> Place<'_> {
-        Place {
-            point: &self.centroid,
-            spread: self.spread,
-            height: self.height,
-            adjustment: self.adjustment,
-        }
-    }
-}
-
-fn node_place(coordinate: &Coordinate) -> Place<'_> {
-    Place {
-        point: &coordinate.vec,
-        spread: 0.0,
-        height: coordinate.height,
-        adjustment: coordinate.adjustment,
+    /// The RTT (ms) between two shapes, as [`Coordinate::rtt_ms`] computes
+    /// it between two nodes.
+    fn rtt_ms(&self, other: &Shape) -> f64 {
+        let squared = magnitude(&difference(&self.centroid, &other.centroid)).powi(2);
+        let raw = (squared + self.spread + other.spread).sqrt() + self.height + other.height;
+        let adjusted = raw + self.adjustment + other.adjustment;
+        if adjusted > 0.0 { adjusted } else { raw }
     }
 }
 
@@ -123,7 +118,7 @@ fn node_place(coordinate: &Coordinate) -> Place<'_> {
 #[derive(Debug, Clone, Default)]
 struct NodeEnd {
     zone: Option<usize>,
-    coordinate: Option<Coordinate>,
+    shape: Option<Shape>,
     loss: Option<f64>,
     goodput_bps: Option<f64>,
 }
@@ -131,27 +126,23 @@ struct NodeEnd {
 /// What the measured pairs of one zone pair say.
 #[derive(Debug, Clone, Default)]
 struct Path {
-    /// Mean of (measured RTT - the coordinates' RTT from the pair's source
-    /// to a typical node of the destination's zone).
-    offset_towards_zone: Option<f64>,
-    /// The same from a typical node of the source's zone to the pair's
-    /// destination.
-    offset_from_zone: Option<f64>,
+    /// Mean of (measured RTT - the coordinates' RTT) over its measured
+    /// pairs whose nodes both have coordinates.
+    offset_ms: Option<f64>,
     /// Median loss of the fresh pairs.
     loss: Option<f64>,
     /// Median fresh goodput.
     goodput_bps: Option<f64>,
 }
 
-/// Each node's and zone's figures, and each zone pair's: built once per
-/// scored matrix, read for every pair placement estimates.
+/// Each node's figures, each zone's as a group, and each zone pair's:
+/// built once per scored matrix, read for every pair placement estimates.
 #[derive(Debug, Clone, Default)]
 pub struct EndEstimates {
     zones: usize,
     nodes: Vec<NodeEnd>,
-    shapes: Vec<Option<ZoneShape>>,
-    /// Per zone, its nodes' median loss and goodput.
-    typical: Vec<(Option<f64>, Option<f64>)>,
+    /// Each zone's nodes as a group.
+    zone_groups: Vec<Group>,
     /// Indexed by `src_zone * zones + dst_zone`.
     paths: Vec<Path>,
 }
@@ -169,7 +160,7 @@ impl EndEstimates {
         let nodes: Vec<NodeEnd> = (0..node_zones.len())
             .map(|i| NodeEnd {
                 zone: Some(node_zones[i]).filter(|&z| z < zones),
-                coordinate: coordinates.get(i).copied().flatten().cloned(),
+                shape: coordinates.get(i).copied().flatten().map(Shape::of_node),
                 loss: health
                     .get(i)
                     .and_then(|h| h.loss)
@@ -180,41 +171,67 @@ impl EndEstimates {
                     .filter(|g| g.is_finite() && *g >= 0.0),
             })
             .collect();
-        let shapes = (0..zones)
-            .map(|zone| {
-                ZoneShape::of(
-                    nodes
-                        .iter()
-                        .filter(|n| n.zone == Some(zone))
-                        .filter_map(|n| n.coordinate.as_ref()),
-                )
-            })
-            .collect();
-        let typical = (0..zones)
-            .map(|zone| {
-                let of_zone = || nodes.iter().filter(move |n| n.zone == Some(zone));
-                (
-                    lower_median(&mut of_zone().filter_map(|n| n.loss).collect::<Vec<_>>()),
-                    lower_median(&mut of_zone().filter_map(|n| n.goodput_bps).collect::<Vec<_>>()),
-                )
-            })
-            .collect();
         let mut estimates = Self {
             zones,
             nodes,
-            shapes,
-            typical,
+            zone_groups: Vec::new(),
             paths: Vec::new(),
         };
+        let mut members: Vec<Vec<usize>> = vec![Vec::new(); zones];
+        for (i, node) in estimates.nodes.iter().enumerate() {
+            if let Some(zone) = node.zone {
+                members[zone].push(i);
+            }
+        }
+        estimates.zone_groups = members
+            .into_iter()
+            .enumerate()
+            .map(|(zone, members)| estimates.group(zone, members.into_iter()))
+            .collect();
         estimates.paths = estimates.paths_of(pairs);
         estimates
+    }
+
+    /// `members` (node indices, of `zone`) taken together as one end.
+    pub fn group(&self, zone: usize, members: impl Iterator<Item = usize>) -> Group {
+        let members: Vec<&NodeEnd> = members.filter_map(|i| self.nodes.get(i)).collect();
+        let median = |f: fn(&NodeEnd) -> Option<f64>| {
+            lower_median(&mut members.iter().filter_map(|n| f(n)).collect::<Vec<_>>())
+        };
+        Group {
+            zone,
+            shape: Shape::of(members.iter().filter_map(|n| n.shape.as_ref())),
+            loss: median(|n| n.loss),
+            goodput_bps: median(|n| n.goodput_bps),
+        }
+    }
+
+    /// Nothing known of any node or zone pair: every estimate is its zone
+    /// pair's average.
+    pub fn zone_averages_only(zones: usize) -> Self {
+        Self {
+            zones,
+            zone_groups: (0..zones)
+                .map(|zone| Group {
+                    zone,
+                    shape: None,
+                    loss: None,
+                    goodput_bps: None,
+                })
+                .collect(),
+            ..Self::default()
+        }
+    }
+
+    /// A zone's nodes taken together.
+    pub fn zone_group(&self, zone: usize) -> Option<&Group> {
+        self.zone_groups.get(zone)
     }
 
     fn paths_of(&self, pairs: &[ScoredPair]) -> Vec<Path> {
         #[derive(Default, Clone)]
         struct Gathered {
-            towards: Mean,
-            from: Mean,
+            offsets: Mean,
             losses: Vec<f64>,
             goodputs: Vec<f64>,
         }
@@ -236,75 +253,65 @@ impl EndEstimates {
             if pair.terms.delay_source != Source::Measured {
                 continue;
             }
-            let Some(measured) = effective_rtt_ms(pair) else {
-                continue;
-            };
-            let towards = self.coordinate_rtt(End::Node(pair.src), End::Zone(dst_zone));
-            let from = self.coordinate_rtt(End::Zone(src_zone), End::Node(pair.dst));
-            if let Some(predicted) = towards {
-                slot.towards.add(measured - predicted);
-            }
-            if let Some(predicted) = from {
-                slot.from.add(measured - predicted);
+            if let (Some(measured), Some(predicted)) = (
+                effective_rtt_ms(pair),
+                self.coordinate_rtt(End::Node(pair.src), End::Node(pair.dst)),
+            ) {
+                slot.offsets.add(measured - predicted);
             }
         }
         gathered
             .into_iter()
             .map(|mut g| Path {
-                offset_towards_zone: g.towards.value(),
-                offset_from_zone: g.from.value(),
+                offset_ms: g.offsets.value(),
                 loss: lower_median(&mut g.losses),
                 goodput_bps: lower_median(&mut g.goodputs),
             })
             .collect()
     }
 
-    fn zone(&self, end: End) -> Option<usize> {
+    fn zone(&self, end: End<'_>) -> Option<usize> {
         match end {
             End::Node(node) => self.nodes.get(node)?.zone,
-            End::Zone(zone) => (zone < self.zones).then_some(zone),
+            End::Group(group) => (group.zone < self.zones).then_some(group.zone),
         }
     }
 
-    fn place(&self, end: End) -> Option<Place<'_>> {
+    fn shape<'s>(&'s self, end: End<'s>) -> Option<&'s Shape> {
         match end {
-            End::Node(node) => self.nodes.get(node)?.coordinate.as_ref().map(node_place),
-            End::Zone(zone) => self.shapes.get(zone)?.as_ref().map(ZoneShape::place),
+            End::Node(node) => self.nodes.get(node)?.shape.as_ref(),
+            End::Group(group) => group.shape.as_ref(),
         }
     }
 
-    /// An end's own loss and goodput: a node's from its links, a zone's
-    /// typical node's.
-    fn figures(&self, end: End) -> (Option<f64>, Option<f64>) {
+    /// An end's own loss and goodput: a node's from its links, a group's
+    /// median node's.
+    fn figures(&self, end: End<'_>) -> (Option<f64>, Option<f64>) {
         match end {
             End::Node(node) => self
                 .nodes
                 .get(node)
                 .map_or((None, None), |n| (n.loss, n.goodput_bps)),
-            End::Zone(zone) => self.typical.get(zone).copied().unwrap_or_default(),
+            End::Group(group) => (group.loss, group.goodput_bps),
         }
     }
 
     /// The coordinates' RTT between two ends, uncorrected.
-    fn coordinate_rtt(&self, src: End, dst: End) -> Option<f64> {
-        Some(self.place(src)?.rtt_ms(&self.place(dst)?))
+    fn coordinate_rtt(&self, src: End<'_>, dst: End<'_>) -> Option<f64> {
+        Some(self.shape(src)?.rtt_ms(self.shape(dst)?))
     }
 
     /// The RTT (ms) the coordinates put between the ends, shifted by their
     /// zone pair's offset (at most back to a tenth: a correction never
     /// makes an RTT vanish, as in [`crate::coordinates::Residuals`]).
-    pub fn rtt_ms(&self, src: End, dst: End) -> Option<f64> {
+    pub fn rtt_ms(&self, src: End<'_>, dst: End<'_>) -> Option<f64> {
         let predicted = self.coordinate_rtt(src, dst)?;
-        let path = self.path(src, dst)?;
-        let offset = match (src, dst) {
-            (End::Zone(_), End::Node(_)) => path.offset_from_zone,
-            _ => path.offset_towards_zone,
-        };
-        let corrected = (predicted + offset.unwrap_or(0.0)).max(predicted / 10.0);
+        let offset = self.path(src, dst)?.offset_ms.unwrap_or(0.0);
+        let corrected = (predicted + offset).max(predicted / 10.0);
         corrected.is_finite().then_some(corrected)
     }
 
-    fn path(&self, src: End, dst: End) -> Option<&Path> {
+    fn path(&self, src: End<'_>, dst: End<'_>) -> Option<&Path> {
         let (src_zone, dst_zone) = (self.zone(src)?, self.zone(dst)?);
         self.paths.get(src_zone * self.zones + dst_zone)
     }
@@ -313,8 +320,8 @@ impl EndEstimates {
     /// its ends where they say enough, else `zone_average`'s.
     pub fn estimate(
         &self,
-        src: End,
-        dst: End,
+        src: End<'_>,
+        dst: End<'_>,
         zone_average: &Estimate,
         fallback: &Fallback,
     ) -> Estimate {
@@ -477,7 +484,7 @@ mod tests {
         assert!(matrix.pair(index("a1"), index("a4")).is_none());
         assert_eq!(from_lossy.terms.loss_source, Source::Estimated);
         assert_eq!(from_lossy.terms.loss, 0.0);
-        let penalty = matrix.fallback().penalty;
+        let penalty = matrix.fallback().penalty * crate::score::ESTIMATE_PENALTY_SHARE;
         assert!((clean.terms.loss - (1.0 - penalty)).abs() < 1e-9);
         // Without coordinates the delay is the zone pair's average.
         assert_eq!(clean.terms.delay_source, Source::ZoneAverage);

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 use crate::NodeKind;
 use crate::estimate::Estimate;
-use crate::node_estimate::End;
+use crate::node_estimate::{End, Group};
 use crate::score::Terms;
 use crate::snapshot::{ScoredMatrix, ScoredPair};
 use crate::verdict::Failure;
@@ -572,6 +572,16 @@ fn links_to<'m>(
             counts[other * zones.len() + slot] += 1;
         }
     }
+    // Each zone's placed workers taken together: the other end of the
+    // pairs nobody probes between them and a node.
+    let groups: Vec<Group> = zones
+        .iter()
+        .enumerate()
+        .map(|(slot, &(zone, ..))| {
+            let members = placed_slots.iter().filter(move |(_, s)| *s == slot);
+            matrix.group(zone, members.map(|&(peer, _)| peer))
+        })
+        .collect();
     for (node, node_links) in links.iter_mut().enumerate() {
         let Some(zone) = matrix.zone_index(node) else {
             continue;
@@ -587,7 +597,7 @@ fn links_to<'m>(
             };
             let in_expected = agents - u32::from(itself && probes);
             let index = node * zones.len() + slot;
-            let (me, workers) = (End::Node(node), End::Zone(placed_zone));
+            let (me, workers) = (End::Node(node), End::Group(&groups[slot]));
             let missing_out = out_expected.saturating_sub(measured_out[index]);
             if missing_out > 0 {
                 let estimate = matrix.estimate_between(me, workers);
@@ -686,14 +696,16 @@ fn zone_terms(
         0
     };
     let in_expected = counts.feasible_agents[zone] - u32::from(itself && matrix.probes(node));
-    let (me, mates) = (End::Node(node), End::Zone(zone));
-    let missing_out = out_expected.saturating_sub(measured_out);
-    if missing_out > 0 {
-        sums.add_estimates(&matrix.estimate_between(me, mates), missing_out);
-    }
-    let missing_in = in_expected.saturating_sub(measured_in);
-    if missing_in > 0 {
-        sums.add_estimates(&matrix.estimate_between(mates, me), missing_in);
+    if let Some(mates) = matrix.zone_group(zone) {
+        let (me, mates) = (End::Node(node), End::Group(mates));
+        let missing_out = out_expected.saturating_sub(measured_out);
+        if missing_out > 0 {
+            sums.add_estimates(&matrix.estimate_between(me, mates), missing_out);
+        }
+        let missing_in = in_expected.saturating_sub(measured_in);
+        if missing_in > 0 {
+            sums.add_estimates(&matrix.estimate_between(mates, me), missing_in);
+        }
     }
     sums.terms(Basis::Zone)
 }
@@ -797,11 +809,15 @@ fn best_group_quality(
         }
         if matrix.probes(a) {
             let others = u32::try_from(group.len() - 1).unwrap_or(u32::MAX);
-            let zone = matrix.zone_index(a).unwrap_or(usize::MAX);
-            sums.add_estimates(
-                &matrix.estimate_between(End::Node(a), End::Zone(zone)),
-                others.saturating_sub(measured),
-            );
+            let mates = matrix
+                .zone_index(a)
+                .and_then(|zone| matrix.zone_group(zone));
+            if let Some(mates) = mates {
+                sums.add_estimates(
+                    &matrix.estimate_between(End::Node(a), End::Group(mates)),
+                    others.saturating_sub(measured),
+                );
+            }
         }
     }
     sums.terms(Basis::Zone).quality

@@ -176,6 +176,14 @@ impl ScoreConfig {
     }
 }
 
+/// The share of [`Fallback::penalty`] that a term estimated from a pair's
+/// ends pays (a zone average pays all of it). Such a term rests on what
+/// both nodes' own links measured, not on nobody's measure of the pair; at
+/// the whole penalty, a measured pair with twice the RTT of a good one
+/// would beat every estimate of the good one, and placement would favour
+/// whichever pairs the rotating peer sets happen to probe now.
+pub const ESTIMATE_PENALTY_SHARE: f64 = 0.5;
+
 /// What a pair is scored with: the terms' references and weights, and the
 /// penalty an unmeasured pair's estimated terms pay. Small and on the wire,
 /// so that a consumer of the collector's matrix estimates unmeasured pairs
@@ -217,10 +225,11 @@ impl Fallback {
         (bps.max(0.0) / self.throughput_reference_bps).min(1.0)
     }
 
-    /// An estimated term: what `term` gives less the penalty, so that an
-    /// estimate never beats a measured pair of the same figures.
+    /// An estimated term: what `term` gives less [`ESTIMATE_PENALTY_SHARE`]
+    /// of the penalty, so that an estimate never beats a measured pair of
+    /// the same figures.
     pub fn estimated(&self, term: f64) -> f64 {
-        (term - self.penalty).max(0.0)
+        (term - ESTIMATE_PENALTY_SHARE * self.penalty).max(0.0)
     }
 
     /// The quality of a pair from its three terms.

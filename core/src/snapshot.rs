@@ -22,7 +22,7 @@ use crate::coordinates::{Coordinate, Coordinates};
 use crate::estimate::{Estimate, Mean, ZoneAverages, ZoneEstimates};
 use crate::matrix::{NodeId, PairMatrix, PairReadings, PairSummary};
 use crate::memo::LastAnswer;
-use crate::node_estimate::{End, EndEstimates};
+use crate::node_estimate::{End, EndEstimates, Group};
 use crate::node_health::{self, NodeHealth};
 use crate::placement::NodeTerms;
 use crate::registry::{Registry, STALE_AFTER_WINDOWS};
@@ -362,7 +362,7 @@ impl ScoredMatrix {
     /// tests of how placement counts those pairs.
     #[cfg(test)]
     pub(crate) fn with_zone_averages_only(mut self) -> Self {
-        self.ends = OnceLock::from(EndEstimates::default());
+        self.ends = OnceLock::from(EndEstimates::zone_averages_only(self.zone_names.len()));
         self.zone_terms = LastAnswer::default();
         self
     }
@@ -403,26 +403,33 @@ impl ScoredMatrix {
     }
 
     /// The estimate for a pair nobody probes between two ends: nodes, or
-    /// typical nodes of zones ([`crate::node_estimate`]); for two zones,
-    /// the zone pair's average.
-    pub fn estimate_between(&self, src: End, dst: End) -> Estimate {
-        let zone = |end: End| match end {
+    /// groups of nodes of one zone ([`crate::node_estimate`]).
+    pub fn estimate_between(&self, src: End<'_>, dst: End<'_>) -> Estimate {
+        let zone = |end: End<'_>| match end {
             End::Node(node) => self.zone_of.get(node).copied(),
-            End::Zone(zone) => Some(zone),
+            End::Group(group) => Some(group.zone()),
         };
         let (Some(src_zone), Some(dst_zone)) = (zone(src), zone(dst)) else {
             return Estimate::default();
         };
         let average = self.estimates.get(src_zone, dst_zone);
-        if let (End::Zone(_), End::Zone(_)) = (src, dst) {
-            return average;
-        }
         self.ends().estimate(src, dst, &average, &self.fallback)
+    }
+
+    /// `members` (node indices of `zone`) taken together as one end of the
+    /// pairs nobody probes.
+    pub fn group(&self, zone: usize, members: impl Iterator<Item = usize>) -> Group {
+        self.ends().group(zone, members)
+    }
+
+    /// A zone's nodes taken together as one end of the pairs nobody probes.
+    pub fn zone_group(&self, zone: usize) -> Option<&Group> {
+        self.ends().zone_group(zone)
     }
 
     /// The RTT (ms) the coordinates estimate between two ends, corrected
     /// by their zone pair's measured pairs; `None` without coordinates.
-    pub fn estimated_rtt_ms(&self, src: End, dst: End) -> Option<f64> {
+    pub fn estimated_rtt_ms(&self, src: End<'_>, dst: End<'_>) -> Option<f64> {
         self.ends().rtt_ms(src, dst)
     }
 

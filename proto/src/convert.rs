@@ -623,9 +623,11 @@ mod tests {
                     prop_assert_eq!(back.estimate(src, dst), scored.estimate(src, dst));
                 }
                 for zone in 0..scored.zone_count() {
-                    let (node, zone) = (End::Node(src), End::Zone(zone));
-                    prop_assert_eq!(back.estimate_between(node, zone), scored.estimate_between(node, zone));
-                    prop_assert_eq!(back.estimate_between(zone, node), scored.estimate_between(zone, node));
+                    let node = End::Node(src);
+                    let (sent, read) = (scored.zone_group(zone).unwrap(), back.zone_group(zone).unwrap());
+                    prop_assert_eq!(sent, read);
+                    prop_assert_eq!(back.estimate_between(node, End::Group(read)), scored.estimate_between(node, End::Group(sent)));
+                    prop_assert_eq!(back.estimate_between(End::Group(read), node), scored.estimate_between(End::Group(sent), node));
                 }
             }
 
