@@ -207,30 +207,54 @@ impl Residuals {
             .add(residual);
     }
 
+    /// `node`'s mean residual towards the nodes of `zone`.
+    pub fn towards(&self, node: usize, zone: usize) -> Option<f64> {
+        self.node_zones.get(&(node, zone)).and_then(Mean::value)
+    }
+
+    /// The mean residual of the pairs from `src_zone` to `dst_zone`.
+    pub fn zone_pair(&self, src_zone: usize, dst_zone: usize) -> Option<f64> {
+        (src_zone < self.zones && dst_zone < self.zones)
+            .then(|| self.zone_pairs[src_zone * self.zones + dst_zone].value())
+            .flatten()
+    }
+
+    /// The shift of a pair's prediction: the mean of what is known of its
+    /// two ends' residuals towards each other's zone, or else the zone
+    /// pair's.
+    pub fn shift(
+        src_towards: Option<f64>,
+        dst_towards: Option<f64>,
+        zone_pair: impl FnOnce() -> Option<f64>,
+    ) -> Option<f64> {
+        match (src_towards, dst_towards) {
+            (Some(a), Some(b)) => Some((a + b) / 2.0),
+            (Some(one), None) | (None, Some(one)) => Some(one),
+            (None, None) => zone_pair(),
+        }
+    }
+
     /// `estimate` of the pair, corrected by the residuals (at most back to a
     /// tenth of the prediction: a correction never makes an RTT vanish),
     /// its error bound widened by the correction's size.
     pub fn correct(&self, src: End, dst: End, estimate: RttEstimate) -> RttEstimate {
-        let towards =
-            |node: usize, zone: usize| self.node_zones.get(&(node, zone)).and_then(Mean::value);
-        let zone_pair = || {
-            (src.zone < self.zones && dst.zone < self.zones)
-                .then(|| self.zone_pairs[src.zone * self.zones + dst.zone].value())
-                .flatten()
-        };
-        let shift = match (towards(src.node, dst.zone), towards(dst.node, src.zone)) {
-            (Some(a), Some(b)) => (a + b) / 2.0,
-            (Some(one), None) | (None, Some(one)) => one,
-            (None, None) => match zone_pair() {
-                Some(shift) => shift,
-                None => return estimate,
-            },
+        let Some(shift) = Self::shift(
+            self.towards(src.node, dst.zone),
+            self.towards(dst.node, src.zone),
+            || self.zone_pair(src.zone, dst.zone),
+        ) else {
+            return estimate;
         };
         RttEstimate {
-            rtt_ms: (estimate.rtt_ms + shift).max(estimate.rtt_ms / 10.0),
+            rtt_ms: corrected(estimate.rtt_ms, shift),
             error_ms: estimate.error_ms.max(shift.abs() / 2.0),
         }
     }
+}
+
+/// A prediction shifted by a residual, at most back to a tenth of it.
+pub fn corrected(predicted_ms: f64, shift_ms: f64) -> f64 {
+    (predicted_ms + shift_ms).max(predicted_ms / 10.0)
 }
 
 #[derive(Debug, Clone)]

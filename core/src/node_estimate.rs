@@ -7,10 +7,11 @@
 //! pair alike, so a node with a slow NIC or a lossy port looks like its
 //! zone-mates on every pair nobody probes. Here each end counts:
 //!
-//! - delay: the RTT the coordinates put between the two ends, shifted by
-//!   what the coordinates got wrong on the zone pair's measured pairs (a
-//!   Euclidean space cannot hold every network, see
-//!   [`crate::coordinates::Residuals`]), scored with the delay term;
+//! - delay: the RTT the coordinates put between the two ends, corrected by
+//!   what they got wrong on the measured pairs (each node's mean residual
+//!   towards the other end's zone, else the zone pair's, as the `Estimate`
+//!   call corrects: [`crate::coordinates::Residuals`]), scored with the
+//!   delay term;
 //! - loss: each end's own loss ([`crate::node_health`]: the lower median
 //!   over its links inside its zone), combined, and at least the median
 //!   loss of the zone pair's measured pairs (the path's own);
@@ -32,8 +33,8 @@
 //! is built from the scored matrix alone, so a consumer of the collector's
 //! matrix works out the same estimates.
 
-use crate::coordinates::{Coordinate, DIMENSIONS, difference, magnitude};
-use crate::estimate::{Estimate, Mean};
+use crate::coordinates::{self, Coordinate, DIMENSIONS, Residuals, difference, magnitude};
+use crate::estimate::Estimate;
 use crate::node_health::{NodeHealth, lower_median};
 use crate::score::{Fallback, Source, Terms};
 use crate::scored_pair::ScoredPair;
@@ -51,6 +52,9 @@ pub enum End<'g> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
     zone: usize,
+    /// The members, when few enough to read each one's residuals; a
+    /// zone's whole group goes by its zone pairs' residuals instead.
+    members: Vec<usize>,
     /// Where the members with coordinates sit; `None` when none has one.
     shape: Option<Shape>,
     loss: Option<f64>,
@@ -126,9 +130,6 @@ struct NodeEnd {
 /// What the measured pairs of one zone pair say.
 #[derive(Debug, Clone, Default)]
 struct Path {
-    /// Mean of (measured RTT - the coordinates' RTT) over its measured
-    /// pairs whose nodes both have coordinates.
-    offset_ms: Option<f64>,
     /// Median loss of the fresh pairs.
     loss: Option<f64>,
     /// Median fresh goodput.
@@ -145,6 +146,8 @@ pub struct EndEstimates {
     zone_groups: Vec<Group>,
     /// Indexed by `src_zone * zones + dst_zone`.
     paths: Vec<Path>,
+    /// What the coordinates got wrong on the measured pairs.
+    residuals: Residuals,
 }
 
 impl EndEstimates {
@@ -176,6 +179,7 @@ impl EndEstimates {
             nodes,
             zone_groups: Vec::new(),
             paths: Vec::new(),
+            residuals: Residuals::new(zones),
         };
         let mut members: Vec<Vec<usize>> = vec![Vec::new(); zones];
         for (i, node) in estimates.nodes.iter().enumerate() {
@@ -186,20 +190,25 @@ impl EndEstimates {
         estimates.zone_groups = members
             .into_iter()
             .enumerate()
-            .map(|(zone, members)| estimates.group(zone, members.into_iter()))
+            .map(|(zone, members)| Group {
+                members: Vec::new(),
+                ..estimates.group(zone, members.into_iter())
+            })
             .collect();
-        estimates.paths = estimates.paths_of(pairs);
+        (estimates.paths, estimates.residuals) = estimates.paths_of(pairs);
         estimates
     }
 
     /// `members` (node indices, of `zone`) taken together as one end.
     pub fn group(&self, zone: usize, members: impl Iterator<Item = usize>) -> Group {
-        let members: Vec<&NodeEnd> = members.filter_map(|i| self.nodes.get(i)).collect();
+        let indices: Vec<usize> = members.filter(|&i| i < self.nodes.len()).collect();
+        let members: Vec<&NodeEnd> = indices.iter().map(|&i| &self.nodes[i]).collect();
         let median = |f: fn(&NodeEnd) -> Option<f64>| {
             lower_median(&mut members.iter().filter_map(|n| f(n)).collect::<Vec<_>>())
         };
         Group {
             zone,
+            members: indices,
             shape: Shape::of(members.iter().filter_map(|n| n.shape.as_ref())),
             loss: median(|n| n.loss),
             goodput_bps: median(|n| n.goodput_bps),
@@ -214,6 +223,7 @@ impl EndEstimates {
             zone_groups: (0..zones)
                 .map(|zone| Group {
                     zone,
+                    members: Vec::new(),
                     shape: None,
                     loss: None,
                     goodput_bps: None,
@@ -228,14 +238,14 @@ impl EndEstimates {
         self.zone_groups.get(zone)
     }
 
-    fn paths_of(&self, pairs: &[ScoredPair]) -> Vec<Path> {
+    fn paths_of(&self, pairs: &[ScoredPair]) -> (Vec<Path>, Residuals) {
         #[derive(Default, Clone)]
         struct Gathered {
-            offsets: Mean,
             losses: Vec<f64>,
             goodputs: Vec<f64>,
         }
         let mut gathered = vec![Gathered::default(); self.zones * self.zones];
+        let mut residuals = Residuals::new(self.zones);
         for pair in pairs.iter().filter(|p| !p.stale && !p.terms.dead) {
             let (Some(src_zone), Some(dst_zone)) = (
                 self.zone(End::Node(pair.src)),
@@ -257,17 +267,40 @@ impl EndEstimates {
                 effective_rtt_ms(pair),
                 self.coordinate_rtt(End::Node(pair.src), End::Node(pair.dst)),
             ) {
-                slot.offsets.add(measured - predicted);
+                let end = |node, zone| coordinates::End { node, zone };
+                residuals.add(
+                    end(pair.src, src_zone),
+                    end(pair.dst, dst_zone),
+                    measured,
+                    predicted,
+                );
             }
         }
-        gathered
+        let paths = gathered
             .into_iter()
             .map(|mut g| Path {
-                offset_ms: g.offsets.value(),
                 loss: lower_median(&mut g.losses),
                 goodput_bps: lower_median(&mut g.goodputs),
             })
-            .collect()
+            .collect();
+        (paths, residuals)
+    }
+
+    /// An end's mean residual towards the nodes of `zone`: a node's own, a
+    /// small group's members' mean; `None` for a zone's whole group, which
+    /// its zone pair's residual stands for.
+    fn towards(&self, end: End<'_>, zone: usize) -> Option<f64> {
+        match end {
+            End::Node(node) => self.residuals.towards(node, zone),
+            End::Group(group) => {
+                let known: Vec<f64> = group
+                    .members
+                    .iter()
+                    .filter_map(|&m| self.residuals.towards(m, zone))
+                    .collect();
+                (!known.is_empty()).then(|| known.iter().sum::<f64>() / known.len() as f64)
+            }
+        }
     }
 
     fn zone(&self, end: End<'_>) -> Option<usize> {
@@ -301,14 +334,18 @@ impl EndEstimates {
         Some(self.shape(src)?.rtt_ms(self.shape(dst)?))
     }
 
-    /// The RTT (ms) the coordinates put between the ends, shifted by their
-    /// zone pair's offset (at most back to a tenth: a correction never
-    /// makes an RTT vanish, as in [`crate::coordinates::Residuals`]).
+    /// The RTT (ms) the coordinates put between the ends, corrected by the
+    /// residuals as [`Residuals::correct`] corrects a pair of nodes.
     pub fn rtt_ms(&self, src: End<'_>, dst: End<'_>) -> Option<f64> {
         let predicted = self.coordinate_rtt(src, dst)?;
-        let offset = self.path(src, dst)?.offset_ms.unwrap_or(0.0);
-        let corrected = (predicted + offset).max(predicted / 10.0);
-        corrected.is_finite().then_some(corrected)
+        let (src_zone, dst_zone) = (self.zone(src)?, self.zone(dst)?);
+        let shift = Residuals::shift(
+            self.towards(src, dst_zone),
+            self.towards(dst, src_zone),
+            || self.residuals.zone_pair(src_zone, dst_zone),
+        );
+        let rtt = shift.map_or(predicted, |shift| coordinates::corrected(predicted, shift));
+        rtt.is_finite().then_some(rtt)
     }
 
     fn path(&self, src: End<'_>, dst: End<'_>) -> Option<&Path> {
