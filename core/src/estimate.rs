@@ -1,7 +1,8 @@
-//! What a pair nobody measured (or measured long ago) is taken to be: per
-//! term, the average of the fresh measured pairs of its zone pair less a
-//! penalty, or 0 when the zone pair has none. Missing data is never treated
-//! as good.
+//! What a pair nobody measured (or measured long ago) is taken to be when
+//! nothing is known of its ends ([`crate::node_estimate`] says more where
+//! something is): per term, the average of the fresh measured pairs of its
+//! zone pair less a penalty, or 0 when the zone pair has none. Missing data
+//! is never treated as good.
 //!
 //! The collector keeps and scores measured pairs only; every other pair is
 //! estimated here when placement asks for it, never materialised as N x N.

@@ -5,8 +5,9 @@
 //! This is what the collector serves and what placement reads. It is built
 //! from the registry and the pair matrix by [`ScoredMatrix::build`]. It is
 //! sparse: only pairs with data are kept; a pair nobody measured is
-//! estimated when asked ([`ScoredMatrix::pair_or_estimate`], from
-//! [`crate::estimate`]), so a cluster of N nodes whose agents probe k peers
+//! estimated when asked ([`ScoredMatrix::pair_or_estimate`], from its ends
+//! by [`crate::node_estimate`], else its zone pair by [`crate::estimate`]),
+//! so a cluster of N nodes whose agents probe k peers
 //! each costs N x k, not N x N. A measured pair whose data went stale falls
 //! back the same way, term by term. A consumer that received a matrix over
 //! the wire rebuilds the same view, estimates included, with
