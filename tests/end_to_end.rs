@@ -157,6 +157,11 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
             "netaware_collector_windows_accepted_total{node=\"e2e-a2\"}"
         ) > 0.0
     );
+    // Each agent was sent peer sets; those sent once all four had joined
+    // hold the other three (the first ones fewer).
+    let sets = value(&text, "netaware_collector_peer_set_size_count");
+    assert!(sets >= 4.0, "{sets} peer sets");
+    assert!(value(&text, "netaware_collector_peer_set_size_bucket{le=\"2.0\"}") < sets);
     let rtt = value(
         &text,
         "netaware_pair_rtt_seconds{src=\"e2e-a1\",dst=\"e2e-a2\",src_zone=\"zone-a\",dst_zone=\"zone-a\"}",

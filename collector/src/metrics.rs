@@ -90,6 +90,9 @@ pub struct WorkMetrics {
     /// pair was before its median moved them (|predicted - measured| /
     /// measured), inside zones and between them.
     pub coordinate_error: Family<PairClassLabels, Histogram>,
+    /// The size of each peer set sent to an agent: the peers it probes,
+    /// and so its probes per interval.
+    pub peer_set_size: Histogram,
 }
 
 /// Whether a pair is inside one zone or between two.
@@ -143,6 +146,8 @@ impl Default for WorkMetrics {
             ingest: Histogram::new(exponential_buckets(0.0001, 2.5, 12)),
             watch_sent_bytes: Counter::default(),
             coordinate_error: Family::new_with_constructor(relative_error_buckets),
+            // 1 to 1,024 peers.
+            peer_set_size: Histogram::new(exponential_buckets(1.0, 2.0, 11)),
         }
     }
 }
@@ -273,6 +278,11 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
         "coordinate_error_ratio",
         "How far off the network coordinates predicted each measured pair's median RTT before it moved them (|predicted - measured| / measured), by class: intra_zone or inter_zone",
         work.coordinate_error.clone(),
+    );
+    collector.register(
+        "peer_set_size",
+        "Peers in each peer set sent to an agent (what it probes every probe interval)",
+        work.peer_set_size.clone(),
     );
     for (name, help, histogram) in seconds {
         collector.register_with_unit(

@@ -123,6 +123,7 @@ async fn serve_session(
                 if last_peer_set.as_ref() == Some(&peers) {
                     continue;
                 }
+                shared.work.peer_set_size.observe(peers.len() as f64);
                 last_peer_set = Some(peers.clone());
                 if down.send(message(collector_message::Body::PeerSet(pb::PeerSet { peers }))).await.is_err() {
                     break;
