@@ -632,14 +632,10 @@ fn a_job_scheduled_one_worker_at_a_time_lands_in_one_zone_on_its_best_hosts() {
     });
 }
 
-#[test]
-fn bounded_peer_sets_leave_the_other_pairs_to_coordinates_that_estimate_them() {
-    if !root_or_skip("lab bounded peer sets") {
-        return;
-    }
-    let _serial = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    // Three peers an agent: one node of each other zone and one zone mate,
-    // the mate changing every 30 s; the coordinates move every second.
+/// The lab system with three peers an agent (one node of each other zone
+/// and one zone mate, the mate changing every 30 s) and coordinates moved
+/// every second.
+fn start_with_bounded_peer_sets(topology: Topology) -> LabSystem {
     let mut flags = no_throughput_tests();
     flags.extend(
         [
@@ -653,8 +649,16 @@ fn bounded_peer_sets_leave_the_other_pairs_to_coordinates_that_estimate_them() {
         .map(String::from),
     );
     let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
-    let system = LabSystem::start(Topology::named("default").unwrap(), exe, TIMING, &flags)
-        .expect("the lab system");
+    LabSystem::start(topology, exe, TIMING, &flags).expect("the lab system")
+}
+
+#[test]
+fn bounded_peer_sets_leave_the_other_pairs_to_coordinates_that_estimate_them() {
+    if !root_or_skip("lab bounded peer sets") {
+        return;
+    }
+    let _serial = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let system = start_with_bounded_peer_sets(Topology::named("default").unwrap());
     let workers: Vec<String> = system
         .lab()
         .workers()
@@ -762,4 +766,55 @@ fn bounded_peer_sets_leave_the_other_pairs_to_coordinates_that_estimate_them() {
         assert!(Instant::now() < deadline, "{a3:?}");
         std::thread::sleep(Duration::from_secs(1));
     }
+}
+
+#[test]
+fn with_bounded_peer_sets_a_slow_host_is_the_last_pick_of_its_zone() {
+    if !root_or_skip("lab bounded peer sets, slow host") {
+        return;
+    }
+    let _serial = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // The default lab with a slow host: b2's own stack adds 2 ms to each of
+    // its round trips (ten times what its zone-mates' pairs take).
+    let topology = include_str!("../lab/topologies/default.yaml")
+        .replace("b2: {rate_mbit: 50}", "b2: {rate_mbit: 50, delay_ms: 1}");
+    assert!(topology.contains("delay_ms: 1}"));
+    let system = start_with_bounded_peer_sets(Topology::parse(&topology).unwrap());
+    let workers = system.lab().workers().count();
+    wait_for(
+        &system,
+        "every agent probing",
+        Duration::from_secs(60),
+        |m| {
+            m.nodes.iter().all(|n| !n.stale)
+                && m.pairs.iter().filter(|p| p.samples >= 40).count() >= workers * 3
+        },
+    );
+    // For a first worker, b2 ranks below both zone-mates, on the delay term
+    // and on the whole, whichever of its pairs the rotating peer sets probe
+    // at the time (each node has 4 pairs with its zone-mates, one or two of
+    // them probed): the pairs nobody probes are estimated from the nodes'
+    // coordinates, b2's height among them.
+    let mut readings = Vec::new();
+    for _ in 0..5 {
+        let ranking = system.rank(1, &[]).unwrap();
+        let node = |name: &str| {
+            ranking
+                .nodes
+                .iter()
+                .find(|n| n.name == name)
+                .unwrap()
+                .clone()
+        };
+        let (b1, b2, b3) = (node("b1"), node("b2"), node("b3"));
+        for mate in [&b1, &b3] {
+            assert!(
+                mate.score > b2.score && mate.terms.delay > b2.terms.delay,
+                "the slow b2 ranks above a zone-mate: {b2:?} {mate:?}"
+            );
+        }
+        readings.push([&b1, &b2, &b3].map(|n| n.terms.fallback_pairs));
+        std::thread::sleep(Duration::from_secs(3));
+    }
+    eprintln!("the slow b2 last of its zone; pairs estimated (b1, b2, b3) of 4 each: {readings:?}");
 }
