@@ -89,18 +89,12 @@ impl ZoneAverages {
                 None => (0.0, Source::Unknown),
             },
         };
-        let (delay, delay_source) = term(measured.delay, 0);
-        let (loss, loss_source) = term(measured.loss, 1);
-        let (throughput, throughput_source) = term(measured.throughput, 2);
-        Terms {
-            delay,
-            loss,
-            throughput,
-            delay_source,
-            loss_source,
-            throughput_source,
-            dead: measured.dead,
-        }
+        Terms::of(
+            term(measured.delay, 0),
+            term(measured.loss, 1),
+            term(measured.throughput, 2),
+            measured.dead,
+        )
     }
 }
 

@@ -367,35 +367,27 @@ impl EndEstimates {
             return *zone_average;
         };
         let estimated = |term: f64| (fallback.estimated(term), Source::Estimated);
-        let (delay, delay_source) = match self.rtt_ms(src, dst) {
+        let delay = match self.rtt_ms(src, dst) {
             Some(rtt) => estimated(fallback.delay_term(rtt)),
             None => (average.delay, average.delay_source),
         };
         let ((src_loss, src_goodput), (dst_loss, dst_goodput)) =
             (self.figures(src), self.figures(dst));
-        let (loss, loss_source) = match (src_loss, dst_loss) {
+        let loss = match (src_loss, dst_loss) {
             (Some(a), Some(b)) => {
                 let ends = 1.0 - (1.0 - a) * (1.0 - b);
                 estimated(fallback.loss_term(path.loss.map_or(ends, |p| p.max(ends))))
             }
             _ => (average.loss, average.loss_source),
         };
-        let (throughput, throughput_source) = match (src_goodput, dst_goodput) {
+        let throughput = match (src_goodput, dst_goodput) {
             (Some(a), Some(b)) => {
                 let ends = a.min(b);
                 estimated(fallback.throughput_term(path.goodput_bps.map_or(ends, |p| p.min(ends))))
             }
             _ => (average.throughput, average.throughput_source),
         };
-        let terms = Terms {
-            delay,
-            loss,
-            throughput,
-            delay_source,
-            loss_source,
-            throughput_source,
-            dead: false,
-        };
+        let terms = Terms::of(delay, loss, throughput, false);
         Estimate {
             quality: fallback.quality(&terms),
             terms,

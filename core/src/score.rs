@@ -279,6 +279,26 @@ pub struct Terms {
     pub dead: bool,
 }
 
+impl Terms {
+    /// Terms from each one's value and source.
+    pub fn of(
+        (delay, delay_source): (f64, Source),
+        (loss, loss_source): (f64, Source),
+        (throughput, throughput_source): (f64, Source),
+        dead: bool,
+    ) -> Self {
+        Self {
+            delay,
+            loss,
+            throughput,
+            delay_source,
+            loss_source,
+            throughput_source,
+            dead,
+        }
+    }
+}
+
 /// The terms that a pair's own fresh figures give; `None` where there are
 /// none. `rtt_fresh` says whether the pair's windows are recent enough.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
