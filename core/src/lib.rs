@@ -22,12 +22,17 @@
 //! - [`pair_rtt`]: any pair's RTT, measured or estimated, and on what basis.
 //! - [`throughput_plan`]: which throughput tests run when, within a budget.
 //! - [`topology`]: a node's zone and region from its Kubernetes labels.
+//! - [`blocks`]: groups of a zone's nodes close to each other, by clustering.
+//! - [`measured_topology`]: the blocks, degraded nodes and zone costs that
+//!   netaware publishes, moved only on sustained evidence.
 
+pub mod blocks;
 pub mod chunked;
 pub mod coordinates;
 pub mod estimate;
 pub mod extender;
 pub mod matrix;
+pub mod measured_topology;
 pub mod memo;
 pub mod node_estimate;
 pub mod node_health;

@@ -1,0 +1,670 @@
+//! The measured topology: each zone's nodes in blocks ([`crate::blocks`]),
+//! the degraded nodes marked, and what the links between zones and regions
+//! cost; what netaware publishes for the schedulers that read a topology
+//! from node labels or custom resources (Kueue, Volcano, Diktyo).
+//!
+//! Two steps. [`observe`] reads one scored matrix: a pair's distance is the
+//! mean of its fresh measured medians both ways, else the RTT its nodes'
+//! coordinates estimate, stretched where its goodput is far below the
+//! zone's usual. [`BlockTracker`] keeps what was published and moves a node
+//! to another block, or changes its degraded mark, only when
+//! [`BlockConfig::confirmations`] rounds in a row say so: one noisy window
+//! moves nothing, and consumers do not see labels flap.
+//!
+//! Blocks keep their numbers from round to round: each group found in a
+//! round takes the number of the published block it shares the most nodes
+//! with, and a group that shares none takes the lowest free number.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::blocks::{self, BlockConfig, Distances, MAX_GOODPUT_STRETCH};
+use crate::node_estimate::End;
+use crate::placement::PlacementConfig;
+use crate::snapshot::ScoredMatrix;
+
+/// What one look at the matrix shows.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Observation {
+    /// Every zone, by name.
+    pub zones: Vec<ZoneObservation>,
+    /// Between zones and between regions.
+    pub costs: NetworkCosts,
+}
+
+/// One zone in one look.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ZoneObservation {
+    /// The zone's name.
+    pub zone: String,
+    /// Its region (empty when its nodes have none).
+    pub region: String,
+    /// The groups of close nodes found this round, node names sorted.
+    pub groups: Vec<Vec<String>>,
+    /// Nodes whose own links say they are degraded.
+    pub degraded: BTreeSet<String>,
+    /// Nodes without fresh data this round: they keep what they had.
+    pub unobserved: Vec<String>,
+}
+
+/// What the links between zones, and between regions, cost.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NetworkCosts {
+    /// Between every two zones with fresh measured pairs, both ways.
+    pub zones: Vec<LinkCost>,
+    /// Between every two regions with fresh measured pairs, both ways.
+    pub regions: Vec<LinkCost>,
+}
+
+/// The cost of the links from one zone (or region) to another.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkCost {
+    /// Where the pairs start.
+    pub origin: String,
+    /// Where they end.
+    pub destination: String,
+    /// The 90th percentile of the pairs' fresh RTT medians (ms).
+    pub rtt_p90_ms: f64,
+    /// The median of the pairs' fresh goodputs (bits/s), when any was
+    /// measured.
+    pub goodput_bps: Option<f64>,
+    /// How many fresh measured pairs the figures are over.
+    pub pairs: u32,
+}
+
+/// The topology as published: stable blocks, degraded marks and costs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MeasuredTopology {
+    /// Every zone with a node in a block, by name.
+    pub zones: Vec<ZoneBlocks>,
+    /// Between zones and regions, as of the latest round.
+    pub costs: NetworkCosts,
+}
+
+/// One zone's blocks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ZoneBlocks {
+    /// The zone's name.
+    pub zone: String,
+    /// Its region (may be empty).
+    pub region: String,
+    /// By number.
+    pub blocks: Vec<Block>,
+}
+
+/// A block: nodes close to each other.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Block {
+    /// Its number in the zone, from 1; kept from round to round.
+    pub number: u32,
+    /// Its nodes, by name.
+    pub nodes: Vec<BlockNode>,
+}
+
+/// A node of a block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockNode {
+    /// The node's name.
+    pub name: String,
+    /// Whether its own links say it is degraded.
+    pub degraded: bool,
+}
+
+impl MeasuredTopology {
+    /// Every node with its zone, block number and degraded mark.
+    pub fn nodes(&self) -> impl Iterator<Item = (&ZoneBlocks, &Block, &BlockNode)> {
+        self.zones.iter().flat_map(|zone| {
+            zone.blocks
+                .iter()
+                .flat_map(move |block| block.nodes.iter().map(move |node| (zone, block, node)))
+        })
+    }
+}
+
+/// Reads one scored matrix: the groups of close nodes in each zone, the
+/// degraded nodes (by `placement`'s thresholds, as placement judges them)
+/// and the costs between zones and regions.
+pub fn observe(
+    matrix: &ScoredMatrix,
+    config: &BlockConfig,
+    placement: &PlacementConfig,
+) -> Observation {
+    let nodes = matrix.nodes();
+    let mut by_zone: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, node) in nodes.iter().enumerate() {
+        by_zone.entry(node.info.zone.as_str()).or_default().push(i);
+    }
+    let health = matrix.health();
+    let zones = by_zone
+        .into_iter()
+        .map(|(zone, mut members)| {
+            members.sort_by(|&a, &b| nodes[a].info.name.cmp(&nodes[b].info.name));
+            let (fresh, stale): (Vec<usize>, Vec<usize>) =
+                members.iter().partition(|&&i| !nodes[i].stale);
+            let distances = zone_distances(matrix, &fresh, config);
+            let groups = blocks::cluster(&distances, blocks::cut_height(&distances, config))
+                .into_iter()
+                .map(|group| {
+                    group
+                        .into_iter()
+                        .map(|k| nodes[fresh[k]].info.name.clone())
+                        .collect()
+                })
+                .collect();
+            let degraded = fresh
+                .iter()
+                .filter(|&&i| {
+                    health[i]
+                        .degraded(placement.loss_threshold, placement.min_goodput_fraction)
+                        .is_some()
+                })
+                .map(|&i| nodes[i].info.name.clone())
+                .collect();
+            ZoneObservation {
+                zone: zone.to_owned(),
+                region: members
+                    .iter()
+                    .map(|&i| nodes[i].info.region.as_str())
+                    .find(|r| !r.is_empty())
+                    .unwrap_or_default()
+                    .to_owned(),
+                groups,
+                degraded,
+                unobserved: stale.iter().map(|&i| nodes[i].info.name.clone()).collect(),
+            }
+        })
+        .collect();
+    Observation {
+        zones,
+        costs: network_costs(matrix),
+    }
+}
+
+/// The fresh RTT medians of a pair both ways, averaged; `None` when
+/// neither way has one.
+fn measured_rtt_ms(matrix: &ScoredMatrix, a: usize, b: usize) -> Option<f64> {
+    let one_way = |src, dst| {
+        matrix
+            .pair(src, dst)
+            .filter(|p| !p.stale)
+            .and_then(|p| p.summary.rtt_median_ms)
+    };
+    match (one_way(a, b), one_way(b, a)) {
+        (Some(x), Some(y)) => Some((x + y) / 2.0),
+        (x, y) => x.or(y),
+    }
+}
+
+/// The least fresh goodput of a pair either way.
+fn measured_goodput(matrix: &ScoredMatrix, a: usize, b: usize) -> Option<f64> {
+    let one_way = |src, dst| matrix.pair(src, dst).and_then(|p| p.fresh_goodput());
+    match (one_way(a, b), one_way(b, a)) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+/// The distances between `members` (node indices of one zone): measured
+/// or estimated RTT, stretched for low goodput; a pair with neither takes
+/// the median of the zone's known ones, so it pulls no way.
+fn zone_distances(matrix: &ScoredMatrix, members: &[usize], config: &BlockConfig) -> Distances {
+    let n = members.len();
+    let mut goodputs: Vec<f64> = Vec::new();
+    for (k, &a) in members.iter().enumerate() {
+        for &b in &members[k + 1..] {
+            goodputs.extend(measured_goodput(matrix, a, b));
+        }
+    }
+    let usual_goodput = median(&mut goodputs);
+    let mut raw: Vec<Option<f64>> = Vec::with_capacity(n * n.saturating_sub(1) / 2);
+    for i in 0..n {
+        for j in i + 1..n {
+            let (a, b) = (members[i], members[j]);
+            let rtt = measured_rtt_ms(matrix, a, b)
+                .or_else(|| matrix.estimated_rtt_ms(End::Node(a), End::Node(b)))
+                .filter(|r| r.is_finite() && *r >= 0.0);
+            let stretch = match (measured_goodput(matrix, a, b), usual_goodput) {
+                (Some(goodput), Some(usual)) if goodput < config.goodput_fraction * usual => {
+                    if goodput > 0.0 {
+                        (usual / goodput).min(MAX_GOODPUT_STRETCH)
+                    } else {
+                        MAX_GOODPUT_STRETCH
+                    }
+                }
+                _ => 1.0,
+            };
+            raw.push(rtt.map(|rtt| rtt * stretch));
+        }
+    }
+    let mut known: Vec<f64> = raw.iter().flatten().copied().collect();
+    let fill = median(&mut known).unwrap_or(0.0);
+    let mut values = raw.into_iter();
+    // Distances::new asks for the pairs in the order they were pushed.
+    Distances::new(n, |_, _| values.next().flatten().unwrap_or(fill))
+}
+
+/// The median (upper for even counts); `None` when empty.
+fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_unstable_by(f64::total_cmp);
+    Some(values[values.len() / 2])
+}
+
+/// The 90th percentile, nearest rank; `None` when empty.
+fn p90(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_unstable_by(f64::total_cmp);
+    let rank = (0.9 * values.len() as f64).ceil() as usize;
+    Some(values[rank.clamp(1, values.len()) - 1])
+}
+
+/// The costs between zones and between regions, from the fresh measured
+/// pairs between them.
+fn network_costs(matrix: &ScoredMatrix) -> NetworkCosts {
+    type Figures = (Vec<f64>, Vec<f64>);
+    let mut zones: BTreeMap<(&str, &str), Figures> = BTreeMap::new();
+    let mut regions: BTreeMap<(&str, &str), Figures> = BTreeMap::new();
+    let nodes = matrix.nodes();
+    for pair in matrix.pairs().iter().filter(|p| !p.stale) {
+        let Some(rtt) = pair.summary.rtt_median_ms else {
+            continue;
+        };
+        let (src, dst) = (&nodes[pair.src].info, &nodes[pair.dst].info);
+        fn add<'m>(
+            map: &mut BTreeMap<(&'m str, &'m str), Figures>,
+            key: (&'m str, &'m str),
+            rtt: f64,
+            goodput: Option<f64>,
+        ) {
+            let figures = map.entry(key).or_default();
+            figures.0.push(rtt);
+            figures.1.extend(goodput);
+        }
+        let goodput = pair.fresh_goodput();
+        if src.zone != dst.zone {
+            add(&mut zones, (&src.zone, &dst.zone), rtt, goodput);
+        }
+        if src.region != dst.region && !src.region.is_empty() && !dst.region.is_empty() {
+            add(&mut regions, (&src.region, &dst.region), rtt, goodput);
+        }
+    }
+    let costs = |map: BTreeMap<(&str, &str), Figures>| {
+        map.into_iter()
+            .filter_map(|((origin, destination), (mut rtts, mut goodputs))| {
+                Some(LinkCost {
+                    origin: origin.to_owned(),
+                    destination: destination.to_owned(),
+                    pairs: u32::try_from(rtts.len()).unwrap_or(u32::MAX),
+                    rtt_p90_ms: p90(&mut rtts)?,
+                    goodput_bps: median(&mut goodputs),
+                })
+            })
+            .collect()
+    };
+    NetworkCosts {
+        zones: costs(zones),
+        regions: costs(regions),
+    }
+}
+
+/// Where a node was published, and what the latest rounds said against it.
+#[derive(Debug, Clone, PartialEq)]
+struct Tracked {
+    zone: String,
+    block: u32,
+    degraded: bool,
+    /// A block other than `block` and the rounds in a row that showed it.
+    moving_to: Option<(u32, u32)>,
+    /// Rounds in a row that showed the other degraded mark.
+    flipping: u32,
+}
+
+/// The published blocks, moved only on sustained evidence.
+#[derive(Debug, Clone, Default)]
+pub struct BlockTracker {
+    confirmations: u32,
+    nodes: BTreeMap<String, Tracked>,
+    regions: BTreeMap<String, String>,
+    costs: NetworkCosts,
+}
+
+impl BlockTracker {
+    /// A tracker that moves a node after `config.confirmations` rounds in
+    /// a row (at least one).
+    pub fn new(config: &BlockConfig) -> Self {
+        Self {
+            confirmations: config.confirmations.max(1),
+            ..Self::default()
+        }
+    }
+
+    /// Takes one round's observation and returns the topology to publish.
+    /// Nodes gone from the matrix leave; new nodes take their block at
+    /// once; a node without fresh data keeps its block.
+    pub fn update(&mut self, observation: &Observation) -> MeasuredTopology {
+        let present: BTreeSet<&str> = observation
+            .zones
+            .iter()
+            .flat_map(|z| z.groups.iter().flatten().chain(&z.unobserved))
+            .map(String::as_str)
+            .collect();
+        self.nodes.retain(|name, _| present.contains(name.as_str()));
+        for zone in &observation.zones {
+            self.regions.insert(zone.zone.clone(), zone.region.clone());
+            let numbers = self.numbers_for(zone);
+            for (group, number) in zone.groups.iter().zip(numbers) {
+                for name in group {
+                    let degraded = zone.degraded.contains(name);
+                    self.place(name, &zone.zone, number, degraded);
+                }
+            }
+        }
+        self.regions
+            .retain(|zone, _| self.nodes.values().any(|t| &t.zone == zone));
+        self.costs = observation.costs.clone();
+        self.topology()
+    }
+
+    /// The numbers of `zone`'s groups this round: each takes the published
+    /// block it shares the most nodes with, the rest the lowest free ones.
+    fn numbers_for(&self, zone: &ZoneObservation) -> Vec<u32> {
+        let mut overlaps: Vec<(usize, usize, u32)> = Vec::new();
+        for (g, group) in zone.groups.iter().enumerate() {
+            let mut shared: BTreeMap<u32, usize> = BTreeMap::new();
+            for name in group {
+                if let Some(t) = self.nodes.get(name).filter(|t| t.zone == zone.zone) {
+                    *shared.entry(t.block).or_default() += 1;
+                }
+            }
+            overlaps.extend(shared.into_iter().map(|(block, n)| (n, g, block)));
+        }
+        // Most shared first; ties to the earlier group and lower number.
+        overlaps.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        let mut numbers: Vec<Option<u32>> = vec![None; zone.groups.len()];
+        let mut taken: BTreeSet<u32> = BTreeSet::new();
+        for (_, g, block) in overlaps {
+            if numbers[g].is_none() && taken.insert(block) {
+                numbers[g] = Some(block);
+            }
+        }
+        // Numbers still held by published nodes stay reserved.
+        taken.extend(
+            self.nodes
+                .values()
+                .filter(|t| t.zone == zone.zone)
+                .map(|t| t.block),
+        );
+        let mut next = 1;
+        numbers
+            .into_iter()
+            .map(|number| {
+                number.unwrap_or_else(|| {
+                    while taken.contains(&next) {
+                        next += 1;
+                    }
+                    taken.insert(next);
+                    next
+                })
+            })
+            .collect()
+    }
+
+    fn place(&mut self, name: &str, zone: &str, block: u32, degraded: bool) {
+        let confirmations = self.confirmations;
+        let tracked = match self.nodes.get_mut(name) {
+            Some(t) if t.zone == zone => t,
+            _ => {
+                self.nodes.insert(
+                    name.to_owned(),
+                    Tracked {
+                        zone: zone.to_owned(),
+                        block,
+                        degraded,
+                        moving_to: None,
+                        flipping: 0,
+                    },
+                );
+                return;
+            }
+        };
+        tracked.moving_to = if block == tracked.block {
+            None
+        } else {
+            let rounds = match tracked.moving_to {
+                Some((to, rounds)) if to == block => rounds + 1,
+                _ => 1,
+            };
+            if rounds >= confirmations {
+                tracked.block = block;
+                None
+            } else {
+                Some((block, rounds))
+            }
+        };
+        if degraded == tracked.degraded {
+            tracked.flipping = 0;
+        } else {
+            tracked.flipping += 1;
+            if tracked.flipping >= confirmations {
+                tracked.degraded = degraded;
+                tracked.flipping = 0;
+            }
+        }
+    }
+
+    /// The topology as published now.
+    pub fn topology(&self) -> MeasuredTopology {
+        let mut zones: BTreeMap<&str, BTreeMap<u32, Vec<BlockNode>>> = BTreeMap::new();
+        for (name, t) in &self.nodes {
+            zones
+                .entry(t.zone.as_str())
+                .or_default()
+                .entry(t.block)
+                .or_default()
+                .push(BlockNode {
+                    name: name.clone(),
+                    degraded: t.degraded,
+                });
+        }
+        MeasuredTopology {
+            zones: zones
+                .into_iter()
+                .map(|(zone, blocks)| ZoneBlocks {
+                    zone: zone.to_owned(),
+                    region: self.regions.get(zone).cloned().unwrap_or_default(),
+                    blocks: blocks
+                        .into_iter()
+                        .map(|(number, nodes)| Block { number, nodes })
+                        .collect(),
+                })
+                .collect(),
+            costs: self.costs.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::tests::{scored, with_goodputs};
+
+    const NOW: u64 = 100_000;
+
+    /// Zone `a`: a1-a3 close (0.2 ms), a4-a6 close, 1.2 ms between the
+    /// two; zone `b`: b1-b3 all 0.2 ms; 5 ms between zones. `lossy` nodes
+    /// lose 20% on every link; `moved` is measured with the other group.
+    fn two_groups(lossy: &[&str], moved: Option<&str>) -> ScoredMatrix {
+        let names = ["a1", "a2", "a3", "a4", "a5", "a6", "b1", "b2", "b3"];
+        let nodes: Vec<(&str, &str)> = names.iter().map(|n| (*n, &n[..1])).collect();
+        let group = |n: &str| {
+            let first = ["a1", "a2", "a3"].contains(&n);
+            if moved == Some(n) { !first } else { first }
+        };
+        let mut measured = Vec::new();
+        for src in names {
+            for dst in names {
+                if src == dst {
+                    continue;
+                }
+                let rtt = if src[..1] != dst[..1] {
+                    5.0
+                } else if src.starts_with('b') || group(src) == group(dst) {
+                    0.2
+                } else {
+                    1.2
+                };
+                let loss = if lossy.contains(&src) || lossy.contains(&dst) {
+                    0.2
+                } else {
+                    0.0
+                };
+                measured.push((src, dst, rtt, loss));
+            }
+        }
+        scored(&nodes, &measured, NOW)
+    }
+
+    fn look(matrix: &ScoredMatrix) -> Observation {
+        observe(matrix, &BlockConfig::default(), &PlacementConfig::default())
+    }
+
+    fn block_of(topology: &MeasuredTopology, name: &str) -> (String, u32) {
+        topology
+            .nodes()
+            .find(|(_, _, node)| node.name == name)
+            .map(|(zone, block, _)| (zone.zone.clone(), block.number))
+            .unwrap_or_else(|| panic!("{name} has no block"))
+    }
+
+    fn names(block: &Block) -> Vec<&str> {
+        block.nodes.iter().map(|n| n.name.as_str()).collect()
+    }
+
+    #[test]
+    fn a_zone_of_two_groups_has_two_blocks_and_the_lossy_node_is_marked() {
+        let mut tracker = BlockTracker::new(&BlockConfig::default());
+        let topology = tracker.update(&look(&two_groups(&["b2"], None)));
+        assert_eq!(topology.zones.len(), 2);
+        let a = &topology.zones[0];
+        assert_eq!(a.zone, "a");
+        assert_eq!(a.blocks.len(), 2);
+        assert_eq!(names(&a.blocks[0]), ["a1", "a2", "a3"]);
+        assert_eq!(names(&a.blocks[1]), ["a4", "a5", "a6"]);
+        let b = &topology.zones[1];
+        assert_eq!(b.blocks.len(), 1);
+        let degraded: Vec<&str> = topology
+            .nodes()
+            .filter(|(_, _, n)| n.degraded)
+            .map(|(_, _, n)| n.name.as_str())
+            .collect();
+        assert_eq!(degraded, ["b2"]);
+    }
+
+    #[test]
+    fn costs_are_the_p90_between_zones_and_regions() {
+        let matrix = with_goodputs(&two_groups(&[], None), |src, dst| {
+            (src[..1] != dst[..1]).then_some(1e9)
+        });
+        let costs = look(&matrix).costs;
+        assert_eq!(costs.zones.len(), 2);
+        let ab = &costs.zones[0];
+        assert_eq!((ab.origin.as_str(), ab.destination.as_str()), ("a", "b"));
+        assert_eq!(ab.pairs, 18);
+        assert_eq!(ab.rtt_p90_ms, 5.0);
+        assert_eq!(ab.goodput_bps, Some(1e9));
+        // The test nodes are all in region "r": no pairs between regions.
+        assert!(costs.regions.is_empty());
+    }
+
+    #[test]
+    fn a_single_noisy_round_moves_nothing_and_sustained_evidence_does() {
+        let config = BlockConfig::default();
+        let mut tracker = BlockTracker::new(&config);
+        let steady = look(&two_groups(&[], None));
+        let before = tracker.update(&steady);
+        assert_eq!(block_of(&before, "a3"), ("a".into(), 1));
+
+        // One round where a3 looks like a member of the other group, and
+        // lossy: nothing published changes.
+        let noisy = look(&two_groups(&["a3"], Some("a3")));
+        assert_eq!(tracker.update(&noisy), before);
+        assert_eq!(tracker.update(&steady), before);
+
+        // The same for `confirmations` rounds in a row: a3 moves, and is
+        // marked degraded, in the last of them and not before.
+        for round in 1..=config.confirmations {
+            let topology = tracker.update(&noisy);
+            let moved = block_of(&topology, "a3") == ("a".into(), 2);
+            assert_eq!(moved, round == config.confirmations, "round {round}");
+            let degraded = topology
+                .nodes()
+                .any(|(_, _, n)| n.name == "a3" && n.degraded);
+            assert_eq!(degraded, round == config.confirmations, "round {round}");
+        }
+        // The other nodes kept their numbers.
+        let after = tracker.topology();
+        assert_eq!(block_of(&after, "a1"), ("a".into(), 1));
+        assert_eq!(block_of(&after, "a4"), ("a".into(), 2));
+    }
+
+    #[test]
+    fn nodes_that_leave_go_and_stale_nodes_keep_their_block() {
+        let mut tracker = BlockTracker::new(&BlockConfig::default());
+        tracker.update(&look(&two_groups(&[], None)));
+        let mut observation = look(&two_groups(&[], None));
+        // a6 without fresh data; b3 gone.
+        let a = &mut observation.zones[0];
+        a.groups[1].retain(|n| n != "a6");
+        a.unobserved.push("a6".into());
+        observation.zones[1].groups[0].retain(|n| n != "b3");
+        let topology = tracker.update(&observation);
+        assert_eq!(block_of(&topology, "a6"), ("a".into(), 2));
+        assert!(topology.nodes().all(|(_, _, n)| n.name != "b3"));
+    }
+
+    #[test]
+    fn block_numbers_follow_their_members_not_the_order_groups_come_in() {
+        let mut tracker = BlockTracker::new(&BlockConfig::default());
+        let mut observation = look(&two_groups(&[], None));
+        tracker.update(&observation);
+        observation.zones[0].groups.reverse();
+        let topology = tracker.update(&observation);
+        assert_eq!(block_of(&topology, "a1"), ("a".into(), 1));
+        assert_eq!(block_of(&topology, "a5"), ("a".into(), 2));
+    }
+
+    proptest::proptest! {
+        /// Whatever the order of steady and noisy rounds, a node moves
+        /// exactly when the noisy ones first come `confirmations` in a row.
+        #[test]
+        fn a_node_moves_only_after_enough_noisy_rounds_in_a_row(
+            rounds in proptest::collection::vec(proptest::bool::ANY, 1..12),
+        ) {
+            let config = BlockConfig::default();
+            let (steady, noisy) = (
+                look(&two_groups(&[], None)),
+                look(&two_groups(&[], Some("a3"))),
+            );
+            let mut tracker = BlockTracker::new(&config);
+            tracker.update(&steady);
+            let mut run = 0;
+            let mut moved = false;
+            for is_noisy in rounds {
+                run = if is_noisy { run + 1 } else { 0 };
+                moved |= run >= config.confirmations;
+                let topology = tracker.update(if is_noisy { &noisy } else { &steady });
+                let number = block_of(&topology, "a3").1;
+                // Once moved, steady rounds are the evidence to move back.
+                if !moved {
+                    proptest::prop_assert_eq!(number, 1);
+                }
+                if run == config.confirmations {
+                    proptest::prop_assert_eq!(number, 2);
+                }
+            }
+        }
+    }
+}
