@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use netaware_core::blocks::BlockConfig;
 use netaware_core::placement::PlacementConfig;
 use netaware_core::score::{ScoreConfig, Weights};
 
@@ -87,6 +88,19 @@ pub struct ModelArgs {
     /// measured RTT medians.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub coordinate_interval: Duration,
+    /// Time between two rounds of the measured topology (blocks of close
+    /// nodes, degraded marks, costs between zones; `GetTopology`).
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub topology_interval: Duration,
+    /// Two groups of a zone's nodes are one block while the mean RTT
+    /// between them is at most this many times the zone's typical
+    /// nearest-neighbour RTT.
+    #[arg(long, default_value_t = 1.5)]
+    pub block_cut_ratio: f64,
+    /// Rounds in a row that must show a node in another block, or its
+    /// degraded mark changed, before the published topology moves it.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub block_confirmations: u32,
     /// Loss to a placed worker above which placement fails a node.
     #[arg(long, default_value_t = 0.05)]
     pub loss_threshold: f64,
@@ -143,6 +157,9 @@ impl ModelArgs {
         {
             return Err(ConfigError::PlacementOutOfRange.into());
         }
+        if !(self.block_cut_ratio.is_finite() && (1.0..=100.0).contains(&self.block_cut_ratio)) {
+            return Err(ConfigError::BlockCutRatio.into());
+        }
         if self.windows_kept == 0 {
             return Err(ConfigError::NoWindowsKept.into());
         }
@@ -179,6 +196,12 @@ impl ModelArgs {
             max_peers: self.max_peers,
             peer_rotation: self.peer_rotation,
             coordinate_interval: self.coordinate_interval.max(Duration::from_millis(100)),
+            blocks: BlockConfig {
+                cut_ratio: self.block_cut_ratio,
+                confirmations: self.block_confirmations,
+                ..BlockConfig::default()
+            },
+            topology_interval: self.topology_interval.max(Duration::from_millis(100)),
         })
     }
 }

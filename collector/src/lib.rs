@@ -2,7 +2,7 @@
 //!
 //! Agents stream their windows here; the collector keeps the node registry
 //! and the pair matrix, scores every measured pair, and serves the result: over gRPC
-//! (`netaware.v1.Scores`: matrix, zones, rank, watch) beside the agent
+//! (`netaware.v1.Scores`: matrix, zones, rank, watch, estimate, topology) beside the agent
 //! session service, gRPC health and reflection, and over HTTP (/healthz).
 //!
 //! It also plans throughput tests between agents and sends the orders down
@@ -10,7 +10,8 @@
 //!
 //! Layout: [`validate`] and [`state`] are pure (checks and changes, time
 //! passed in); [`session`], [`scores`], [`throughput`] and [`http`] are the
-//! thin async shells around the [`shared`] state, whose readers share one
+//! thin async shells around the [`shared`] state ([`topology`] and
+//! [`coordinates`] work on it in the background), whose readers share one
 //! scored snapshot ([`snapshots`]); `netaware_proto::convert` maps core
 //! types to wire types; [`inventory`] reads the file of agent-less nodes. [`Collector::start`] binds and serves; the binary, the
 //! demo and the tests all start it the same way.
@@ -33,6 +34,7 @@ pub mod shared;
 pub mod snapshots;
 pub mod state;
 pub mod throughput;
+pub mod topology;
 pub mod validate;
 
 use std::net::SocketAddr;
@@ -69,6 +71,9 @@ pub enum ConfigError {
         "--loss-threshold, --out-of-zone-factor and --min-goodput-fraction must be between 0 and 1"
     )]
     PlacementOutOfRange,
+    /// Blocks cut at a ratio that makes no sense.
+    #[error("--block-cut-ratio must be between 1 and 100")]
+    BlockCutRatio,
     /// No window would be kept.
     #[error("--windows-kept must be at least 1")]
     NoWindowsKept,
@@ -257,6 +262,7 @@ impl Collector {
         });
         tasks.spawn(throughput::run(Arc::clone(&shared)));
         tasks.spawn(coordinates::run(Arc::clone(&shared)));
+        tasks.spawn(topology::run(Arc::clone(&shared)));
         if let Some(saving) = &config.state {
             tasks.spawn(persist::run(
                 Arc::clone(&shared),

@@ -93,6 +93,8 @@ pub struct WorkMetrics {
     /// The size of each peer set sent to an agent: the peers it probes,
     /// and so its probes per interval.
     pub peer_set_size: Histogram,
+    /// How long each round of the measured topology took.
+    pub topology_round: Histogram,
 }
 
 /// Whether a pair is inside one zone or between two.
@@ -148,6 +150,7 @@ impl Default for WorkMetrics {
             coordinate_error: Family::new_with_constructor(relative_error_buckets),
             // 1 to 1,024 peers.
             peer_set_size: Histogram::new(exponential_buckets(1.0, 2.0, 11)),
+            topology_round: seconds(),
         }
     }
 }
@@ -272,6 +275,11 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
             "snapshot_delay",
             "Time from the earliest change a snapshot holds to its publication (how far readers are behind the state)",
             &work.snapshot_delay,
+        ),
+        (
+            "topology_round",
+            "Time each round of the measured topology (blocks, degraded marks, costs between zones) took",
+            &work.topology_round,
         ),
     ];
     collector.register(

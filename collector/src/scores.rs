@@ -107,6 +107,19 @@ impl pb::scores_server::Scores for ScoresService {
         Ok(Response::new(pb::EstimateResponse { pairs }))
     }
 
+    async fn get_topology(
+        &self,
+        _: Request<pb::TopologyRequest>,
+    ) -> Result<Response<pb::Topology>, Status> {
+        let published = self.0.topology.latest();
+        let confirmations = self.0.state().config().blocks.confirmations;
+        Ok(Response::new(convert::topology_to_wire(
+            &published.topology,
+            published.observed_unix_ms,
+            confirmations,
+        )))
+    }
+
     async fn get_zones(
         &self,
         _: Request<pb::ZonesRequest>,

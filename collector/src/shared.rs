@@ -17,6 +17,7 @@ use crate::node_places::NodePlaces;
 use crate::saved_marks::SavedMarks;
 use crate::snapshots::{MAX_AGE, Patience, Snapshot, Snapshots};
 use crate::state::{CollectorState, lock};
+use crate::topology::SharedTopology;
 use netaware_proto::convert;
 
 /// A server-streaming gRPC answer.
@@ -49,6 +50,8 @@ pub struct Shared {
     pub snapshots: Snapshots,
     /// How far the last save reaches, for the acks.
     pub saved_marks: SavedMarks,
+    /// The measured topology of the last round (`crate::topology`).
+    pub topology: SharedTopology,
     /// Where each agent's zone is read (`--zones-from-nodes`); `None`:
     /// the hello's zone is taken as said.
     pub node_places: Option<Arc<NodePlaces>>,
@@ -75,6 +78,7 @@ impl Shared {
             work: WorkMetrics::default(),
             node_identity,
             saved_marks: SavedMarks::default(),
+            topology: SharedTopology::default(),
             node_places,
         })
     }

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use netaware_core::blocks::BlockConfig;
 use netaware_core::coordinates::Coordinates;
 use netaware_core::matrix::{PairMatrix, PairReadings};
 use netaware_core::placement::PlacementConfig;
@@ -65,6 +66,11 @@ pub struct ModelConfig {
     /// Time between two passes of the network coordinates over the
     /// measured medians (`crate::coordinates`).
     pub coordinate_interval: Duration,
+    /// How blocks are cut and how long a node takes to move
+    /// (`crate::topology`).
+    pub blocks: BlockConfig,
+    /// Time between two rounds of the measured topology.
+    pub topology_interval: Duration,
 }
 
 /// Most peers an agent probes by default: a cluster of up to 65 nodes is a
@@ -86,6 +92,8 @@ impl Default for ModelConfig {
             max_peers: DEFAULT_MAX_PEERS,
             peer_rotation: DEFAULT_PEER_ROTATION,
             coordinate_interval: crate::coordinates::PASS_INTERVAL,
+            blocks: BlockConfig::default(),
+            topology_interval: crate::topology::ROUND_INTERVAL,
         }
     }
 }

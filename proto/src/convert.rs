@@ -14,6 +14,9 @@ use std::collections::HashMap;
 
 use netaware_core::coordinates::{Coordinate, DIMENSIONS};
 use netaware_core::matrix::{PairSummary, Throughput};
+use netaware_core::measured_topology::{
+    Block, BlockNode, LinkCost, MeasuredTopology, NetworkCosts, ZoneBlocks,
+};
 use netaware_core::pair_rtt::{PairRtt, RttBasis};
 use netaware_core::placement::{Basis, Ranking};
 use netaware_core::score::{Fallback, Source, Terms, Weights};
@@ -472,6 +475,119 @@ pub fn zones_to_wire(summary: &ZoneSummary) -> pb::ZoneSummary {
     }
 }
 
+/// The wire form of the measured topology, as of `observed_unix_ms`,
+/// moved after `confirmations` rounds.
+pub fn topology_to_wire(
+    topology: &MeasuredTopology,
+    observed_unix_ms: UnixMillis,
+    confirmations: u32,
+) -> pb::Topology {
+    let costs = |costs: &[LinkCost]| {
+        costs
+            .iter()
+            .map(|c| pb::LinkCost {
+                origin: c.origin.clone(),
+                destination: c.destination.clone(),
+                rtt_p90_ms: c.rtt_p90_ms,
+                goodput_bps: c.goodput_bps,
+                pairs: c.pairs,
+            })
+            .collect()
+    };
+    pb::Topology {
+        zones: topology
+            .zones
+            .iter()
+            .map(|zone| pb::TopologyZone {
+                name: zone.zone.clone(),
+                region: zone.region.clone(),
+                blocks: zone
+                    .blocks
+                    .iter()
+                    .map(|block| pb::Block {
+                        number: block.number,
+                        nodes: block
+                            .nodes
+                            .iter()
+                            .map(|node| pb::BlockNode {
+                                name: node.name.clone(),
+                                degraded: node.degraded,
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+        zone_costs: costs(&topology.costs.zones),
+        region_costs: costs(&topology.costs.regions),
+        observed_unix_ms,
+        confirmations,
+    }
+}
+
+/// The measured topology from the wire. Nodes and zones without a name,
+/// a node named twice (after its first block), blocks numbered 0 or
+/// twice, and costs whose RTT is not a finite figure of at least 0 are
+/// left out; a goodput that is not finite and positive reads as unknown.
+pub fn topology_from_wire(topology: pb::Topology) -> MeasuredTopology {
+    let mut seen = std::collections::HashSet::new();
+    let costs = |costs: Vec<pb::LinkCost>| {
+        costs
+            .into_iter()
+            .filter(|c| c.rtt_p90_ms.is_finite() && c.rtt_p90_ms >= 0.0)
+            .filter(|c| !c.origin.is_empty() && !c.destination.is_empty())
+            .map(|c| LinkCost {
+                origin: c.origin,
+                destination: c.destination,
+                rtt_p90_ms: c.rtt_p90_ms,
+                goodput_bps: c.goodput_bps.filter(|g| g.is_finite() && *g > 0.0),
+                pairs: c.pairs,
+            })
+            .collect()
+    };
+    let mut zones: Vec<ZoneBlocks> = topology
+        .zones
+        .into_iter()
+        .filter(|zone| !zone.name.is_empty())
+        .map(|zone| {
+            let mut numbers = std::collections::HashSet::new();
+            let mut blocks: Vec<Block> = zone
+                .blocks
+                .into_iter()
+                .filter(|block| block.number > 0 && numbers.insert(block.number))
+                .map(|block| Block {
+                    number: block.number,
+                    nodes: block
+                        .nodes
+                        .into_iter()
+                        .filter(|node| !node.name.is_empty() && seen.insert(node.name.clone()))
+                        .map(|node| BlockNode {
+                            name: node.name,
+                            degraded: node.degraded,
+                        })
+                        .collect(),
+                })
+                .filter(|block| !block.nodes.is_empty())
+                .collect();
+            blocks.sort_by_key(|block| block.number);
+            ZoneBlocks {
+                zone: zone.name,
+                region: zone.region,
+                blocks,
+            }
+        })
+        .collect();
+    zones.sort_by(|a, b| a.zone.cmp(&b.zone));
+    zones.dedup_by(|a, b| a.zone == b.zone);
+    MeasuredTopology {
+        zones,
+        costs: NetworkCosts {
+            zones: costs(topology.zone_costs),
+            regions: costs(topology.region_costs),
+        },
+    }
+}
+
 /// The wire form of a ranking: every verdict with its reason for people
 /// and its code for programs.
 pub fn ranking_to_wire(ranking: &Ranking) -> pb::RankResponse {
@@ -703,5 +819,73 @@ mod tests {
         assert_eq!(p.age_ms, None);
         assert_eq!((p.terms.delay, p.terms.loss), (0.0, 0.0));
         assert_eq!(p.terms.delay_source, Source::Unknown);
+    }
+
+    fn sample_topology() -> MeasuredTopology {
+        let node = |name: &str, degraded| BlockNode {
+            name: name.into(),
+            degraded,
+        };
+        MeasuredTopology {
+            zones: vec![ZoneBlocks {
+                zone: "zone-a".into(),
+                region: "region-1".into(),
+                blocks: vec![
+                    Block {
+                        number: 1,
+                        nodes: vec![node("a1", false), node("a2", true)],
+                    },
+                    Block {
+                        number: 3,
+                        nodes: vec![node("a3", false)],
+                    },
+                ],
+            }],
+            costs: NetworkCosts {
+                zones: vec![LinkCost {
+                    origin: "zone-a".into(),
+                    destination: "zone-b".into(),
+                    rtt_p90_ms: 5.25,
+                    goodput_bps: Some(1e9),
+                    pairs: 9,
+                }],
+                regions: Vec::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn the_topology_goes_to_the_wire_and_back_unchanged() {
+        let topology = sample_topology();
+        let wire = topology_to_wire(&topology, 1234, 3);
+        assert_eq!((wire.observed_unix_ms, wire.confirmations), (1234, 3));
+        assert_eq!(topology_from_wire(wire), topology);
+    }
+
+    #[test]
+    fn a_topology_from_the_wire_loses_what_makes_no_sense() {
+        let mut wire = topology_to_wire(&sample_topology(), 1234, 3);
+        // a1 again in another block, a block numbered 0, a cost of NaN and
+        // a negative goodput.
+        wire.zones[0].blocks.push(pb::Block {
+            number: 0,
+            nodes: vec![pb::BlockNode {
+                name: "a9".into(),
+                degraded: false,
+            }],
+        });
+        wire.zones[0].blocks[1].nodes.push(pb::BlockNode {
+            name: "a1".into(),
+            degraded: true,
+        });
+        wire.zone_costs[0].goodput_bps = Some(-1.0);
+        let mut nan = wire.zone_costs[0].clone();
+        nan.rtt_p90_ms = f64::NAN;
+        wire.zone_costs.push(nan);
+        let topology = topology_from_wire(wire);
+        let names: Vec<&str> = topology.nodes().map(|(_, _, n)| n.name.as_str()).collect();
+        assert_eq!(names, ["a1", "a2", "a3"]);
+        assert_eq!(topology.costs.zones.len(), 1);
+        assert_eq!(topology.costs.zones[0].goodput_bps, None);
     }
 }
