@@ -79,6 +79,15 @@ impl ScoresConnection {
             .into_inner())
     }
 
+    /// The measured topology.
+    pub async fn topology(&mut self) -> anyhow::Result<pb::Topology> {
+        Ok(self
+            .client
+            .get_topology(pb::TopologyRequest {})
+            .await?
+            .into_inner())
+    }
+
     /// The RTT of `src` to `dst`, or to every other node.
     pub async fn estimate(
         &mut self,

@@ -2,6 +2,7 @@
 //! `rank --json` and `estimate --json` (documented in the README). Field names are the contract;
 //! figures that do not exist yet are `null`, never a made-up number.
 
+use netaware_core::measured_topology::{LinkCost, MeasuredTopology};
 use netaware_core::pair_rtt::RttBasis;
 use netaware_core::placement::Basis;
 use netaware_core::verdict::FailureCode;
@@ -433,5 +434,103 @@ impl std::fmt::Display for ThroughputJson {
             write!(f, ", {retransmits} retransmits, TCP RTT {rtt:.2} ms")?;
         }
         write!(f, "; test took {:.2} s)", self.elapsed_s)
+    }
+}
+
+/// `topology --json`: the measured topology.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TopologyJson {
+    /// When the collector worked it out (ms since the Unix epoch).
+    pub observed_unix_ms: u64,
+    /// Zones by name.
+    pub zones: Vec<TopologyZoneJson>,
+    /// Costs between zones, both ways.
+    pub zone_costs: Vec<LinkCostJson>,
+    /// Costs between regions, both ways.
+    pub region_costs: Vec<LinkCostJson>,
+}
+
+/// One zone's blocks.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TopologyZoneJson {
+    /// Zone name.
+    pub name: String,
+    /// Region (may be empty).
+    pub region: String,
+    /// By number.
+    pub blocks: Vec<BlockJson>,
+}
+
+/// One block.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BlockJson {
+    /// Its number in the zone.
+    pub number: u32,
+    /// Its `netaware.io/block` label value.
+    pub label: String,
+    /// Its nodes, by name.
+    pub nodes: Vec<String>,
+    /// Those of them marked degraded.
+    pub degraded: Vec<String>,
+}
+
+/// The cost of the links from one zone or region to another.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LinkCostJson {
+    /// Where the pairs start.
+    pub origin: String,
+    /// Where they end.
+    pub destination: String,
+    /// The p90 of the pairs' fresh RTT medians (ms).
+    pub rtt_p90_ms: f64,
+    /// The median of their fresh goodputs (bits/s), when measured.
+    pub goodput_bps: Option<f64>,
+    /// Fresh measured pairs.
+    pub pairs: u32,
+}
+
+impl TopologyJson {
+    /// The JSON of `topology`, worked out at `observed_unix_ms`.
+    pub fn new(topology: &MeasuredTopology, observed_unix_ms: u64) -> Self {
+        let costs = |costs: &[LinkCost]| {
+            costs
+                .iter()
+                .map(|c| LinkCostJson {
+                    origin: c.origin.clone(),
+                    destination: c.destination.clone(),
+                    rtt_p90_ms: c.rtt_p90_ms,
+                    goodput_bps: c.goodput_bps,
+                    pairs: c.pairs,
+                })
+                .collect()
+        };
+        Self {
+            observed_unix_ms,
+            zones: topology
+                .zones
+                .iter()
+                .map(|zone| TopologyZoneJson {
+                    name: zone.zone.clone(),
+                    region: zone.region.clone(),
+                    blocks: zone
+                        .blocks
+                        .iter()
+                        .map(|block| BlockJson {
+                            number: block.number,
+                            label: netaware_publish::objects::block_label(&zone.zone, block.number),
+                            nodes: block.nodes.iter().map(|n| n.name.clone()).collect(),
+                            degraded: block
+                                .nodes
+                                .iter()
+                                .filter(|n| n.degraded)
+                                .map(|n| n.name.clone())
+                                .collect(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            zone_costs: costs(&topology.costs.zones),
+            region_costs: costs(&topology.costs.regions),
+        }
     }
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use netaware_lab::{Lab, Topology};
 
-use crate::json::{EstimateJson, MatrixJson, RankJson, ZonesJson};
+use crate::json::{EstimateJson, MatrixJson, RankJson, TopologyJson, ZonesJson};
 
 /// The collector's gRPC port in the control host.
 pub const COLLECTOR_PORT: u16 = 7470;
@@ -206,6 +206,11 @@ impl LabSystem {
         Ok(serde_json::from_str(
             &self.ask(&["estimate", "--json", "--src", src])?,
         )?)
+    }
+
+    /// The measured topology.
+    pub fn topology(&self) -> anyhow::Result<TopologyJson> {
+        Ok(serde_json::from_str(&self.ask(&["topology", "--json"])?)?)
     }
 
     /// A ranking for `size` workers with workers already on `placed`.

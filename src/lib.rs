@@ -3,7 +3,9 @@
 //! on this machine ([`demo`]) and `lab` keeps a lab up ([`lab_command`],
 //! [`lab_system`]); `matrix`, `zones` and `rank` ask a running collector;
 //! `throughput` runs one test by hand ([`throughput_command`]); `certs`
-//! makes the certificates of deploy/tls ([`certs_command`]).
+//! makes the certificates of deploy/tls ([`certs_command`]); `topology`
+//! and `publish-topology` carry the measured topology to other schedulers
+//! ([`topology_command`]).
 //!
 //! The evaluation, the load generator and the training workload are not
 //! here: they live in the `netaware-testbed` crate and binary, which the
@@ -20,3 +22,4 @@ pub mod lab_command;
 pub mod lab_system;
 pub mod render;
 pub mod throughput_command;
+pub mod topology_command;

@@ -76,6 +76,24 @@ enum Command {
         #[arg(long)]
         dst: Option<String>,
     },
+    /// The measured topology: each zone's blocks of close nodes, the
+    /// degraded nodes, the costs between zones and regions; with --format,
+    /// the objects that carry it to node labels, Kueue, Volcano or Diktyo,
+    /// as YAML.
+    Topology {
+        #[command(flatten)]
+        target: Target,
+        /// Print these objects as YAML (for review, or `kubectl apply
+        /// --server-side -f -`).
+        #[arg(long, value_enum)]
+        format: Option<netaware_publish::Format>,
+        #[command(flatten)]
+        render: netaware::topology_command::RenderArgs,
+    },
+    /// Keep the measured topology applied to a cluster as node labels,
+    /// Kueue, Volcano or Diktyo objects (server-side apply, field manager
+    /// netaware), until SIGINT or SIGTERM.
+    PublishTopology(netaware::topology_command::PublishArgs),
     /// Rank nodes for a job of K workers.
     Rank {
         #[command(flatten)]
@@ -125,7 +143,10 @@ async fn main() -> anyhow::Result<()> {
     let command = Cli::parse().command;
     // The services log what they do; the tools only warn.
     netaware_runtime::init_logging(match command {
-        Command::Agent(_) | Command::Collector(_) | Command::Scheduler(_) => "info",
+        Command::Agent(_)
+        | Command::Collector(_)
+        | Command::Scheduler(_)
+        | Command::PublishTopology(_) => "info",
         _ => "warn",
     });
     match command {
@@ -199,6 +220,26 @@ async fn main() -> anyhow::Result<()> {
             print_answer(target.json, json::EstimateJson::from(&estimate), || {
                 render::estimate(&estimate)
             })
+        }
+        Command::Topology {
+            target,
+            format,
+            render: names,
+        } => {
+            let mut scores =
+                ScoresConnection::connect_with(&target.collector, target.tls.load()?.as_ref())
+                    .await?;
+            let (topology, observed) = netaware::topology_command::fetch(&mut scores).await?;
+            if let Some(format) = format {
+                let objects = netaware_publish::render(&topology, format, &names.options());
+                print!("{}", netaware_publish::objects::to_yaml(&objects)?);
+                return Ok(());
+            }
+            let answer = json::TopologyJson::new(&topology, observed);
+            print_answer(target.json, &answer, || render::topology(&answer))
+        }
+        Command::PublishTopology(args) => {
+            netaware::topology_command::publish(args, netaware_runtime::shutdown_on_signal()?).await
         }
         Command::Rank {
             target,

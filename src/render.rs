@@ -7,6 +7,8 @@ use netaware_core::placement::Basis;
 use netaware_proto::convert::{basis_from_wire, node_kind_from_wire};
 use netaware_proto::v1 as pb;
 
+use crate::json::TopologyJson;
+
 fn ms(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
 }
@@ -188,5 +190,69 @@ pub fn rank(rank: &pb::RankResponse, size: usize) -> String {
         out,
         "(* = the {size} workers' places; PAIRS = measured/averaged)"
     );
+    out
+}
+
+/// The measured topology: each zone's blocks with their size and degraded
+/// nodes, then the costs between zones and regions.
+pub fn topology(topology: &TopologyJson) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<12} {:<10} {:<16} {:>5}  DEGRADED",
+        "ZONE", "REGION", "BLOCK", "NODES"
+    );
+    for zone in &topology.zones {
+        let region = if zone.region.is_empty() {
+            "-"
+        } else {
+            &zone.region
+        };
+        for block in &zone.blocks {
+            let degraded = if block.degraded.is_empty() {
+                "-".to_owned()
+            } else {
+                block.degraded.join(" ")
+            };
+            let _ = writeln!(
+                out,
+                "{:<12} {:<10} {:<16} {:>5}  {}",
+                zone.name,
+                region,
+                block.label,
+                block.nodes.len(),
+                degraded
+            );
+        }
+    }
+    for (title, costs) in [
+        ("ZONES", &topology.zone_costs),
+        ("REGIONS", &topology.region_costs),
+    ] {
+        if costs.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{:<12} {:<12} {:>11} {:>14} {:>6}",
+            format!("{title} FROM"),
+            "TO",
+            "RTT_P90_MS",
+            "GOODPUT",
+            "PAIRS"
+        );
+        for cost in costs {
+            let _ = writeln!(
+                out,
+                "{:<12} {:<12} {:>11} {:>14} {:>6}",
+                cost.origin,
+                cost.destination,
+                ms(Some(cost.rtt_p90_ms)),
+                rate(cost.goodput_bps),
+                cost.pairs
+            );
+        }
+    }
     out
 }

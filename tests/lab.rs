@@ -13,6 +13,7 @@ use netaware::json::{MatrixJson, PairJson};
 use netaware::lab_system::{AgentTiming, LabSystem};
 use netaware_core::pair_rtt::RttBasis;
 use netaware_lab::{Faults, LinkProfile, Topology, root_or_skip};
+use serde::Deserialize;
 
 static ONE_LAB_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -817,4 +818,105 @@ fn with_bounded_peer_sets_a_slow_host_is_the_last_pick_of_its_zone() {
         std::thread::sleep(Duration::from_secs(3));
     }
     eprintln!("the slow b2 last of its zone; pairs estimated (b1, b2, b3) of 4 each: {readings:?}");
+}
+
+/// A zone of two groups of three hosts, 1 ms further apart between the
+/// groups than inside them (RTT 1.2 ms against 0.2 ms), and a zone of
+/// three where b3's NIC loses 10% of packets each way.
+fn two_groups_topology() -> Topology {
+    let (left, right) = (["a1", "a2", "a3"], ["a4", "a5", "a6"]);
+    let mut text = String::from(
+        "zones:\n  - {name: zone-a, region: region-1, hosts: [a1, a2, a3, a4, a5, a6]}\n  \
+         - {name: zone-b, region: region-2, hosts: [b1, b2, b3]}\n\
+         intra_zone: {delay_ms: 0.1, jitter_ms: 0.01}\n\
+         inter_zone:\n  - {zones: [zone-a, zone-b], delay_ms: 2.5, jitter_ms: 0.05}\n\
+         hosts:\n  b3: {loss: 0.1}\npairs:\n",
+    );
+    for from in left {
+        for to in right {
+            for (src, dst) in [(from, to), (to, from)] {
+                text.push_str(&format!("  - {{from: {src}, to: {dst}, delay_ms: 0.5}}\n"));
+            }
+        }
+    }
+    Topology::parse(&text).unwrap()
+}
+
+#[test]
+fn the_published_topology_finds_the_groups_and_marks_the_lossy_host() {
+    if !root_or_skip("lab measured topology") {
+        return;
+    }
+    let _serial = ONE_LAB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut flags = no_throughput_tests();
+    flags.extend(["--topology-interval", "1s", "--block-confirmations", "2"].map(String::from));
+    let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
+    let system =
+        LabSystem::start(two_groups_topology(), exe, TIMING, &flags).expect("the lab system");
+    wait_for(
+        &system,
+        "every agent probing",
+        Duration::from_secs(60),
+        |m| m.nodes.iter().all(|n| !n.stale) && m.pairs.iter().all(|p| p.samples >= 40),
+    );
+
+    // The blocks, as the collector publishes them: poll until they settle
+    // (loss needs samples before b3 is judged), for at most a minute.
+    let blocks_of = |zone: &netaware::json::TopologyZoneJson| -> Vec<Vec<String>> {
+        zone.blocks.iter().map(|b| b.nodes.clone()).collect()
+    };
+    let names = |hosts: &[&str]| hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>();
+    let expected_a = vec![names(&["a1", "a2", "a3"]), names(&["a4", "a5", "a6"])];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let topology = loop {
+        let topology = system.topology();
+        if let Ok(topology) = &topology
+            && topology.zones.len() == 2
+            && blocks_of(&topology.zones[0]) == expected_a
+            && topology.zones[1]
+                .blocks
+                .iter()
+                .any(|b| !b.degraded.is_empty())
+        {
+            break topology.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the blocks did not settle: {topology:?}"
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    let (a, b) = (&topology.zones[0], &topology.zones[1]);
+    assert_eq!(a.blocks[0].label, "zone-a-1");
+    assert_eq!(a.blocks[1].label, "zone-a-2");
+    assert!(a.blocks.iter().all(|b| b.degraded.is_empty()), "{a:?}");
+    assert_eq!(blocks_of(b), vec![names(&["b1", "b2", "b3"])]);
+    assert_eq!(b.blocks[0].degraded, ["b3"]);
+    // The costs between the zones: p90 of RTTs of 5 ms (twice 2.5 ms).
+    for cost in &topology.zone_costs {
+        assert!(
+            (4.9..5.6).contains(&cost.rtt_p90_ms),
+            "{} -> {}: {} ms",
+            cost.origin,
+            cost.destination,
+            cost.rtt_p90_ms
+        );
+    }
+    assert_eq!(topology.zone_costs.len(), 2);
+    assert_eq!(topology.region_costs.len(), 2);
+
+    // Every format prints the objects it should, as YAML.
+    let kinds = |format: &str| -> Vec<String> {
+        let text = system.ask(&["topology", "--format", format]).unwrap();
+        serde_yaml::Deserializer::from_str(&text)
+            .map(|doc| {
+                let value = serde_yaml::Value::deserialize(doc).unwrap();
+                value["kind"].as_str().unwrap().to_owned()
+            })
+            .collect()
+    };
+    assert_eq!(kinds("labels"), vec!["Node"; 9]);
+    assert_eq!(kinds("kueue"), ["Topology"]);
+    assert_eq!(kinds("volcano"), vec!["HyperNode"; 5]);
+    assert_eq!(kinds("diktyo"), ["NetworkTopology"]);
 }

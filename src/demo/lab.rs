@@ -43,7 +43,7 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
         .map(|z| z.hosts.len())
         .max()
         .unwrap_or(1);
-    let flags = options.collector_throughput_flags();
+    let flags = options.collector_flags();
     let system = tokio::task::block_in_place(|| LabSystem::start(topology, &exe, timing, &flags))?;
     let control = system.lab().control().clone();
     println!(

@@ -50,7 +50,7 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
             inventory: Vec::new(),
             // The same flags the lab's collector gets, read the same way.
             model: CollectorFlags::try_parse_from(
-                std::iter::once("demo".to_owned()).chain(options.collector_throughput_flags()),
+                std::iter::once("demo".to_owned()).chain(options.collector_flags()),
             )?
             .model
             .model()?,

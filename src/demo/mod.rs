@@ -63,9 +63,13 @@ pub struct DemoOptions {
 }
 
 impl DemoOptions {
-    /// The collector's throughput flags for these options.
-    pub fn collector_throughput_flags(&self) -> Vec<String> {
+    /// The collector's flags for these options: throughput tests, and a
+    /// round of the measured topology every 5 s (not 30), so that
+    /// `netaware topology` has blocks within the demo's first minute.
+    pub fn collector_flags(&self) -> Vec<String> {
         vec![
+            "--topology-interval".into(),
+            "5s".into(),
             "--throughput-budget".into(),
             self.throughput_budget.to_string(),
             "--throughput-duration".into(),

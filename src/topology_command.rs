@@ -1,0 +1,148 @@
+//! `netaware topology` and `netaware publish-topology`: the collector's
+//! measured topology (blocks of close nodes, degraded marks, costs between
+//! zones and regions) shown to people, printed as the Kubernetes objects
+//! other schedulers read (`--format`), or kept applied to a cluster.
+//!
+//! The publisher is its own process, not a part of the collector: the
+//! collector holds every measurement and needs no Kubernetes credentials,
+//! so it has none; the publisher needs write access to Nodes and to the
+//! consumers' custom resources, and only it gets it (deploy/components/
+//! publish-topology, off by default). It runs as one replica with the
+//! Recreate strategy, so two never run at once in a rollout; were two to
+//! run, both would apply the same objects, read from the same collector,
+//! under one field manager: the writes are idempotent, so it needs no
+//! leader election.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use netaware_core::measured_topology::MeasuredTopology;
+use netaware_proto::convert::topology_from_wire;
+use netaware_proto::v1 as pb;
+use netaware_publish::{Format, KueueVersion, Publisher, PublisherOptions, RenderOptions};
+use tokio_util::sync::CancellationToken;
+
+use crate::client::ScoresConnection;
+
+/// Names and places of the objects that are not one per node or block.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RenderArgs {
+    /// The Kueue Topology's name (what a ResourceFlavor's
+    /// spec.topologyName names).
+    #[arg(long, default_value = "netaware")]
+    pub kueue_topology_name: String,
+    /// The version of Kueue's API to write the Topology in.
+    #[arg(long, value_enum, default_value = "v1beta2")]
+    pub kueue_version: KueueVersion,
+    /// The Diktyo NetworkTopology's name (the NetworkOverhead plugin's
+    /// networkTopologyName).
+    #[arg(long, default_value = "netaware")]
+    pub diktyo_name: String,
+    /// Its namespace (one of the plugin's namespaces).
+    #[arg(long, default_value = "default")]
+    pub diktyo_namespace: String,
+    /// Its spec.configmapName, which the CRD requires (the plugin reads
+    /// the costs from spec.weights).
+    #[arg(long, default_value = "netaware")]
+    pub diktyo_configmap: String,
+}
+
+impl RenderArgs {
+    /// The render options these flags describe.
+    pub fn options(&self) -> RenderOptions {
+        RenderOptions {
+            kueue_name: self.kueue_topology_name.clone(),
+            kueue_version: self.kueue_version,
+            diktyo_name: self.diktyo_name.clone(),
+            diktyo_namespace: self.diktyo_namespace.clone(),
+            diktyo_configmap: self.diktyo_configmap.clone(),
+        }
+    }
+}
+
+/// The collector's topology, or an error that says why there is none yet.
+pub async fn fetch(scores: &mut ScoresConnection) -> anyhow::Result<(MeasuredTopology, u64)> {
+    let wire: pb::Topology = scores.topology().await?;
+    let observed = wire.observed_unix_ms;
+    anyhow::ensure!(
+        observed > 0,
+        "the collector has not worked out the topology yet: its first round comes one \
+         --topology-interval (30 s by default) after it starts"
+    );
+    Ok((topology_from_wire(wire), observed))
+}
+
+/// `publish-topology`: keeps the topology applied until shutdown.
+#[derive(Debug, clap::Args)]
+pub struct PublishArgs {
+    /// Collector URL.
+    #[arg(
+        long,
+        env = "NETAWARE_COLLECTOR",
+        default_value = "http://127.0.0.1:7470"
+    )]
+    pub collector: String,
+    /// TLS towards the collector.
+    #[command(flatten)]
+    pub tls: netaware_runtime::tls::TlsArgs,
+    /// What to publish (repeat for more): labels, kueue, volcano, diktyo.
+    #[arg(long = "format", value_enum, required = true)]
+    pub formats: Vec<Format>,
+    /// Time between two reads of the collector's topology.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub interval: Duration,
+    /// Least time between two writes to the API server.
+    #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
+    pub min_write_gap: Duration,
+    /// Names and places of the single objects.
+    #[command(flatten)]
+    pub render: RenderArgs,
+}
+
+/// Reads the collector's topology every interval and applies what changed,
+/// until `shutdown`.
+pub async fn publish(args: PublishArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let tls = args.tls.load()?;
+    let client = kube::Client::try_default().await.map_err(|err| {
+        anyhow::anyhow!("no Kubernetes API to publish to (in a pod, or a kubeconfig): {err}")
+    })?;
+    let options = PublisherOptions {
+        formats: args.formats.iter().copied().collect::<BTreeSet<_>>(),
+        render: args.render.options(),
+        min_write_gap: args.min_write_gap,
+    };
+    let mut publisher = Publisher::start(client, options).await?;
+    tracing::info!(formats = ?args.formats, collector = %args.collector, "publishing the measured topology");
+    let mut last_observed = 0;
+    loop {
+        let round = async {
+            let mut scores = ScoresConnection::connect_with(&args.collector, tls.as_ref()).await?;
+            let (topology, observed) = fetch(&mut scores).await?;
+            if observed == last_observed {
+                return anyhow::Ok(None);
+            }
+            Ok(Some((publisher.publish(&topology).await, observed)))
+        };
+        tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            done = round => match done {
+                Ok(Some((report, observed))) => {
+                    last_observed = observed;
+                    tracing::info!(
+                        applied = report.applied,
+                        unchanged = report.unchanged,
+                        removed = report.removed,
+                        failed = report.failed,
+                        "published"
+                    );
+                }
+                Ok(None) => tracing::debug!("no new round of the topology"),
+                Err(err) => tracing::warn!(%err, "no topology this round"),
+            },
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            () = tokio::time::sleep(args.interval) => {}
+        }
+    }
+}
