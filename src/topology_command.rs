@@ -4,10 +4,11 @@
 //! other schedulers read (`--format`), or kept applied to a cluster.
 //!
 //! The publisher is its own process, not a part of the collector: the
-//! collector holds every measurement and needs no Kubernetes credentials,
-//! so it has none; the publisher needs write access to Nodes and to the
-//! consumers' custom resources, and only it gets it (deploy/components/
-//! publish-topology, off by default). It runs as one replica with the
+//! collector holds every measurement and may only read Nodes (get, for
+//! `--zones-from-nodes`); the publisher needs to write Nodes' labels and
+//! the consumers' custom resources, and only it gets that right
+//! (deploy/components/publish-topology, off by default). It runs as one
+//! replica with the
 //! Recreate strategy, so two never run at once in a rollout; were two to
 //! run, both would apply the same objects, read from the same collector,
 //! under one field manager: the writes are idempotent, so it needs no

@@ -18,6 +18,12 @@ fn rendered() -> Vec<Value> {
     render("deploy/")
 }
 
+/// The base with the topology publisher, as `kubectl kustomize
+/// deploy/topology` renders it.
+fn rendered_with_publisher() -> Vec<Value> {
+    render("deploy/topology")
+}
+
 /// The TLS overlay as `kubectl kustomize deploy/tls` renders it.
 fn rendered_tls() -> Vec<Value> {
     render("deploy/tls")
@@ -102,6 +108,12 @@ struct SchedulerCommand {
     args: netaware_scheduler::cli::SchedulerArgs,
 }
 
+#[derive(Parser)]
+struct PublisherCommand {
+    #[command(flatten)]
+    args: netaware::topology_command::PublishArgs,
+}
+
 /// `line` (a container's command, from the program on) with each of the
 /// container's environment variables that a flag of `C` reads turned into
 /// that flag: clap's own parser then checks the names and the values.
@@ -158,8 +170,35 @@ fn extender_args(extender: &Value) -> netaware_scheduler::cli::SchedulerArgs {
 
 #[test]
 fn everything_lands_in_the_netaware_namespace() {
-    for objects in [rendered(), rendered_tls()] {
+    for objects in [rendered(), rendered_tls(), rendered_with_publisher()] {
         everything_lands_in_the_netaware_namespace_in(&objects);
+    }
+}
+
+#[test]
+fn every_role_binding_sits_beside_its_role() {
+    for objects in [rendered(), rendered_tls(), rendered_with_publisher()] {
+        for binding in objects.iter().filter(|o| o["kind"] == "RoleBinding") {
+            let namespace = &binding["metadata"]["namespace"];
+            let role = &binding["roleRef"]["name"];
+            if binding["roleRef"]["kind"] == "ClusterRole" {
+                continue;
+            }
+            // kube-system's own Role for reading the API server's
+            // authentication config, which every second scheduler binds.
+            let system_role =
+                role == "extension-apiserver-authentication-reader" && namespace == "kube-system";
+            let ours = objects.iter().any(|o| {
+                o["kind"] == "Role"
+                    && o["metadata"]["name"] == *role
+                    && o["metadata"]["namespace"] == *namespace
+            });
+            assert!(
+                system_role || ours,
+                "RoleBinding {:?} in {namespace:?} names Role {role:?}, which is not there",
+                binding["metadata"]["name"]
+            );
+        }
     }
 }
 
@@ -171,9 +210,13 @@ fn everything_lands_in_the_netaware_namespace_in(objects: &[Value]) {
         }
         let namespace = object["metadata"]["namespace"].as_str().unwrap_or("");
         // kube-scheduler reads its auth config in kube-system, as every
-        // second scheduler does.
-        let expected = if kind == "RoleBinding" && namespace == "kube-system" {
+        // second scheduler does; the topology publisher writes Diktyo's
+        // NetworkTopology in `default`, where the plugin reads it.
+        let name = object["metadata"]["name"].as_str().unwrap_or("");
+        let expected = if kind == "RoleBinding" && name == "netaware-scheduler-auth-reader" {
             "kube-system"
+        } else if ["Role", "RoleBinding"].contains(&kind) && name == "netaware-topology-publisher" {
+            "default"
         } else {
             "netaware"
         };
@@ -381,14 +424,22 @@ fn the_scheduler_configuration_matches_the_extender() {
 
 #[test]
 fn no_container_runs_privileged_or_as_a_shell_and_only_the_agent_as_root() {
-    for objects in [rendered(), rendered_tls()] {
-        no_container_runs_privileged_or_as_a_shell_in(&objects);
+    for (objects, workloads) in [
+        (rendered(), 3),
+        (rendered_tls(), 3),
+        (rendered_with_publisher(), 4),
+    ] {
+        no_container_runs_privileged_or_as_a_shell_in(&objects, workloads);
     }
 }
 
-fn no_container_runs_privileged_or_as_a_shell_in(objects: &[Value]) {
+fn no_container_runs_privileged_or_as_a_shell_in(objects: &[Value], workloads: usize) {
     let templates = pod_templates(objects);
-    assert_eq!(templates.len(), 3, "agent, collector, scheduler");
+    assert_eq!(
+        templates.len(),
+        workloads,
+        "agent, collector, scheduler (and publisher)"
+    );
     for (workload, template) in templates {
         let pod = &template["spec"];
         assert_eq!(
@@ -542,7 +593,7 @@ fn the_image_holds_every_program_the_manifests_run_and_runs_as_non_root() {
             "the Dockerfile copies {program} without building it"
         );
     }
-    let objects = rendered();
+    let objects = rendered_with_publisher();
     for (workload, template) in pod_templates(&objects) {
         for container in template["spec"]["containers"].as_sequence().unwrap() {
             if !container["image"].as_str().unwrap().starts_with("netaware") {
@@ -725,4 +776,88 @@ fn under_tls_kube_scheduler_calls_the_extender_over_https_and_nothing_else_chang
     expected["extenders"][0]["enableHTTPS"] = extender["enableHTTPS"].clone();
     expected["extenders"][0]["tlsConfig"] = extender["tlsConfig"].clone();
     assert_eq!(tls, expected);
+}
+
+#[test]
+fn the_topology_publisher_reaches_the_collector_and_may_write_only_what_it_publishes() {
+    let objects = rendered_with_publisher();
+    let deployment = find(&objects, "Deployment", "netaware-topology-publisher");
+    assert_eq!(deployment["spec"]["replicas"], 1);
+    assert_eq!(deployment["spec"]["strategy"]["type"], "Recreate");
+    let container = container(deployment, "publisher");
+    let command = strings(&container["command"]);
+    assert_eq!(command[..2], ["netaware", "publish-topology"]);
+    let args = PublisherCommand::try_parse_from(with_env_flags::<PublisherCommand>(
+        container,
+        &command[1..],
+    ))
+    .unwrap_or_else(|e| panic!("{e}"))
+    .args;
+    // The collector's Service, on its gRPC port.
+    let service = find(&objects, "Service", "netaware-collector");
+    let grpc_port = service["spec"]["ports"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "grpc")
+        .unwrap()["port"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(
+        args.collector,
+        format!("http://netaware-collector.netaware.svc:{grpc_port}")
+    );
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "netaware-topology-publisher");
+
+    // Its rights: Nodes read and patched, never created or deleted;
+    // HyperNodes deleted (blocks that are no more); Diktyo's object only
+    // in the namespace it writes it to.
+    let rules = |kind: &str, name: &str| -> Vec<(String, Vec<String>)> {
+        find(&objects, kind, name)["rules"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .flat_map(|rule| {
+                let verbs = strings(&rule["verbs"]);
+                strings(&rule["resources"])
+                    .into_iter()
+                    .map(move |resource| (resource, verbs.clone()))
+            })
+            .collect()
+    };
+    let cluster = rules("ClusterRole", "netaware-topology-publisher");
+    let verbs_of = |rules: &[(String, Vec<String>)], resource: &str| {
+        rules
+            .iter()
+            .find(|(r, _)| r == resource)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no rule for {resource}"))
+    };
+    assert_eq!(verbs_of(&cluster, "nodes"), ["get", "list", "patch"]);
+    assert_eq!(verbs_of(&cluster, "topologies"), ["get", "create", "patch"]);
+    assert_eq!(
+        verbs_of(&cluster, "hypernodes"),
+        ["get", "list", "create", "patch", "delete"]
+    );
+    assert_eq!(cluster.len(), 3, "{cluster:?}");
+    let role = find(&objects, "Role", "netaware-topology-publisher");
+    assert_eq!(
+        role["metadata"]["namespace"],
+        args.render.diktyo_namespace.as_str()
+    );
+    let namespaced = rules("Role", "netaware-topology-publisher");
+    assert_eq!(
+        namespaced,
+        [(
+            "networktopologies".to_owned(),
+            vec!["get".to_owned(), "create".to_owned(), "patch".to_owned()]
+        )]
+    );
+    // Off by default: the plain base has no publisher.
+    assert!(
+        rendered()
+            .iter()
+            .all(|o| o["metadata"]["name"] != "netaware-topology-publisher")
+    );
 }

@@ -139,6 +139,12 @@ impl Publisher {
             .collect())
     }
 
+    /// Whether the API server says the object is not there.
+    async fn is_gone(&mut self, kind: Kind, name: &str) -> bool {
+        self.pace().await;
+        matches!(self.api(kind, None).get_metadata(name).await, Err(err) if is_not_found(&err))
+    }
+
     /// Waits until a write is allowed.
     async fn pace(&mut self) {
         if let Some(last) = self.last_write {
@@ -204,16 +210,26 @@ impl Publisher {
             .cloned()
             .collect();
         for name in gone_nodes {
-            match self.apply(&objects::unlabelled_node(&name)).await {
-                Err(err) if !is_not_found(&err) => {
-                    report.failed += 1;
-                    tracing::warn!(node = %name, %err, "could not take the labels off; trying again next round");
+            // A node that was deleted cannot be applied to: the API server
+            // says 404, or 403 where the publisher may not create Nodes
+            // (it may not: an apply to a missing Node would make one).
+            let taken_off = match self.apply(&objects::unlabelled_node(&name)).await {
+                Ok(()) => true,
+                Err(err) if is_not_found(&err) => true,
+                Err(err) => {
+                    let gone = self.is_gone(Kind::Node, &name).await;
+                    if !gone {
+                        tracing::warn!(node = %name, %err, "could not take the labels off; trying again next round");
+                    }
+                    gone
                 }
-                _ => {
-                    report.removed += 1;
-                    self.labelled.remove(&name);
-                    self.applied.remove(&(Kind::Node, None, name));
-                }
+            };
+            if taken_off {
+                report.removed += 1;
+                self.labelled.remove(&name);
+                self.applied.remove(&(Kind::Node, None, name));
+            } else {
+                report.failed += 1;
             }
         }
         let gone_hypernodes: Vec<String> = self

@@ -240,10 +240,16 @@ async fn it_applies_what_changed_and_only_that() {
 async fn a_failed_write_is_tried_again_and_a_deleted_node_is_let_go() {
     let failures = Arc::new(Mutex::new(1));
     let remaining = Arc::clone(&failures);
-    // a1's first apply fails with a 500; old-node was deleted (404).
+    // a1's first apply fails with a 500; old-node was deleted: applying
+    // to it is refused (the publisher may not create Nodes), and reading
+    // it finds nothing.
     let (client, seen) = api_server(cluster(move |request| {
         if request.uri.starts_with("/api/v1/nodes/old-node") {
-            return Some(404);
+            return Some(if request.method == Method::GET {
+                404
+            } else {
+                403
+            });
         }
         let mut left = remaining.lock().unwrap();
         (request.uri.starts_with("/api/v1/nodes/a1") && *left > 0).then(|| {
@@ -257,7 +263,17 @@ async fn a_failed_write_is_tried_again_and_a_deleted_node_is_let_go() {
     take(&seen);
     let report = publisher.publish(&topology(false)).await;
     assert_eq!((report.applied, report.failed, report.removed), (1, 1, 1));
-    take(&seen);
+    let asked: Vec<String> = take(&seen)
+        .iter()
+        .map(|s| format!("{} {}", s.method, s.uri))
+        .collect();
+    assert_eq!(
+        asked[2..],
+        [
+            format!("PATCH /api/v1/nodes/old-node?{APPLY}"),
+            "GET /api/v1/nodes/old-node".to_owned()
+        ]
+    );
     let report = publisher.publish(&topology(false)).await;
     assert_eq!((report.applied, report.unchanged, report.failed), (1, 1, 0));
     let writes = take(&seen);
