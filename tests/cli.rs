@@ -175,3 +175,85 @@ fn an_unreachable_collector_is_a_clear_error() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topology_says_when_it_has_none_yet_then_shows_the_blocks() {
+    let shutdown = CancellationToken::new();
+    // A collector whose first round of the topology is 30 s away: asked
+    // now, the command says so.
+    let waiting = start_collector(Vec::new(), &shutdown).await;
+    let url = format!("http://{}", waiting.grpc_addr);
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_netaware"))
+            .args(["topology", "--collector", &url])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("has not worked out the topology yet"),
+        "{stderr}"
+    );
+
+    // One with a round every 100 ms, two nodes of zone-a measured.
+    let mut config = support::collector_config(Vec::new(), None);
+    config.model.topology_interval = std::time::Duration::from_millis(100);
+    let collector = netaware_collector::Collector::start(config, shutdown.clone())
+        .await
+        .unwrap();
+    let url = format!("http://{}", collector.grpc_addr);
+    let mut a = Session::hello(&url, "a").await;
+    let _b = Session::hello(&url, "b").await;
+    assert_eq!(a.send(window(1, vec![good_peer()])).await.code, 0);
+    // Asked until a round has seen both nodes (the snapshot that holds
+    // the window, then a round after it), for at most 10 s.
+    let (json, table, labels) = tokio::task::spawn_blocking(move || {
+        let url = url.as_str();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let json = loop {
+            let output = Command::new(env!("CARGO_BIN_EXE_netaware"))
+                .args(["topology", "--collector", url, "--json"])
+                .output()
+                .unwrap();
+            let json = String::from_utf8(output.stdout).unwrap();
+            if json.contains("\"b\"") {
+                break json;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no round saw both nodes: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        (
+            json,
+            netaware(&["topology", "--collector", url]),
+            netaware(&["topology", "--collector", url, "--format", "labels"]),
+        )
+    })
+    .await
+    .unwrap();
+    let topology: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        keys(&topology),
+        ["observed_unix_ms", "region_costs", "zone_costs", "zones"]
+    );
+    let zone = &topology["zones"][0];
+    assert_eq!(keys(zone), ["blocks", "name", "region"]);
+    assert_eq!(
+        zone["blocks"],
+        serde_json::json!([{"number": 1, "label": "zone-a-1", "nodes": ["a", "b"], "degraded": []}])
+    );
+    assert!(
+        table.contains("zone-a-1") && table.contains("BLOCK"),
+        "{table}"
+    );
+    assert!(labels.contains("netaware.io/block: zone-a-1"), "{labels}");
+    shutdown.cancel();
+    waiting.wait().await;
+    collector.wait().await;
+}
