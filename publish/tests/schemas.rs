@@ -241,6 +241,19 @@ fn every_object_of_every_format_is_valid() {
 }
 
 #[test]
+fn the_yaml_printed_is_the_objects_applied() {
+    let objects = all_formats(&RenderOptions::default(), &lab_like());
+    let text = netaware_publish::objects::to_yaml(&objects).unwrap();
+    let printed: Vec<Value> = text
+        .split("---\n")
+        .filter(|doc| !doc.trim().is_empty())
+        .map(|doc| serde_yaml::from_str(doc).unwrap())
+        .collect();
+    let bodies: Vec<&Value> = objects.iter().map(|o| &o.body).collect();
+    assert_eq!(printed.iter().collect::<Vec<_>>(), bodies);
+}
+
+#[test]
 fn the_objects_say_what_was_measured() {
     let options = RenderOptions::default();
     let topology = lab_like();
