@@ -445,9 +445,9 @@ pub struct TopologyJson {
     /// Zones by name.
     pub zones: Vec<TopologyZoneJson>,
     /// Costs between zones, both ways.
-    pub zone_costs: Vec<LinkCostJson>,
+    pub zone_costs: Vec<LinkCost>,
     /// Costs between regions, both ways.
-    pub region_costs: Vec<LinkCostJson>,
+    pub region_costs: Vec<LinkCost>,
 }
 
 /// One zone's blocks.
@@ -474,36 +474,9 @@ pub struct BlockJson {
     pub degraded: Vec<String>,
 }
 
-/// The cost of the links from one zone or region to another.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LinkCostJson {
-    /// Where the pairs start.
-    pub origin: String,
-    /// Where they end.
-    pub destination: String,
-    /// The p90 of the pairs' fresh RTT medians (ms).
-    pub rtt_p90_ms: f64,
-    /// The median of their fresh goodputs (bits/s), when measured.
-    pub goodput_bps: Option<f64>,
-    /// Fresh measured pairs.
-    pub pairs: u32,
-}
-
 impl TopologyJson {
     /// The JSON of `topology`, worked out at `observed_unix_ms`.
     pub fn new(topology: &MeasuredTopology, observed_unix_ms: u64) -> Self {
-        let costs = |costs: &[LinkCost]| {
-            costs
-                .iter()
-                .map(|c| LinkCostJson {
-                    origin: c.origin.clone(),
-                    destination: c.destination.clone(),
-                    rtt_p90_ms: c.rtt_p90_ms,
-                    goodput_bps: c.goodput_bps,
-                    pairs: c.pairs,
-                })
-                .collect()
-        };
         Self {
             observed_unix_ms,
             zones: topology
@@ -529,8 +502,8 @@ impl TopologyJson {
                         .collect(),
                 })
                 .collect(),
-            zone_costs: costs(&topology.costs.zones),
-            region_costs: costs(&topology.costs.regions),
+            zone_costs: topology.costs.zones.clone(),
+            region_costs: topology.costs.regions.clone(),
         }
     }
 }

@@ -55,8 +55,9 @@ pub struct NetworkCosts {
     pub regions: Vec<LinkCost>,
 }
 
-/// The cost of the links from one zone (or region) to another.
-#[derive(Debug, Clone, PartialEq)]
+/// The cost of the links from one zone (or region) to another (its JSON
+/// form is `netaware topology --json`'s).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LinkCost {
     /// Where the pairs start.
     pub origin: String,

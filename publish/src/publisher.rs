@@ -145,6 +145,41 @@ impl Publisher {
         matches!(self.api(kind, None).get_metadata(name).await, Err(err) if is_not_found(&err))
     }
 
+    /// The objects of `kind` that netaware wrote and may have to take back.
+    fn owned(&mut self, kind: Kind) -> &mut BTreeSet<String> {
+        match kind {
+            Kind::HyperNode => &mut self.hypernodes,
+            _ => &mut self.labelled,
+        }
+    }
+
+    /// Takes back what netaware wrote of an object no longer published: a
+    /// Node's labels (an apply with none), a HyperNode (deleted). Whether
+    /// it is done (or the object is gone anyway).
+    async fn remove(&mut self, kind: Kind, name: &str) -> bool {
+        let result = if kind == Kind::Node {
+            self.apply(&objects::unlabelled_node(name)).await
+        } else {
+            self.pace().await;
+            let params = DeleteParams::default();
+            self.api(kind, None).delete(name, &params).await.map(drop)
+        };
+        match result {
+            Ok(()) => true,
+            Err(err) if is_not_found(&err) => true,
+            // A deleted Node cannot be applied to: the API server says 404,
+            // or 403 where the publisher may not create Nodes (it may not:
+            // an apply to a missing Node would make one).
+            Err(err) => {
+                let gone = self.is_gone(kind, name).await;
+                if !gone {
+                    tracing::warn!(?kind, %name, %err, "could not take back; trying again next round");
+                }
+                gone
+            }
+        }
+    }
+
     /// Waits until a write is allowed.
     async fn pace(&mut self) {
         if let Some(last) = self.last_write {
@@ -195,64 +230,25 @@ impl Publisher {
                 }
             }
         }
-        let named = |kind: Kind| -> BTreeSet<&str> {
-            desired
+        for kind in [Kind::Node, Kind::HyperNode] {
+            let wanted: BTreeSet<&str> = desired
                 .iter()
                 .filter(|o| o.kind == kind)
                 .map(|o| o.name.as_str())
-                .collect()
-        };
-        let (nodes, hypernodes) = (named(Kind::Node), named(Kind::HyperNode));
-        let gone_nodes: Vec<String> = self
-            .labelled
-            .iter()
-            .filter(|n| !nodes.contains(n.as_str()))
-            .cloned()
-            .collect();
-        for name in gone_nodes {
-            // A node that was deleted cannot be applied to: the API server
-            // says 404, or 403 where the publisher may not create Nodes
-            // (it may not: an apply to a missing Node would make one).
-            let taken_off = match self.apply(&objects::unlabelled_node(&name)).await {
-                Ok(()) => true,
-                Err(err) if is_not_found(&err) => true,
-                Err(err) => {
-                    let gone = self.is_gone(Kind::Node, &name).await;
-                    if !gone {
-                        tracing::warn!(node = %name, %err, "could not take the labels off; trying again next round");
-                    }
-                    gone
-                }
-            };
-            if taken_off {
-                report.removed += 1;
-                self.labelled.remove(&name);
-                self.applied.remove(&(Kind::Node, None, name));
-            } else {
-                report.failed += 1;
-            }
-        }
-        let gone_hypernodes: Vec<String> = self
-            .hypernodes
-            .iter()
-            .filter(|n| !hypernodes.contains(n.as_str()))
-            .cloned()
-            .collect();
-        for name in gone_hypernodes {
-            self.pace().await;
-            let deleted = self
-                .api(Kind::HyperNode, None)
-                .delete(&name, &DeleteParams::default())
-                .await;
-            match deleted {
-                Err(err) if !is_not_found(&err) => {
-                    report.failed += 1;
-                    tracing::warn!(hypernode = %name, %err, "could not delete; trying again next round");
-                }
-                _ => {
+                .collect();
+            let gone: Vec<String> = self
+                .owned(kind)
+                .iter()
+                .filter(|name| !wanted.contains(name.as_str()))
+                .cloned()
+                .collect();
+            for name in gone {
+                if self.remove(kind, &name).await {
                     report.removed += 1;
-                    self.hypernodes.remove(&name);
-                    self.applied.remove(&(Kind::HyperNode, None, name));
+                    self.owned(kind).remove(&name);
+                    self.applied.remove(&(kind, None, name));
+                } else {
+                    report.failed += 1;
                 }
             }
         }
