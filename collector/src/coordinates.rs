@@ -12,12 +12,13 @@
 //! Readers (the `Estimate` call) take the coordinates of the last pass,
 //! shared and never rebuilt per reader.
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use netaware_core::coordinates::{Coordinates, End, Residuals};
 use netaware_core::snapshot::ScoredMatrix;
 
+use crate::latest::Latest;
 use crate::metrics::{PairClass, PairClassLabels, WorkMetrics};
 use crate::shared::Shared;
 
@@ -26,22 +27,8 @@ use crate::shared::Shared;
 /// milliseconds.
 pub const PASS_INTERVAL: Duration = Duration::from_secs(10);
 
-/// The coordinates of the last pass.
-#[derive(Default)]
-pub struct SharedCoordinates {
-    latest: RwLock<Arc<Coordinates>>,
-}
-
-impl SharedCoordinates {
-    /// The coordinates of the last pass.
-    pub fn latest(&self) -> Arc<Coordinates> {
-        Arc::clone(&self.latest.read().unwrap_or_else(PoisonError::into_inner))
-    }
-
-    fn publish(&self, coordinates: Coordinates) {
-        *self.latest.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(coordinates);
-    }
-}
+/// The coordinates of the last pass, for every reader.
+pub type SharedCoordinates = Latest<Coordinates>;
 
 /// A fresh measured median and the pair's ends (node and zone indices of
 /// the snapshot; the names are copied once per node, not per pair: a pass

@@ -21,6 +21,7 @@ pub mod coordinates;
 pub mod http;
 pub mod identity;
 pub mod inventory;
+pub mod latest;
 pub mod members;
 pub mod metrics;
 pub mod node_places;

@@ -111,7 +111,7 @@ impl pb::scores_server::Scores for ScoresService {
         &self,
         _: Request<pb::TopologyRequest>,
     ) -> Result<Response<pb::Topology>, Status> {
-        let published = self.0.topology.latest();
+        let published = self.0.topology.get();
         let confirmations = self.0.state().config().blocks.confirmations;
         Ok(Response::new(convert::topology_to_wire(
             &published.topology,

@@ -232,7 +232,7 @@ impl Snapshots {
         };
         let (inputs, since) = inputs;
         let at = now();
-        let coordinates = self.coordinates.latest();
+        let coordinates = self.coordinates.get();
         let snapshot =
             netaware_runtime::background::run(move || snapshot_of(inputs, &coordinates, at))
                 .await

@@ -11,12 +11,13 @@
 //! what it sees (block numbers follow the order of the groups' first
 //! nodes, so an unchanged network gets its old numbers back).
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use netaware_core::UnixMillis;
 use netaware_core::measured_topology::{self, BlockTracker, MeasuredTopology};
 
+use crate::latest::Latest;
 use crate::shared::Shared;
 
 /// Default time between two rounds: blocks are about racks and switches,
@@ -34,21 +35,7 @@ pub struct PublishedTopology {
 }
 
 /// The topology of the last round, for every reader.
-#[derive(Default)]
-pub struct SharedTopology {
-    latest: RwLock<Arc<PublishedTopology>>,
-}
-
-impl SharedTopology {
-    /// The topology of the last round.
-    pub fn latest(&self) -> Arc<PublishedTopology> {
-        Arc::clone(&self.latest.read().unwrap_or_else(PoisonError::into_inner))
-    }
-
-    fn publish(&self, published: PublishedTopology) {
-        *self.latest.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(published);
-    }
-}
+pub type SharedTopology = Latest<PublishedTopology>;
 
 /// Works the topology out every round until shutdown.
 pub async fn run(shared: Arc<Shared>) {
