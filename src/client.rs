@@ -8,7 +8,8 @@ use tonic::transport::Channel;
 /// answer is over 4 MiB.
 pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 
-/// A Scores client.
+/// A Scores client (a clone shares its connection).
+#[derive(Clone)]
 pub struct ScoresConnection {
     client: ScoresClient<Channel>,
 }

@@ -12,11 +12,13 @@
 //! production image does not carry.
 //!
 //! [`client`] talks to the collector, [`json`] holds the `--json` contracts,
-//! [`render`] the tables for people, and [`demo`] the in-process demo.
+//! [`render`] the tables for people, [`heatmap`] the pair matrix as a
+//! picture, and [`demo`] the in-process demo.
 
 pub mod certs_command;
 pub mod client;
 pub mod demo;
+pub mod heatmap;
 pub mod json;
 pub mod lab_command;
 pub mod lab_system;

@@ -57,6 +57,16 @@ enum Command {
         /// Only this node: it, its peers and its pairs both ways.
         #[arg(long)]
         node: Option<String>,
+        /// Draw the pairs as a heat map in this format (to --output)
+        /// instead of printing them.
+        #[arg(long, value_enum, requires = "output")]
+        format: Option<netaware::heatmap::ImageFormat>,
+        /// What the heat map's cells show.
+        #[arg(long, value_enum, default_value = "quality")]
+        metric: netaware::heatmap::Metric,
+        /// The heat map's file.
+        #[arg(short, long, requires = "format")]
+        output: Option<std::path::PathBuf>,
     },
     /// Print zones and zone-pair aggregates.
     Zones {
@@ -178,7 +188,19 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Matrix { target, zone, node } => {
+        Command::Matrix {
+            target,
+            zone,
+            node,
+            format,
+            metric,
+            output,
+        } => {
+            let title = match (&zone, &node) {
+                (Some(zone), _) => format!("zone {zone}"),
+                (None, Some(node)) => format!("node {node}"),
+                (None, None) => "all nodes".to_owned(),
+            };
             let request = netaware_proto::v1::MatrixRequest {
                 zone: zone.unwrap_or_default(),
                 node: node.unwrap_or_default(),
@@ -187,7 +209,12 @@ async fn main() -> anyhow::Result<()> {
             let mut scores =
                 ScoresConnection::connect_with(&target.collector, target.tls.load()?.as_ref())
                     .await?;
-            if target.json {
+            if let (Some(format), Some(output)) = (format, output) {
+                let matrix = scores.matrix_of(&request).await?;
+                netaware::heatmap::write(&matrix, metric, format, &title, &output)?;
+                eprintln!("wrote {}", output.display());
+                Ok(())
+            } else if target.json {
                 // Streamed: printed as the pages come, whatever the size.
                 let mut writer =
                     json::MatrixJsonWriter::new(std::io::BufWriter::new(std::io::stdout()));

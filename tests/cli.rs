@@ -141,6 +141,60 @@ async fn json_contracts_and_tables() {
         "{table}"
     );
 
+    // The same pairs as a heat map, in each format; a format needs a file.
+    let dir = tempfile::tempdir().unwrap();
+    let (png, svg) = (dir.path().join("m.png"), dir.path().join("m.svg"));
+    let (url_arg, png_arg, svg_arg) = (url.clone(), png.clone(), svg.clone());
+    let refused = tokio::task::spawn_blocking(move || {
+        let url = url_arg.as_str();
+        let png = png_arg.to_str().unwrap();
+        let svg = svg_arg.to_str().unwrap();
+        netaware(&[
+            "matrix",
+            "--collector",
+            url,
+            "--format",
+            "png",
+            "--metric",
+            "loss",
+            "-o",
+            png,
+        ]);
+        netaware(&[
+            "matrix",
+            "--collector",
+            url,
+            "--zone",
+            "zone-a",
+            "--format",
+            "svg",
+            "-o",
+            svg,
+        ]);
+        Command::new(env!("CARGO_BIN_EXE_netaware"))
+            .args(["matrix", "--collector", url, "--format", "png"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        std::fs::read(&png)
+            .unwrap()
+            .starts_with(b"\x89PNG\r\n\x1a\n")
+    );
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("zone zone-a"),
+        "{svg}"
+    );
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--output"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+
     // gRPC health answers for the services.
     let channel = tonic::transport::Channel::from_shared(url)
         .unwrap()

@@ -44,6 +44,9 @@ fn loopback_demo_prints_zones_matrix_and_a_placement_then_stops() {
         "== Zones",
         "== Matrix",
         "== Placement of a 4-worker job",
+        "== Measured topology",
+        "zone-a-1",
+        "the pairs' quality as a heat map: ",
         "demo stopped",
     ] {
         assert!(stdout.contains(section), "missing {section:?}:\n{stdout}");
@@ -59,6 +62,74 @@ fn loopback_demo_prints_zones_matrix_and_a_placement_then_stops() {
         .collect::<Vec<_>>();
     assert_eq!(picked.len(), 4, "{stdout}");
     assert!(picked.iter().all(|l| l.contains("zone-a-")), "{picked:?}");
+}
+
+/// The README's first command as a user whose cargo came from rustup:
+/// not root, cargo on no system path, no terminal. The demo says in one
+/// line why it is not on the lab and the command that runs it there (the
+/// binary by its absolute path, so that sudo's secure path needs no
+/// cargo), then goes on to loopback; here, where this user may not open an
+/// ICMP socket (`net.ipv4.ping_group_range` left as this machine has it),
+/// that stops with the reason and the ways out.
+#[test]
+fn as_a_user_the_demo_says_how_to_get_the_lab_in_one_line() {
+    if !support::have_root("demo as a user (setpriv to uid 65534)") {
+        return;
+    }
+    let exe = env!("CARGO_BIN_EXE_netaware");
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args([
+            "env",
+            "-i",
+            "PATH=/usr/bin:/bin",
+            exe,
+            "demo",
+            "--duration",
+            "5s",
+        ])
+        .args(["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let first = stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("netaware demo: on loopback: the lab needs root"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        first.ends_with(&format!(
+            "for the lab run: sudo {exe} demo --duration 5s --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0"
+        )),
+        "{first}"
+    );
+    let icmp_allowed = std::fs::read_to_string("/proc/sys/net/ipv4/ping_group_range")
+        .map(|range| {
+            let bounds: Vec<u32> = range
+                .split_whitespace()
+                .filter_map(|b| b.parse().ok())
+                .collect();
+            bounds.len() == 2 && bounds[0] <= 65534 && 65534 <= bounds[1]
+        })
+        .unwrap_or(false);
+    if icmp_allowed {
+        assert!(output.status.success(), "{stdout}\n{stderr}");
+        // Said once, in the demo's words, not by each agent.
+        assert_eq!(stdout.matches("without CAP_NET_RAW").count(), 1, "{stdout}");
+        assert!(
+            !stderr.contains("cannot watch inbound echo requests"),
+            "{stderr}"
+        );
+    } else {
+        assert!(!output.status.success());
+        assert!(
+            stderr.contains("net.ipv4.ping_group_range") && stderr.contains("CAP_NET_RAW"),
+            "{stderr}"
+        );
+    }
 }
 
 #[test]

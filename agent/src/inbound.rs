@@ -106,7 +106,7 @@ impl InboundTracker {
 /// Opens the raw socket that sees echo requests to `local` (IPv4), or says
 /// why it cannot (it needs CAP_NET_RAW like the probes).
 pub fn open(local: Ipv4Addr) -> std::io::Result<(AsyncFd<Socket>, Ipv4Addr)> {
-    let socket = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::ICMPV4))?;
+    let socket = raw_socket()?;
     socket.attach_filter(&echo_request_filter(local))?;
     socket.set_nonblocking(true)?;
     // SAFETY: the socket owns its descriptor, which stays open and the same
@@ -158,6 +158,16 @@ pub async fn watch(
             }
         }
     }
+}
+
+/// The raw ICMP socket the watch reads (CAP_NET_RAW).
+fn raw_socket() -> std::io::Result<Socket> {
+    Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::ICMPV4))
+}
+
+/// Whether this process may open that socket.
+pub fn can_open() -> bool {
+    raw_socket().is_ok()
 }
 
 #[cfg(test)]

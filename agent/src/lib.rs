@@ -138,6 +138,19 @@ pub struct AgentConfig {
     pub tls: Option<netaware_runtime::tls::Tls>,
     /// HTTPS on /metrics and /healthz (`None`: plain HTTP).
     pub metrics_tls: Option<netaware_runtime::http::HttpsConfig>,
+    /// Whether to watch the echo requests that reach this node, which is
+    /// how one-way loss is measured; it takes a raw socket (CAP_NET_RAW).
+    pub inbound: InboundWatch,
+}
+
+/// Whether an agent watches the echo requests that reach its node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InboundWatch {
+    /// Watch them; without the right to, say so in the log.
+    Watch,
+    /// Do not try: the caller knows it cannot, and has said so itself
+    /// (the loopback demo, once for all its agents).
+    Skip,
 }
 
 impl AgentConfig {
@@ -159,6 +172,7 @@ impl AgentConfig {
             metrics_port: None,
             tls: None,
             metrics_tls: None,
+            inbound: InboundWatch::Watch,
         }
     }
 
@@ -181,6 +195,13 @@ impl AgentConfig {
         }
         Ok(())
     }
+}
+
+/// Whether this process may open the raw socket that watches inbound echo
+/// requests (one-way loss): it needs CAP_NET_RAW, which ICMP probing
+/// alone does not (`net.ipv4.ping_group_range` is enough for that).
+pub fn can_watch_inbound() -> bool {
+    inbound::can_open()
 }
 
 /// Checks that this process may open the ICMP socket that probing needs,
@@ -263,7 +284,11 @@ impl Agent {
             ));
         }
         let (requests_tx, requests_rx) = mpsc::channel(1024);
-        match v4.map(inbound::open).transpose() {
+        let watched = match config.inbound {
+            InboundWatch::Watch => v4,
+            InboundWatch::Skip => None,
+        };
+        match watched.map(inbound::open).transpose() {
             Ok(Some((socket, local))) => {
                 tasks.spawn(inbound::watch(
                     socket,
@@ -271,6 +296,9 @@ impl Agent {
                     requests_tx,
                     Arc::clone(&counters),
                 ));
+            }
+            Ok(None) if config.inbound == InboundWatch::Skip => {
+                tracing::debug!("not watching inbound echo requests, as configured")
             }
             Ok(None) => {
                 tracing::info!("no IPv4 address: one-way loss towards this node is not measured")

@@ -90,14 +90,28 @@ impl DemoSystem for OnLab {
     }
 
     async fn report(&mut self, job_size: usize) -> anyhow::Result<String> {
+        let system = &self.system;
+        let topology = super::topology_when_ready(|| async {
+            tokio::task::block_in_place(|| system.ask(&["topology"]))
+        })
+        .await;
         tokio::task::block_in_place(|| {
             let zones = self.system.ask(&["zones"])?;
             let matrix = self.system.ask(&["matrix"])?;
             let size = job_size.to_string();
             let ranking = self.system.ask(&["rank", "--size", &size])?;
             Ok(format!(
-                "\n== Zones\n{zones}\n== Matrix\n{matrix}\n== Placement of a {job_size}-worker job\n{ranking}"
+                "\n== Zones\n{zones}\n== Matrix\n{matrix}\n== Placement of a {job_size}-worker job\n{ranking}\n== Measured topology\n{topology}"
             ))
+        })
+    }
+
+    async fn heat_map(&mut self, path: &std::path::Path) -> anyhow::Result<()> {
+        let path = path.to_str().context("the heat map's path is not UTF-8")?;
+        tokio::task::block_in_place(|| {
+            self.system
+                .ask(&["matrix", "--format", "svg", "--output", path])
+                .map(drop)
         })
     }
 }

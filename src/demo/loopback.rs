@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use netaware_agent::{Agent, AgentConfig};
+use netaware_agent::{Agent, AgentConfig, InboundWatch};
 use netaware_collector::cli::ModelArgs;
 use netaware_collector::{Collector, CollectorConfig};
 use tokio::time::Instant;
@@ -70,9 +70,20 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
     );
 
     let agents = demo_agents();
+    // Said once here rather than by each of the nine agents in its log.
+    let inbound = if netaware_agent::can_watch_inbound() {
+        InboundWatch::Watch
+    } else {
+        println!(
+            "note: without CAP_NET_RAW the agents cannot see the echo requests that reach them, \
+             so one-way loss is not measured (RTT and round-trip loss are)"
+        );
+        InboundWatch::Skip
+    };
     let mut running = Vec::new();
     for (name, zone, address) in &agents {
         let config = AgentConfig {
+            inbound,
             interval: options.interval,
             window: options.window,
             probe_timeout: options.interval.min(Duration::from_secs(1)),
@@ -132,8 +143,29 @@ impl DemoSystem for Loopback {
         let zones = render::zones(&self.scores.zones().await?);
         let matrix = render::matrix(&self.scores.matrix().await?);
         let ranking = render::rank(&self.scores.rank(job_size, &[]).await?, job_size);
+        let topology = super::topology_when_ready(|| {
+            let mut scores = self.scores.clone();
+            async move {
+                let (topology, observed) = crate::topology_command::fetch(&mut scores).await?;
+                Ok(render::topology(&crate::json::TopologyJson::new(
+                    &topology, observed,
+                )))
+            }
+        })
+        .await;
         Ok(format!(
-            "\n== Zones\n{zones}\n== Matrix\n{matrix}\n== Placement of a {job_size}-worker job\n{ranking}"
+            "\n== Zones\n{zones}\n== Matrix\n{matrix}\n== Placement of a {job_size}-worker job\n{ranking}\n== Measured topology\n{topology}"
         ))
+    }
+
+    async fn heat_map(&mut self, path: &std::path::Path) -> anyhow::Result<()> {
+        let matrix = self.scores.matrix().await?;
+        crate::heatmap::write(
+            &matrix,
+            crate::heatmap::Metric::Quality,
+            crate::heatmap::ImageFormat::Svg,
+            "all nodes",
+            path,
+        )
     }
 }

@@ -7,7 +7,10 @@
 //! where every link is the same and the zones differ only by name. Either
 //! way it shows progress while the first windows fill, then the zones, the
 //! matrix and a placement, and serves until Ctrl-C or the duration ends.
+//! Started as a user, it asks sudo to run the lab ([`as_root`]), or says
+//! in one line what command would, and runs on loopback.
 
+pub mod as_root;
 pub mod lab;
 pub mod loopback;
 
@@ -125,9 +128,21 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
         return loopback::run(options, shutdown).await;
     }
     if !netaware_lab::is_root() {
-        println!(
-            "netaware demo: on loopback, because the lab needs root (network namespaces, TUN devices)"
-        );
+        match as_root::decide_here()? {
+            as_root::WithoutRoot::AskSudo(sudo) => {
+                println!(
+                    "netaware demo: the lab needs root (network namespaces, TUN devices); \
+                     asking sudo (--loopback runs without it)"
+                );
+                if as_root::run_under_sudo(&sudo)? {
+                    return Ok(());
+                }
+                println!("netaware demo: sudo did not run the lab; on loopback instead");
+            }
+            as_root::WithoutRoot::Loopback { reason, command } => {
+                println!("netaware demo: on loopback: {reason}; for the lab run: {command}");
+            }
+        }
         return loopback::run(options, shutdown).await;
     }
     println!("netaware demo: on the lab (emulated multi-zone links; --loopback to skip it)");
@@ -140,6 +155,48 @@ pub(crate) trait DemoSystem {
     async fn progress(&mut self) -> anyhow::Result<Progress>;
     /// The zone summary, the matrix and a placement for `job_size`, as text.
     async fn report(&mut self, job_size: usize) -> anyhow::Result<String>;
+    /// Draws the pairs' quality as an SVG heat map at `path`.
+    async fn heat_map(&mut self, path: &std::path::Path) -> anyhow::Result<()>;
+}
+
+/// How long a report waits for the collector's first round of the
+/// measured topology (the demo's collector has one every 5 s).
+pub(crate) const TOPOLOGY_WAIT: Duration = Duration::from_secs(10);
+
+/// Asks `topology` until it answers or [`TOPOLOGY_WAIT`] has passed; the
+/// answer, or the first line of the last error.
+pub(crate) async fn topology_when_ready<F, Fut>(mut topology: F) -> String
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<String>>,
+{
+    let deadline = Instant::now() + TOPOLOGY_WAIT;
+    loop {
+        match topology().await {
+            Ok(text) => return text,
+            Err(err) if Instant::now() >= deadline => {
+                let text = err.to_string();
+                return format!("{}\n", text.lines().next().unwrap_or_default());
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+}
+
+/// Where the demo draws its heat map.
+pub fn heat_map_path() -> std::path::PathBuf {
+    std::env::temp_dir().join("netaware-demo-quality.svg")
+}
+
+/// Prints the report and draws the heat map beside it.
+async fn report_and_draw(system: &mut impl DemoSystem, job_size: usize) -> anyhow::Result<()> {
+    println!("{}", system.report(job_size).await?);
+    let path = heat_map_path();
+    match system.heat_map(&path).await {
+        Ok(()) => println!("the pairs' quality as a heat map: {}\n", path.display()),
+        Err(err) => println!("no heat map ({err:#})\n"),
+    }
+    Ok(())
 }
 
 /// Shows progress until every pair has a fresh window (or time is up) and
@@ -166,7 +223,7 @@ pub(crate) async fn watch_and_report(
     if !ready {
         println!("stopped before every pair had a window; showing what there is");
     }
-    println!("{}", system.report(job_size).await?);
+    report_and_draw(system, job_size).await?;
     if throughput && ready {
         println!("throughput tests run one per node at a time, within the budget");
         let measured = wait_until(system, deadline, shutdown, Duration::from_secs(5), |p| {
@@ -184,7 +241,7 @@ pub(crate) async fn watch_and_report(
                 "every pair has a goodput after {:.0} s",
                 started.elapsed().as_secs_f64()
             );
-            println!("{}", system.report(job_size).await?);
+            report_and_draw(system, job_size).await?;
         }
     }
     if shutdown.is_cancelled() {

@@ -1,0 +1,361 @@
+//! The pair matrix of a zone (or any set of nodes) as a heat map, the way
+//! people look at Goldpinger's graph: a row per probing node, a column per
+//! probed node, each cell coloured by the pair's RTT, loss or quality, in
+//! SVG (with the node names and a legend) or PNG (the cells alone, for a
+//! chat or a ticket).
+//!
+//! Pure: a matrix in, bytes out. Colours run from green (good) through
+//! yellow to red (bad); a pair with no figure is grey, a node and itself
+//! dark grey.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use netaware_proto::v1 as pb;
+
+/// What the cells show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Metric {
+    /// The pair's quality, 0 (red) to 1 (green).
+    Quality,
+    /// The median RTT, from the map's lowest (green) to its highest (red).
+    Rtt,
+    /// The loss ratio, 0 (green) to 5% and over (red).
+    Loss,
+}
+
+/// The file a heat map is written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImageFormat {
+    /// PNG: the cells alone.
+    Png,
+    /// SVG: the cells, the node names and a legend.
+    Svg,
+}
+
+/// Writes the heat map of `matrix` to `path`.
+pub fn write(
+    matrix: &pb::Matrix,
+    metric: Metric,
+    format: ImageFormat,
+    title: &str,
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let map = HeatMap::of(matrix, metric);
+    let bytes = match format {
+        ImageFormat::Png => map.to_png()?,
+        ImageFormat::Svg => map
+            .to_svg(&format!("netaware: {title}, {}", metric.name()))
+            .into_bytes(),
+    };
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+impl Metric {
+    /// Its name, for titles.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Quality => "quality",
+            Metric::Rtt => "median RTT",
+            Metric::Loss => "loss",
+        }
+    }
+}
+
+/// Loss at and above which a cell is all red.
+pub const LOSS_RED: f64 = 0.05;
+/// Largest side of a PNG, in pixels: cells shrink to fit.
+pub const MAX_PNG_SIDE: usize = 4096;
+/// Side of a cell when there is room.
+const CELL: usize = 24;
+
+/// An RGB colour.
+pub type Rgb = [u8; 3];
+/// A pair with no figure.
+pub const MISSING: Rgb = [190, 190, 190];
+/// A node and itself.
+pub const DIAGONAL: Rgb = [70, 70, 70];
+
+/// The cells of the map: nodes by name, and each pair's colour.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeatMap {
+    /// The nodes, rows and columns alike.
+    pub nodes: Vec<String>,
+    /// `cells[row][column]`.
+    pub cells: Vec<Vec<Rgb>>,
+    /// What the colours mean, for the legend: (green end, red end).
+    pub scale: (String, String),
+    /// What the cells show.
+    pub metric: Metric,
+}
+
+/// Green (0) through yellow (0.5) to red (1).
+pub fn colour(badness: f64) -> Rgb {
+    let t = badness.clamp(0.0, 1.0);
+    let (red, green) = if t < 0.5 {
+        (t * 2.0, 1.0)
+    } else {
+        (1.0, (1.0 - t) * 2.0)
+    };
+    [(40.0 + 200.0 * red) as u8, (40.0 + 160.0 * green) as u8, 50]
+}
+
+impl HeatMap {
+    /// The map of `matrix`'s nodes and pairs.
+    pub fn of(matrix: &pb::Matrix, metric: Metric) -> Self {
+        let mut nodes: Vec<String> = matrix.nodes.iter().map(|n| n.name.clone()).collect();
+        nodes.sort();
+        let index: HashMap<&str, usize> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
+        let value = |pair: &pb::Pair| match metric {
+            Metric::Quality => Some(pair.quality),
+            Metric::Rtt => pair.rtt_median_ms,
+            Metric::Loss => pair.loss_ratio,
+        };
+        let rtts: Vec<f64> = matrix
+            .pairs
+            .iter()
+            .filter_map(|p| p.rtt_median_ms)
+            .filter(|r| r.is_finite())
+            .collect();
+        let (low, high) = rtts
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &r| {
+                (lo.min(r), hi.max(r))
+            });
+        let badness = |v: f64| match metric {
+            Metric::Quality => 1.0 - v,
+            Metric::Loss => v / LOSS_RED,
+            // Log scale: a map of 0.1 ms pairs and 30 ms pairs shows both.
+            Metric::Rtt if high > low => {
+                ((v.max(low) / low.max(1e-3)).ln()) / ((high / low.max(1e-3)).ln())
+            }
+            Metric::Rtt => 0.0,
+        };
+        let n = nodes.len();
+        let mut cells = vec![vec![MISSING; n]; n];
+        for (i, row) in cells.iter_mut().enumerate() {
+            row[i] = DIAGONAL;
+        }
+        for pair in &matrix.pairs {
+            let (Some(&src), Some(&dst)) =
+                (index.get(pair.src.as_str()), index.get(pair.dst.as_str()))
+            else {
+                continue;
+            };
+            if let Some(v) = value(pair).filter(|v| v.is_finite() && src != dst) {
+                cells[src][dst] = colour(badness(v));
+            }
+        }
+        let scale = match metric {
+            Metric::Quality => ("quality 1".to_owned(), "quality 0".to_owned()),
+            Metric::Loss => ("loss 0%".to_owned(), format!("loss {}%+", LOSS_RED * 100.0)),
+            Metric::Rtt if low.is_finite() => (format!("{low:.3} ms"), format!("{high:.3} ms")),
+            Metric::Rtt => ("-".to_owned(), "-".to_owned()),
+        };
+        Self {
+            nodes,
+            cells,
+            scale,
+            metric,
+        }
+    }
+
+    /// The side of a cell in a PNG of this map.
+    pub fn png_cell(&self) -> usize {
+        (MAX_PNG_SIDE / self.nodes.len().max(1)).clamp(1, CELL)
+    }
+
+    /// The map as a PNG: the cells alone, `png_cell()` pixels each.
+    pub fn to_png(&self) -> Result<Vec<u8>, png::EncodingError> {
+        let cell = self.png_cell();
+        let side = (self.nodes.len() * cell).max(1);
+        let mut pixels = vec![0u8; side * side * 3];
+        for (row, cells) in self.cells.iter().enumerate() {
+            for (column, rgb) in cells.iter().enumerate() {
+                for y in row * cell..(row + 1) * cell {
+                    for x in column * cell..(column + 1) * cell {
+                        let at = (y * side + x) * 3;
+                        pixels[at..at + 3].copy_from_slice(rgb);
+                    }
+                }
+            }
+        }
+        let mut bytes = Vec::new();
+        {
+            let side = u32::try_from(side).unwrap_or(u32::MAX);
+            let mut encoder = png::Encoder::new(&mut bytes, side, side);
+            encoder.set_color(png::ColorType::Rgb);
+            encoder.set_depth(png::BitDepth::Eight);
+            let mut writer = encoder.write_header()?;
+            writer.write_image_data(&pixels)?;
+        }
+        Ok(bytes)
+    }
+
+    /// The map as SVG, with the node names along both sides (rows probe,
+    /// columns are probed) and a legend.
+    pub fn to_svg(&self, title: &str) -> String {
+        let n = self.nodes.len();
+        let label = 8 * self.nodes.iter().map(String::len).max().unwrap_or(1) + 12;
+        let (top, left) = (label + 30, label);
+        let (width, height) = (left + n * CELL + 20, top + n * CELL + 50);
+        let mut svg = String::new();
+        let _ = writeln!(
+            svg,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">"#
+        );
+        let _ = writeln!(
+            svg,
+            r#"<rect width="{width}" height="{height}" fill="white"/><text x="4" y="16" font-size="14">{}</text>"#,
+            escape(title)
+        );
+        for (i, name) in self.nodes.iter().enumerate() {
+            let middle = i * CELL + CELL / 2 + 4;
+            let _ = writeln!(
+                svg,
+                r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
+                left - 4,
+                top + middle,
+                escape(name)
+            );
+            let _ = writeln!(
+                svg,
+                r#"<text transform="translate({},{}) rotate(-90)">{}</text>"#,
+                left + middle,
+                top - 4,
+                escape(name)
+            );
+        }
+        for (row, cells) in self.cells.iter().enumerate() {
+            for (column, [r, g, b]) in cells.iter().enumerate() {
+                let _ = writeln!(
+                    svg,
+                    r#"<rect class="cell" x="{}" y="{}" width="{CELL}" height="{CELL}" fill="rgb({r},{g},{b})" stroke="white"><title>{} -&gt; {}</title></rect>"#,
+                    left + column * CELL,
+                    top + row * CELL,
+                    escape(&self.nodes[row]),
+                    escape(&self.nodes[column])
+                );
+            }
+        }
+        let legend = top + n * CELL + 20;
+        let ([gr, gg, gb], [rr, rg, rb]) = (colour(0.0), colour(1.0));
+        let _ = writeln!(
+            svg,
+            r#"<rect x="{left}" y="{legend}" width="12" height="12" fill="rgb({gr},{gg},{gb})"/><text x="{}" y="{}">{}</text><rect x="{}" y="{legend}" width="12" height="12" fill="rgb({rr},{rg},{rb})"/><text x="{}" y="{}">{}</text>"#,
+            left + 16,
+            legend + 11,
+            escape(&self.scale.0),
+            left + 130,
+            left + 146,
+            legend + 11,
+            escape(&self.scale.1)
+        );
+        svg.push_str("</svg>\n");
+        svg
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(src: &str, dst: &str, rtt: f64, loss: f64) -> pb::Pair {
+        pb::Pair {
+            src: src.into(),
+            dst: dst.into(),
+            rtt_median_ms: Some(rtt),
+            loss_ratio: Some(loss),
+            quality: 1.0 - loss * 10.0,
+            ..pb::Pair::default()
+        }
+    }
+
+    fn matrix() -> pb::Matrix {
+        let node = |name: &str| pb::Node {
+            name: name.into(),
+            zone: "zone-a".into(),
+            ..pb::Node::default()
+        };
+        pb::Matrix {
+            nodes: vec![node("c"), node("a"), node("b")],
+            pairs: vec![
+                pair("a", "b", 0.2, 0.0),
+                pair("a", "c", 0.2, 0.08),
+                pair("b", "a", 0.2, 0.0),
+            ],
+            ..pb::Matrix::default()
+        }
+    }
+
+    /// The pixel at the centre of cell (row, column) of a decoded PNG.
+    fn pixel(png_bytes: &[u8], cell: usize, row: usize, column: usize) -> Rgb {
+        let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+        let mut reader = decoder.read_info().unwrap();
+        let mut buffer = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut buffer).unwrap();
+        assert_eq!(info.color_type, png::ColorType::Rgb);
+        let side = info.width as usize;
+        let (y, x) = (row * cell + cell / 2, column * cell + cell / 2);
+        let at = (y * side + x) * 3;
+        [buffer[at], buffer[at + 1], buffer[at + 2]]
+    }
+
+    #[test]
+    fn a_lossy_pair_and_a_clean_one_differ_in_the_png() {
+        let map = HeatMap::of(&matrix(), Metric::Loss);
+        assert_eq!(map.nodes, ["a", "b", "c"]);
+        let bytes = map.to_png().unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        let cell = map.png_cell();
+        let clean = pixel(&bytes, cell, 0, 1); // a -> b, no loss
+        let lossy = pixel(&bytes, cell, 0, 2); // a -> c, 8% lost
+        assert_eq!(clean, colour(0.0));
+        assert_eq!(lossy, colour(1.0));
+        assert_ne!(clean, lossy);
+        assert_eq!(pixel(&bytes, cell, 1, 2), MISSING); // b -> c, never measured
+        assert_eq!(pixel(&bytes, cell, 2, 2), DIAGONAL);
+    }
+
+    #[test]
+    fn the_svg_names_every_node_and_has_a_cell_per_pair() {
+        let svg = HeatMap::of(&matrix(), Metric::Quality).to_svg("zone-a <quality>");
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches(r#"class="cell""#).count(), 9);
+        assert!(svg.contains("<title>a -&gt; c</title>"));
+        assert!(svg.contains("zone-a &lt;quality&gt;"));
+    }
+
+    #[test]
+    fn rtt_runs_from_the_lowest_to_the_highest_and_a_large_map_fits() {
+        let mut m = matrix();
+        m.pairs.push(pair("c", "a", 30.0, 0.0));
+        let map = HeatMap::of(&m, Metric::Rtt);
+        assert_eq!(map.cells[0][1], colour(0.0));
+        assert_eq!(map.cells[2][0], colour(1.0));
+        let many = pb::Matrix {
+            nodes: (0..5000)
+                .map(|i| pb::Node {
+                    name: format!("n{i}"),
+                    ..pb::Node::default()
+                })
+                .collect(),
+            ..pb::Matrix::default()
+        };
+        let map = HeatMap::of(&many, Metric::Quality);
+        assert!(map.png_cell() * 5000 <= MAX_PNG_SIDE.max(5000));
+        assert_eq!(map.png_cell(), 1);
+    }
+}
