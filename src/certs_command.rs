@@ -6,7 +6,7 @@
 //!
 //! Run again with more nodes, it reuses the CA in the directory, so that
 //! certificates issued before stay valid. For large fleets, issue the same
-//! names from your own PKI instead (README, "TLS on a cluster").
+//! names from your own PKI instead (docs/install.md, "TLS on a cluster").
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -300,7 +300,7 @@ pub fn render(report: &CertsReport, namespace: &str) -> String {
             .map_or_else(String::new, |i| i.dir.display().to_string())
     };
     text.push_str(&format!(
-        "\nNext (README, \"TLS on a cluster\"):\n  \
+        "\nNext (docs/install.md, \"TLS on a cluster\"):\n  \
          kubectl -n {namespace} create secret generic netaware-collector-tls --from-file={}\n  \
          kubectl -n {namespace} create secret generic netaware-scheduler-tls --from-file={}\n  \
          kubectl -n {namespace} create secret generic netaware-ca --from-file={}\n  \

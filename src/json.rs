@@ -1,5 +1,5 @@
 //! The JSON contracts of `netaware matrix --json`, `zones --json`,
-//! `rank --json` and `estimate --json` (documented in the README). Field names are the contract;
+//! `rank --json` and `estimate --json` (documented in docs/cli.md). Field names are the contract;
 //! figures that do not exist yet are `null`, never a made-up number.
 
 use netaware_core::measured_topology::{LinkCost, MeasuredTopology};

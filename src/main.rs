@@ -1,4 +1,4 @@
-//! `netaware`: the command line of netaware. See the README for the JSON
+//! `netaware`: the command line of netaware. See docs/cli.md for the JSON
 //! contracts of `--json`.
 
 use clap::{Parser, Subcommand};

@@ -1,5 +1,5 @@
 //! The `netaware` binary against a real collector: the `--json` contracts
-//! of the README, field by field, and the tables for people. Windows are
+//! of docs/cli.md, field by field, and the tables for people. Windows are
 //! fed by hand-driven sessions, so no root is needed.
 
 mod support;

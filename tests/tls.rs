@@ -421,7 +421,7 @@ async fn a_real_prometheus_scrapes_the_collector_and_the_extender_over_mutual_tl
     tokio::task::block_in_place(|| curl(&extender, &files, ClientCert::None))
         .expect_err("no client certificate on the extender");
 
-    // Prometheus with the scrape configuration the README gives for TLS.
+    // Prometheus with the scrape configuration docs/install.md gives for TLS.
     let prometheus_port = free_port();
     let tls_config = json!({
         "ca_file": files.path("ca.pem"),

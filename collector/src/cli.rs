@@ -48,7 +48,7 @@ pub struct CollectorArgs {
     pub model: ModelArgs,
 }
 
-/// Score model and placement settings (see the README's score model).
+/// Score model and placement settings (docs/score-model.md).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ModelArgs {
     /// Weight of the delay term.

@@ -1,7 +1,7 @@
 //! The pod watch against kube-rs's real client, with the API server's side
 //! played over a tower-test mock service, the way kube-rs tests its own
 //! client: the list, then the watch, with the exact JSON an API server
-//! sends. (No live API server runs here; see the README.)
+//! sends. (No live API server runs here; see docs/placement.md.)
 
 use std::sync::Arc;
 use std::time::Duration;
