@@ -46,12 +46,19 @@ fn peer(name: &str, received: u32) -> netaware_proto::v1::PeerWindow {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
-    let shutdown = CancellationToken::new();
-    let collector = start_collector(Vec::new(), &shutdown).await;
+/// A collector whose a1, a2 and a3 are in zone-a and b1 in zone-b, a3
+/// losing 40% of its probes, and an extender (with `kube` as its API
+/// server) following it, served once its first matrix is in.
+struct Scored {
+    addr: std::net::SocketAddr,
+    placements: Arc<RwLock<Placements>>,
+    collector: netaware_collector::Collector,
+    _sessions: Vec<(&'static str, Session)>,
+}
+
+async fn scored_extender(kube: Option<kube::Client>, shutdown: &CancellationToken) -> Scored {
+    let collector = start_collector(Vec::new(), shutdown).await;
     let url = format!("http://{}", collector.grpc_addr);
-    // a1, a2 and a3 in zone-a, b1 in zone-b; a3 loses 40% of its probes.
     let mut sessions = Vec::new();
     for (name, zone) in [
         ("a1", "zone-a"),
@@ -69,7 +76,6 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
             .collect();
         assert_eq!(session.send(window(1, peers)).await.code, 0);
     }
-
     let cache = ScoreCache::new(Duration::from_secs(30));
     tokio::spawn(cache.clone().follow(url.clone(), shutdown.clone()));
     let placements = Arc::new(RwLock::new(Placements::new()));
@@ -77,9 +83,9 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
         cache.clone(),
         Arc::clone(&placements),
         PolicyConfig::default(),
-        None,
+        kube,
     ));
-    let addr = serve_extender(extender, &shutdown).await;
+    let addr = serve_extender(extender, shutdown).await;
     support::wait_for(
         "the extender's first matrix",
         Duration::from_secs(5),
@@ -91,6 +97,23 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
         },
     )
     .await;
+    Scored {
+        addr,
+        placements,
+        collector,
+        _sessions: sessions,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
+    let shutdown = CancellationToken::new();
+    let Scored {
+        addr,
+        placements,
+        collector,
+        _sessions,
+    } = scored_extender(None, &shutdown).await;
 
     // nodeCacheCapable: false, full objects, Go's field names.
     let args = json!({"Pod": pod(), "Nodes": {"kind": "NodeList", "apiVersion": "v1", "metadata": {},
@@ -374,4 +397,97 @@ async fn bind_creates_the_binding_and_the_next_worker_sees_it() {
     );
     assert_eq!(placements.read().await.len(), 1);
     shutdown.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_for_a_pod_of_a_job_is_one_event_on_the_pod() {
+    use http::{Method, Request, Response};
+    let (service, mut api) =
+        tower_test::mock::pair::<Request<kube::client::Body>, Response<kube::client::Body>>();
+    let shutdown = CancellationToken::new();
+    let scored = scored_extender(Some(kube::Client::new(service, "default")), &shutdown).await;
+    let addr = scored.addr;
+    let args = json!({"Pod": pod(), "NodeNames": ["a1", "a2", "a3", "b1"]});
+
+    // kube-scheduler's filter: one Event on the pod.
+    assert_eq!(
+        post(addr, "/filter", args.to_string().as_bytes()).await.0,
+        200
+    );
+    let (request, respond) = tokio::time::timeout(Duration::from_secs(5), api.next_request())
+        .await
+        .expect("an Event within 5 s")
+        .expect("a request");
+    assert_eq!(request.method(), Method::POST);
+    assert_eq!(
+        request.uri().path(),
+        "/apis/events.k8s.io/v1/namespaces/ml/events"
+    );
+    let body = http_body_util::BodyExt::collect(request.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let event: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(event["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(event["kind"], "Event");
+    assert_eq!(event["reason"], "NetawarePlacement");
+    assert_eq!(event["type"], "Normal");
+    assert_eq!(event["action"], "Scheduling");
+    assert_eq!(
+        event["reportingController"],
+        "netaware.io/scheduler-extender"
+    );
+    assert_eq!(
+        event["regarding"],
+        json!({"apiVersion": "v1", "kind": "Pod", "namespace": "ml",
+               "name": "resnet-worker-1", "uid": "9f0c"})
+    );
+    assert_eq!(event["metadata"]["namespace"], "ml");
+    assert!(
+        event["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("resnet-worker-1.")
+    );
+    assert!(event["eventTime"].as_str().unwrap().ends_with('Z'));
+    // Why here and why not there, in one Event.
+    let note = event["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("job of 1 worker, 0 placed: zone zone-a"),
+        "{note}"
+    );
+    assert!(
+        note.contains("best: a1 ") || note.contains("best: a2 "),
+        "{note}"
+    );
+    assert!(
+        note.contains("not there: a3: degraded: loss 40.0%"),
+        "{note}"
+    );
+    assert!(note.len() <= 1024);
+    respond.send_response(
+        Response::builder()
+            .status(201)
+            .body(kube::client::Body::from(body.to_vec()))
+            .unwrap(),
+    );
+
+    // prioritize for the same attempt, and filter again: within the gap,
+    // nothing more on this pod.
+    post(addr, "/prioritize", args.to_string().as_bytes()).await;
+    post(addr, "/filter", args.to_string().as_bytes()).await;
+    // A pod of no job: no Event.
+    let mut loner = pod();
+    loner["metadata"]["labels"] = json!({});
+    loner["metadata"]["uid"] = json!("77aa");
+    let loner_args = json!({"Pod": loner, "NodeNames": ["a1", "a2"]});
+    post(addr, "/filter", loner_args.to_string().as_bytes()).await;
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), api.next_request())
+            .await
+            .is_err(),
+        "no further Event"
+    );
+    shutdown.cancel();
+    scored.collector.wait().await;
 }

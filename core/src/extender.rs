@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::placement::{JobRequest, PlacementConfig, RankedNode, judge};
+use crate::placement::{JobRequest, NodeTerms, PlacementConfig, RankedNode, ZoneReason, judge};
 use crate::snapshot::ScoredMatrix;
 use crate::verdict::Failure;
 
@@ -53,6 +53,24 @@ pub struct Decision<'a> {
     pub scores: Vec<(&'a str, i64)>,
     /// Set when the answer carries no opinion, and why.
     pub neutral: Option<Neutral>,
+    /// Why, for people (none when neutral): the zone and the best
+    /// candidates with their terms.
+    pub explanation: Option<Explanation>,
+}
+
+/// How many of the best candidates an explanation names.
+pub const EXPLAINED_CANDIDATES: usize = 3;
+
+/// Why the extender answered as it did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Explanation {
+    /// The chosen zone, if any candidate is feasible.
+    pub zone: Option<String>,
+    /// Why that zone.
+    pub zone_reason: ZoneReason,
+    /// The best feasible candidates (at most [`EXPLAINED_CANDIDATES`]),
+    /// best first: name, score in [0, 1] and the terms behind it.
+    pub best: Vec<(String, f64, NodeTerms)>,
 }
 
 /// The job a pod belongs to: its size and where its workers already run.
@@ -121,11 +139,23 @@ pub fn decide<'a>(
             _ => passing.push(name),
         }
     }
+    let best = ranking
+        .nodes
+        .iter()
+        .filter(|n| n.feasible())
+        .take(EXPLAINED_CANDIDATES)
+        .map(|n| (n.name.to_owned(), n.score, n.terms))
+        .collect();
     Decision {
         passing,
         failed,
         scores,
         neutral: None,
+        explanation: Some(Explanation {
+            zone: ranking.zone.clone(),
+            zone_reason: ranking.zone_reason,
+            best,
+        }),
     }
 }
 
@@ -169,6 +199,7 @@ fn neutral(candidates: &[String], why: Neutral) -> Decision<'_> {
         failed: BTreeMap::new(),
         scores: candidates.iter().map(|c| (c.as_str(), 0)).collect(),
         neutral: Some(why),
+        explanation: None,
     }
 }
 

@@ -24,6 +24,7 @@
 pub mod bind;
 pub mod cache;
 pub mod cli;
+pub mod events;
 pub mod job;
 pub mod metrics;
 pub mod placements;

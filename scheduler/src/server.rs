@@ -17,6 +17,7 @@ use tokio::sync::{Mutex, RwLock};
 
 use crate::bind::RecentPods;
 use crate::cache::ScoreCache;
+use crate::events::{self, EventRecorder, PodRef};
 use crate::job::job_of;
 use crate::metrics::{Metrics, OutcomeLabels, ReasonLabels, VerbLabels};
 use crate::placements::Placements;
@@ -45,6 +46,8 @@ pub struct Extender {
     pub recent: Mutex<RecentPods>,
     /// What it has done, for /metrics.
     pub metrics: Metrics,
+    /// Events on the pods it decides for; `None` without an API server.
+    pub events: Option<EventRecorder>,
 }
 
 /// How a call ended, when its HTTP status does not say (a bind that
@@ -95,6 +98,12 @@ impl Extender {
             cache,
             placements,
             config,
+            events: kube.clone().map(|client| {
+                // The pod's name (its hostname), as Events' reportingInstance.
+                let instance =
+                    std::env::var("HOSTNAME").unwrap_or_else(|_| "netaware-scheduler".into());
+                EventRecorder::new(client, instance)
+            }),
             kube,
             recent: Mutex::new(RecentPods::default()),
             metrics: Metrics::new(),
@@ -221,6 +230,12 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
         &candidates,
         &extender.config,
     );
+    if let (Some(recorder), Some(explanation), Some(job), Some(pod)) =
+        (&extender.events, &decision.explanation, &job, pod_ref(pod))
+    {
+        let note = events::note(job.size, job.placed.len(), explanation, &decision.failed);
+        recorder.record(pod, note);
+    }
     if let Some(neutral) = decision.neutral {
         let reason = match neutral {
             Neutral::NoScores => {
@@ -255,6 +270,17 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
             })
             .collect(),
         args,
+    })
+}
+
+/// The pod an Event would be about, when its metadata names it whole.
+fn pod_ref(pod: &Value) -> Option<PodRef> {
+    let meta = pod.get("metadata")?;
+    let field = |name: &str| meta.get(name).and_then(Value::as_str).map(str::to_owned);
+    Some(PodRef {
+        namespace: field("namespace").unwrap_or_else(|| "default".into()),
+        name: field("name")?,
+        uid: field("uid")?,
     })
 }
 
