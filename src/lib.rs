@@ -2,7 +2,8 @@
 //! `collector` and `scheduler` (the services); `demo` runs the whole system
 //! on this machine ([`demo`]) and `lab` keeps a lab up ([`lab_command`],
 //! [`lab_system`]); `matrix`, `zones` and `rank` ask a running collector;
-//! `throughput` runs one test by hand ([`throughput_command`]); `certs`
+//! `explain` says what the extender would decide for a job and why
+//! ([`explain_command`]); `throughput` runs one test by hand ([`throughput_command`]); `certs`
 //! makes the certificates of deploy/tls ([`certs_command`]); `topology`
 //! and `publish-topology` carry the measured topology to other schedulers
 //! ([`topology_command`]).
@@ -18,6 +19,7 @@
 pub mod certs_command;
 pub mod client;
 pub mod demo;
+pub mod explain_command;
 pub mod heatmap;
 pub mod json;
 pub mod lab_command;

@@ -104,6 +104,23 @@ enum Command {
     /// Kueue, Volcano or Diktyo objects (server-side apply, field manager
     /// netaware), until SIGINT or SIGTERM.
     PublishTopology(netaware::topology_command::PublishArgs),
+    /// What the extender would decide now for a job, and why: the zone,
+    /// the next worker's node, each candidate's score and what holds it
+    /// back, the nodes that may not take a worker.
+    Explain {
+        #[command(flatten)]
+        target: Target,
+        /// The job by name, `[NAMESPACE/]NAME`: its size and placed workers
+        /// read from the Kubernetes API (its pods, by their job labels).
+        #[arg(long, conflicts_with_all = ["size", "peers"])]
+        job: Option<String>,
+        /// Workers in the job.
+        #[arg(long, required_unless_present = "job")]
+        size: Option<usize>,
+        /// A node where a worker already runs (repeat for more).
+        #[arg(long = "peer")]
+        peers: Vec<String>,
+    },
     /// Rank nodes for a job of K workers.
     Rank {
         #[command(flatten)]
@@ -267,6 +284,31 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::PublishTopology(args) => {
             netaware::topology_command::publish(args, netaware_runtime::shutdown_on_signal()?).await
+        }
+        Command::Explain {
+            target,
+            job,
+            size,
+            peers,
+        } => {
+            use netaware::explain_command::{self as explain, ExplainJson};
+            let (size, placed) = match job {
+                Some(job) => {
+                    let client = kube::Client::try_default().await.map_err(|err| {
+                        anyhow::anyhow!("--job reads the job's pods from the Kubernetes API: {err}")
+                    })?;
+                    explain::job_from_pods(&explain::job_pods(client, &job).await?)
+                }
+                None => (size.unwrap_or(1), peers),
+            };
+            anyhow::ensure!(size >= 1, "--size must be at least 1");
+            let ranking =
+                ScoresConnection::connect_with(&target.collector, target.tls.load()?.as_ref())
+                    .await?
+                    .rank(size, &placed)
+                    .await?;
+            let answer = ExplainJson::new(size, placed, &ranking);
+            print_answer(target.json, &answer, || explain::render(&answer))
         }
         Command::Rank {
             target,

@@ -818,6 +818,30 @@ fn with_bounded_peer_sets_a_slow_host_is_the_last_pick_of_its_zone() {
         std::thread::sleep(Duration::from_secs(3));
     }
     eprintln!("the slow b2 last of its zone; pairs estimated (b1, b2, b3) of 4 each: {readings:?}");
+
+    // `netaware explain` names both hosts and why: the lossy a3 may not
+    // take a worker (degraded by loss), the slow b2 is held back by delay.
+    let explain: netaware::explain_command::ExplainJson =
+        serde_json::from_str(&system.ask(&["explain", "--size", "3", "--json"]).unwrap()).unwrap();
+    let find = |name: &str| explain.nodes.iter().find(|n| n.node.name == name).unwrap();
+    let a3 = find("a3");
+    assert!(!a3.node.feasible, "{a3:?}");
+    assert!(
+        a3.node.reason.as_deref().unwrap_or("").contains("loss"),
+        "{a3:?}"
+    );
+    let b2 = find("b2");
+    assert_eq!(
+        b2.weakest.map(|w| w.term),
+        Some(netaware::explain_command::Term::Delay),
+        "{b2:?}"
+    );
+    let text = system.ask(&["explain", "--size", "3"]).unwrap();
+    assert!(
+        text.contains("held back by delay") && text.contains("not there: degraded"),
+        "{text}"
+    );
+    eprintln!("{text}");
 }
 
 /// A zone of two groups of three hosts, 1 ms further apart between the

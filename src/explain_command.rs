@@ -1,0 +1,343 @@
+//! `netaware explain`: the decision the extender would make now for a job,
+//! and why, for people (or `--json`): where the next worker would go, the
+//! zone and why, every candidate with its score and the term that holds it
+//! back most against the best of its zone, and the nodes that may not take
+//! a worker with their reasons.
+//!
+//! A job is given by its size and placed workers (`--size`, `--peer`), or
+//! by name (`--job [NAMESPACE/]NAME`): then its pods are read from the
+//! Kubernetes API, by the same job labels the extender knows, and its
+//! placed workers are the nodes its running pods are bound to.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use k8s_openapi::api::core::v1::Pod;
+use netaware_proto::v1 as pb;
+use netaware_scheduler::job::{GROUP_SIZE_LABEL, JOB_LABELS};
+use serde::{Deserialize, Serialize};
+
+use crate::json::{RankJson, RankedJson};
+
+/// A gap between a node's term and the best of its zone below which the
+/// term does not hold it back.
+const NOTABLE_GAP: f64 = 0.05;
+
+/// One of a score's terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Term {
+    /// Delay.
+    Delay,
+    /// Loss.
+    Loss,
+    /// Throughput.
+    Throughput,
+}
+
+impl Term {
+    fn of(self, node: &RankedJson) -> f64 {
+        match self {
+            Term::Delay => node.terms.delay,
+            Term::Loss => node.terms.loss,
+            Term::Throughput => node.terms.throughput,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Term::Delay => "delay",
+            Term::Loss => "loss",
+            Term::Throughput => "throughput",
+        }
+    }
+}
+
+/// The term that holds a node back most.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WeakestJson {
+    /// Which term.
+    pub term: Term,
+    /// The node's.
+    pub value: f64,
+    /// The best of the feasible candidates of its zone.
+    pub best: f64,
+}
+
+/// One candidate, explained.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExplainedJson {
+    /// Its ranking (as `rank --json`).
+    #[serde(flatten)]
+    pub node: RankedJson,
+    /// For a feasible node, the term furthest below its zone's best, when
+    /// it is 0.05 or more below.
+    pub weakest: Option<WeakestJson>,
+}
+
+/// `explain --json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExplainJson {
+    /// Workers in the job.
+    pub size: usize,
+    /// Where its workers run.
+    pub placed: Vec<String>,
+    /// Where the next worker would go; null when no node may take it.
+    pub next: Option<String>,
+    /// The chosen zone; null if none.
+    pub zone: Option<String>,
+    /// Why that zone.
+    pub zone_reason: String,
+    /// Feasible candidates best first, then the others.
+    pub nodes: Vec<ExplainedJson>,
+}
+
+impl ExplainJson {
+    /// The explanation of `ranking` for a job of `size` on `placed`.
+    pub fn new(size: usize, placed: Vec<String>, ranking: &pb::RankResponse) -> Self {
+        let rank = RankJson::from(ranking);
+        let mut best: BTreeMap<(&str, Term), f64> = BTreeMap::new();
+        for node in rank.nodes.iter().filter(|n| n.feasible) {
+            for term in [Term::Delay, Term::Loss, Term::Throughput] {
+                let entry = best.entry((node.zone.as_str(), term)).or_insert(0.0);
+                *entry = entry.max(term.of(node));
+            }
+        }
+        let weakest = |node: &RankedJson| {
+            if !node.feasible {
+                return None;
+            }
+            [Term::Delay, Term::Loss, Term::Throughput]
+                .into_iter()
+                .map(|term| WeakestJson {
+                    term,
+                    value: term.of(node),
+                    best: best
+                        .get(&(node.zone.as_str(), term))
+                        .copied()
+                        .unwrap_or(0.0),
+                })
+                .filter(|w| w.best - w.value >= NOTABLE_GAP)
+                .max_by(|a, b| (a.best - a.value).total_cmp(&(b.best - b.value)))
+        };
+        let nodes: Vec<ExplainedJson> = rank
+            .nodes
+            .iter()
+            .map(|node| ExplainedJson {
+                weakest: weakest(node),
+                node: node.clone(),
+            })
+            .collect();
+        Self {
+            size,
+            placed,
+            next: nodes
+                .iter()
+                .find(|n| n.node.feasible)
+                .map(|n| n.node.name.clone()),
+            zone: rank.zone,
+            zone_reason: rank.zone_reason,
+            nodes,
+        }
+    }
+}
+
+/// The explanation as text for people.
+pub fn render(explain: &ExplainJson) -> String {
+    let mut out = String::new();
+    let placed = if explain.placed.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", explain.placed.join(", "))
+    };
+    let _ = writeln!(
+        out,
+        "job of {} workers, {} placed{placed}",
+        explain.size,
+        explain.placed.len()
+    );
+    match &explain.zone {
+        Some(zone) => {
+            let _ = writeln!(out, "zone {zone}: {}", explain.zone_reason);
+        }
+        None => {
+            let _ = writeln!(out, "no zone: {}", explain.zone_reason);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "next worker: {}\n",
+        explain
+            .next
+            .as_deref()
+            .unwrap_or("nowhere (no node may take it)")
+    );
+    let _ = writeln!(out, "{:<16} {:<12} {:>6}  WHY", "NODE", "ZONE", "SCORE");
+    for explained in &explain.nodes {
+        let node = &explained.node;
+        let t = &node.terms;
+        let why = match (&node.reason, &explained.weakest) {
+            (Some(reason), _) => format!("not there: {reason}"),
+            (None, Some(weak)) => format!(
+                "held back by {} {:.2} (its zone's best {:.2}); {} pairs, {} estimated",
+                weak.term.name(),
+                weak.value,
+                weak.best,
+                t.pairs,
+                t.fallback_pairs
+            ),
+            (None, None) => format!(
+                "delay {:.2}, loss {:.2}, throughput {:.2}; {} pairs, {} estimated",
+                t.delay, t.loss, t.throughput, t.pairs, t.fallback_pairs
+            ),
+        };
+        let score = if node.feasible {
+            format!("{:.3}", node.score)
+        } else {
+            "-".to_owned()
+        };
+        let _ = writeln!(
+            out,
+            "{:<16} {:<12} {:>6}  {why}",
+            node.name, node.zone, score
+        );
+    }
+    out
+}
+
+/// A job's size and placed workers from its pods: the size its
+/// `netaware.io/group-size` label says, else the number of its pods; the
+/// placed workers, the nodes its pods that have not finished are bound to.
+pub fn job_from_pods(pods: &[Pod]) -> (usize, Vec<String>) {
+    let size = pods
+        .iter()
+        .filter_map(|p| {
+            p.metadata
+                .labels
+                .as_ref()?
+                .get(GROUP_SIZE_LABEL)?
+                .parse()
+                .ok()
+        })
+        .find(|&n: &usize| n > 0)
+        .unwrap_or(pods.len());
+    let mut placed: Vec<String> = pods
+        .iter()
+        .filter(|p| {
+            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+            !matches!(phase, Some("Succeeded" | "Failed"))
+        })
+        .filter_map(|p| p.spec.as_ref()?.node_name.clone())
+        .collect();
+    placed.sort();
+    (size.max(1), placed)
+}
+
+/// The pods of the job `[namespace/]name`, by the first job label that
+/// names any.
+pub async fn job_pods(client: kube::Client, job: &str) -> anyhow::Result<Vec<Pod>> {
+    let (namespace, name) = job.split_once('/').unwrap_or(("default", job));
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client, namespace);
+    for (label, _) in JOB_LABELS {
+        let selector = format!("{label}={name}");
+        let list = pods
+            .list(&kube::api::ListParams::default().labels(&selector))
+            .await?;
+        if !list.items.is_empty() {
+            return Ok(list.items);
+        }
+    }
+    anyhow::bail!("no pods of a job {name} in namespace {namespace} (by any of the job labels)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ranked(name: &str, zone: &str, feasible: bool, delay: f64) -> pb::RankedNode {
+        pb::RankedNode {
+            name: name.into(),
+            zone: zone.into(),
+            score: if feasible { delay * 0.7 } else { 0.0 },
+            feasible,
+            reason: if feasible {
+                String::new()
+            } else {
+                "degraded: loss 20.0%".into()
+            },
+            terms: Some(pb::NodeTerms {
+                delay,
+                loss: 1.0,
+                throughput: 0.5,
+                pairs: 4,
+                ..pb::NodeTerms::default()
+            }),
+            ..pb::RankedNode::default()
+        }
+    }
+
+    #[test]
+    fn the_slow_node_is_held_back_by_delay_and_the_lossy_one_is_not_there() {
+        let ranking = pb::RankResponse {
+            zone: "zone-b".into(),
+            zone_reason: "the best zone".into(),
+            nodes: vec![
+                ranked("b1", "zone-b", true, 0.97),
+                ranked("b3", "zone-b", true, 0.95),
+                ranked("b2", "zone-b", true, 0.40),
+                ranked("a3", "zone-a", false, 0.9),
+            ],
+        };
+        let explain = ExplainJson::new(3, vec![], &ranking);
+        assert_eq!(explain.next.as_deref(), Some("b1"));
+        let b2 = explain.nodes.iter().find(|n| n.node.name == "b2").unwrap();
+        assert_eq!(
+            b2.weakest,
+            Some(WeakestJson {
+                term: Term::Delay,
+                value: 0.40,
+                best: 0.97
+            })
+        );
+        assert_eq!(explain.nodes[1].weakest, None, "b3 is within 0.05 of b1");
+        let text = render(&explain);
+        assert!(
+            text.contains("held back by delay 0.40 (its zone's best 0.97)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("a3") && text.contains("not there: degraded: loss 20.0%"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_job_from_its_pods() {
+        let pod = |node: Option<&str>, phase: &str, size: Option<&str>| {
+            let mut pod: Pod = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "w", "labels": {}},
+                "spec": {"containers": []},
+                "status": {"phase": phase}
+            }))
+            .unwrap();
+            pod.spec.as_mut().unwrap().node_name = node.map(str::to_owned);
+            if let Some(size) = size {
+                pod.metadata
+                    .labels
+                    .as_mut()
+                    .unwrap()
+                    .insert(GROUP_SIZE_LABEL.into(), size.into());
+            }
+            pod
+        };
+        let pods = [
+            pod(Some("a2"), "Running", None),
+            pod(Some("a1"), "Running", None),
+            pod(Some("c9"), "Succeeded", None),
+            pod(None, "Pending", None),
+        ];
+        assert_eq!(job_from_pods(&pods), (4, vec!["a1".into(), "a2".into()]));
+        let sized = [pod(Some("a1"), "Running", Some("8"))];
+        assert_eq!(job_from_pods(&sized), (8, vec!["a1".into()]));
+    }
+}
