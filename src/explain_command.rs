@@ -340,4 +340,47 @@ mod tests {
         let sized = [pod(Some("a1"), "Running", Some("8"))];
         assert_eq!(job_from_pods(&sized), (8, vec!["a1".into()]));
     }
+
+    #[tokio::test]
+    async fn a_job_by_name_is_read_label_by_label_from_the_api() {
+        use http::{Request, Response};
+        let (service, mut api) =
+            tower_test::mock::pair::<Request<kube::client::Body>, Response<kube::client::Body>>();
+        let client = kube::Client::new(service, "default");
+        let reading = tokio::spawn(job_pods(client, "ml/resnet"));
+        let list = |items: serde_json::Value| {
+            serde_json::json!({"apiVersion": "v1", "kind": "PodList",
+                               "metadata": {"resourceVersion": "5"}, "items": items})
+        };
+        // No pod carries netaware's own group label; Kubeflow's names it.
+        let mut asked = Vec::new();
+        for answer in [
+            list(serde_json::json!([])),
+            list(serde_json::json!([{
+                "metadata": {"name": "resnet-worker-0", "namespace": "ml",
+                             "labels": {"training.kubeflow.org/job-name": "resnet"}},
+                "spec": {"nodeName": "a1", "containers": []},
+                "status": {"phase": "Running"}
+            }])),
+        ] {
+            let (request, respond) = api.next_request().await.expect("a list");
+            asked.push(request.uri().to_string());
+            respond.send_response(
+                Response::builder()
+                    .body(kube::client::Body::from(
+                        serde_json::to_vec(&answer).unwrap(),
+                    ))
+                    .unwrap(),
+            );
+        }
+        let pods = reading.await.unwrap().unwrap();
+        assert_eq!(
+            asked,
+            [
+                "/api/v1/namespaces/ml/pods?&labelSelector=netaware.io%2Fgroup%3Dresnet",
+                "/api/v1/namespaces/ml/pods?&labelSelector=training.kubeflow.org%2Fjob-name%3Dresnet",
+            ]
+        );
+        assert_eq!(job_from_pods(&pods), (1, vec!["a1".to_owned()]));
+    }
 }
