@@ -821,27 +821,45 @@ fn with_bounded_peer_sets_a_slow_host_is_the_last_pick_of_its_zone() {
 
     // `netaware explain` names both hosts and why: the lossy a3 may not
     // take a worker (degraded by loss), the slow b2 is held back by delay.
-    let explain: netaware::explain_command::ExplainJson =
-        serde_json::from_str(&system.ask(&["explain", "--size", "3", "--json"]).unwrap()).unwrap();
-    let find = |name: &str| explain.nodes.iter().find(|n| n.node.name == name).unwrap();
-    let a3 = find("a3");
-    assert!(!a3.node.feasible, "{a3:?}");
-    assert!(
-        a3.node.reason.as_deref().unwrap_or("").contains("loss"),
-        "{a3:?}"
-    );
-    let b2 = find("b2");
-    assert_eq!(
-        b2.weakest.map(|w| w.term),
-        Some(netaware::explain_command::Term::Delay),
-        "{b2:?}"
-    );
-    let text = system.ask(&["explain", "--size", "3"]).unwrap();
+    // A node is called degraded on most of its links, and with rotating
+    // peer sets a young matrix may not yet hold most of a3's: wait until
+    // the verdicts settle, as an operator reading `explain` would see them.
+    let settled = |explain: &netaware::explain_command::ExplainJson| {
+        let find = |name: &str| explain.nodes.iter().find(|n| n.node.name == name);
+        let a3_degraded_by_loss = find("a3").is_some_and(|a3| {
+            !a3.node.feasible && a3.node.reason.as_deref().unwrap_or("").contains("loss")
+        });
+        let b2_held_back_by_delay = find("b2").is_some_and(|b2| {
+            b2.weakest.map(|w| w.term) == Some(netaware::explain_command::Term::Delay)
+        });
+        a3_degraded_by_loss && b2_held_back_by_delay
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (explain, tries) = (1..)
+        .find_map(|tries| {
+            let explain: netaware::explain_command::ExplainJson =
+                serde_json::from_str(&system.ask(&["explain", "--size", "3", "--json"]).unwrap())
+                    .unwrap();
+            if settled(&explain) {
+                return Some((explain, tries));
+            }
+            assert!(
+                Instant::now() < deadline,
+                "explain never named a3 degraded by loss and b2 held back by delay:\n{}",
+                netaware::explain_command::render(&explain)
+            );
+            std::thread::sleep(Duration::from_secs(2));
+            None
+        })
+        .unwrap();
+    let text = netaware::explain_command::render(&explain);
     assert!(
         text.contains("held back by delay") && text.contains("not there: degraded"),
         "{text}"
     );
-    eprintln!("{text}");
+    eprintln!("explain settled after {tries} tries:\n{text}");
+    let text = system.ask(&["explain", "--size", "3"]).unwrap();
+    assert!(text.starts_with("job of 3 workers, 0 placed"), "{text}");
 }
 
 /// A zone of two groups of three hosts, 1 ms further apart between the
