@@ -98,11 +98,6 @@ impl Default for ModelConfig {
     }
 }
 
-/// Time a test slot allows beyond warm-up and measured part: connecting,
-/// the client's tail, the result.
-const SLOT_MARGIN_MS: u64 = 1_500;
-/// How long before a test's start its orders go out.
-const ORDER_LEAD_MS: u64 = 1_000;
 /// How long an issued test waits for its result (results travel inside
 /// windows, which an agent may replay after an outage).
 const ISSUED_KEPT_MS: u64 = 15 * 60_000;
@@ -131,14 +126,8 @@ impl ThroughputConfig {
         same_zone_only: bool,
         max_concurrent: Option<usize>,
     ) -> Result<Self, PlanError> {
-        let plan = PlanConfig {
-            budget,
-            slot_ms: u64::from(omit_ms) + u64::from(duration_ms) + SLOT_MARGIN_MS,
-            lead_ms: ORDER_LEAD_MS,
-            same_zone_only,
-            max_concurrent,
-        }
-        .validated()?;
+        let plan =
+            PlanConfig::for_tests(budget, omit_ms, duration_ms, same_zone_only, max_concurrent)?;
         Ok(Self {
             plan,
             omit_ms,

@@ -14,7 +14,7 @@ use crate::shared::Shared;
 use netaware_runtime::clock::now_ms;
 
 /// Time between two planning rounds.
-const PLAN_EVERY: Duration = Duration::from_millis(250);
+const PLAN_EVERY: Duration = Duration::from_millis(netaware_core::throughput_plan::PLAN_EVERY_MS);
 
 /// Plans and orders tests until shutdown.
 pub async fn run(shared: Arc<Shared>) {

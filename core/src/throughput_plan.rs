@@ -50,7 +50,35 @@ pub enum PlanError {
     Slot,
 }
 
+/// Time a test slot allows beyond warm-up and measured part: connecting,
+/// the client's tail, the result.
+pub const SLOT_MARGIN_MS: u64 = 1_500;
+/// How long before a test's start its orders go out.
+pub const ORDER_LEAD_MS: u64 = 1_000;
+/// Time between two of the collector's calls to [`Planner::plan`].
+pub const PLAN_EVERY_MS: u64 = 250;
+
 impl PlanConfig {
+    /// The rationing of tests of `omit_ms` warm-up and `duration_ms`
+    /// measured, each in a slot with [`SLOT_MARGIN_MS`] to spare, ordered
+    /// [`ORDER_LEAD_MS`] ahead: the collector's, and the simulator's.
+    pub fn for_tests(
+        budget: f64,
+        omit_ms: u32,
+        duration_ms: u32,
+        same_zone_only: bool,
+        max_concurrent: Option<usize>,
+    ) -> Result<Self, PlanError> {
+        Self {
+            budget,
+            slot_ms: u64::from(omit_ms) + u64::from(duration_ms) + SLOT_MARGIN_MS,
+            lead_ms: ORDER_LEAD_MS,
+            same_zone_only,
+            max_concurrent,
+        }
+        .validated()
+    }
+
     /// The configuration, if it is usable.
     pub fn validated(self) -> Result<Self, PlanError> {
         if !(self.budget > 0.0 && self.budget <= 1.0) {

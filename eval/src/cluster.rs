@@ -1,26 +1,20 @@
-//! A synthetic GPU cluster for the simulator: zones of nodes, links whose
-//! truth the simulator knows, and the matrix that netaware's agents would
-//! have measured on them (with measurement noise), scored by the core's
-//! own score model.
+//! A synthetic GPU cluster for the simulator: zones of nodes and links
+//! whose truth only the simulator knows. What netaware (or any policy)
+//! knows of it comes from [`crate::information`].
 //!
 //! The truth: inside a zone, 0.1 ms RTT at the slower NIC's rate (healthy
-//! NICs: 100 Gbit/s); between zones, 2 ms RTT and 25 Gbit/s per flow (an
-//! oversubscribed spine). A share of nodes is degraded, half slow (a NIC
-//! at 10 Gbit/s) and half lossy (1% loss, bad optics); a share of the pairs
-//! inside zones loses 0.5% (a bad cable or port between them).
-//!
-//! What agents measure: the pairs their peer sets hold, chosen by the
-//! agents' own rule (`netaware_core::peers::choose`, the collector's
-//! `--max-peers`: the node's zone first, then the other zones in turn), RTT
-//! and goodput within +-10% of the truth, loss as is.
+//! NICs: 100 Gbit/s), non-blocking. Zones are points in a plane (0.4 to
+//! about 3 ms apart); between two zones the RTT is 0.5 ms plus their
+//! distance, a flow gets at most 25 Gbit/s (one path of the spine), and
+//! every flow leaving or entering a zone shares the zone's uplink
+//! ([`Cluster::uplink_bps`]: its NICs' rate over an oversubscription of
+//! 8). A share of nodes is degraded, half slow (a NIC at 10 Gbit/s) and
+//! half lossy (1% loss, bad optics); a share of the pairs inside zones
+//! loses 0.5% (a bad cable or port between them).
 
 use std::collections::HashSet;
 
-use netaware_core::coordinates::Coordinates;
-use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::score::ScoreConfig;
-use netaware_core::snapshot::{NodeView, ScoredMatrix, ScoredPair, own_terms};
-use netaware_core::{NodeInfo, NodeKind};
 use rand::Rng;
 
 use crate::model::Link;
@@ -57,8 +51,11 @@ const SLOW_NIC_BPS: f64 = 10e9;
 const LOSSY_NIC_LOSS: f64 = 0.01;
 const LOSSY_LINK_LOSS: f64 = 0.005;
 const INTRA_ZONE_RTT_MS: f64 = 0.1;
-const INTER_ZONE_RTT_MS: f64 = 2.0;
+/// RTT between two zones at the same point; their distance adds to it.
+const INTER_ZONE_BASE_MS: f64 = 0.5;
 const INTER_ZONE_BPS: f64 = 25e9;
+/// A zone's uplink carries this share of its NICs' rate.
+const UPLINK_OVERSUBSCRIPTION: f64 = 8.0;
 
 /// The score configuration an operator of this cluster would set: the
 /// throughput term's reference at a healthy NIC's rate.
@@ -78,6 +75,9 @@ pub struct Cluster {
     nic_bps: Vec<f64>,
     nic_loss: Vec<f64>,
     lossy_pairs: HashSet<(usize, usize)>,
+    /// Where each zone sits (ms apart).
+    zone_place: Vec<[f64; 2]>,
+    nodes_per_zone: usize,
 }
 
 impl Cluster {
@@ -90,7 +90,18 @@ impl Cluster {
             nic_bps: vec![HEALTHY_NIC_BPS; n],
             nic_loss: vec![0.0; n],
             lossy_pairs: HashSet::new(),
+            zone_place: Vec::with_capacity(spec.zones),
+            nodes_per_zone: spec.nodes_per_zone,
         };
+        // Zones over a 2.5 ms square, at least 0.4 ms apart (redrawn until
+        // they are; a square this size holds dozens).
+        while cluster.zone_place.len() < spec.zones {
+            let place = [rng.random_range(0.0..2.5), rng.random_range(0.0..2.5)];
+            let apart = |other: &[f64; 2]| distance(*other, place) >= 0.4;
+            if cluster.zone_place.iter().all(apart) || cluster.zone_place.len() >= 40 {
+                cluster.zone_place.push(place);
+            }
+        }
         for z in 0..spec.zones {
             for i in 0..spec.nodes_per_zone {
                 cluster.names.push(format!("z{z:02}-n{i:03}"));
@@ -123,6 +134,32 @@ impl Cluster {
         format!("zone-{:02}", self.zone[node])
     }
 
+    /// The zone of a node, as a number.
+    pub fn zone_of(&self, node: usize) -> usize {
+        self.zone[node]
+    }
+
+    /// How many zones.
+    pub fn zone_count(&self) -> usize {
+        self.zone_place.len()
+    }
+
+    /// What a zone's uplink to the spine carries (each way), bit/s: every
+    /// flow leaving the zone shares it, and every flow entering it the
+    /// downlink of the same size.
+    pub fn uplink_bps(&self) -> f64 {
+        self.nodes_per_zone as f64 * HEALTHY_NIC_BPS / UPLINK_OVERSUBSCRIPTION
+    }
+
+    /// The true RTT between two zones (ms).
+    pub fn zone_rtt_ms(&self, a: usize, b: usize) -> f64 {
+        if a == b {
+            INTRA_ZONE_RTT_MS
+        } else {
+            INTER_ZONE_BASE_MS + distance(self.zone_place[a], self.zone_place[b])
+        }
+    }
+
     /// Whether a node's NIC is degraded (slow or lossy).
     pub fn degraded(&self, node: usize) -> bool {
         self.nic_bps[node] < HEALTHY_NIC_BPS || self.nic_loss[node] > 0.0
@@ -145,11 +182,7 @@ impl Cluster {
         let keep = (1.0 - self.nic_loss[a]) * (1.0 - self.nic_loss[b]) * (1.0 - path_loss);
         let nic = self.nic_bps[a].min(self.nic_bps[b]);
         Link {
-            rtt_ms: if same_zone {
-                INTRA_ZONE_RTT_MS
-            } else {
-                INTER_ZONE_RTT_MS
-            },
+            rtt_ms: self.zone_rtt_ms(self.zone[a], self.zone[b]),
             loss: 1.0 - keep,
             rate_bps: if same_zone {
                 nic
@@ -158,113 +191,10 @@ impl Cluster {
             },
         }
     }
-
-    /// What netaware would have measured and scored, as of `now` (ms),
-    /// with each agent probing `max_peers` peers (0: all).
-    pub fn measured(
-        &self,
-        config: &ScoreConfig,
-        max_peers: usize,
-        now: u64,
-        rng: &mut impl Rng,
-    ) -> ScoredMatrix {
-        let nodes: Vec<NodeView> = (0..self.names.len())
-            .map(|i| NodeView {
-                info: NodeInfo {
-                    name: self.names[i].clone(),
-                    address: String::new(),
-                    zone: self.zone_name(i),
-                    region: String::new(),
-                    kind: NodeKind::Agent,
-                },
-                stale: false,
-                last_report_age_ms: Some(0),
-                coordinate: None,
-            })
-            .collect();
-        let zones: Vec<String> = (0..self.names.len()).map(|i| self.zone_name(i)).collect();
-        let candidates: Vec<(&str, &str)> = self
-            .names
-            .iter()
-            .zip(&zones)
-            .map(|(name, zone)| (name.as_str(), zone.as_str()))
-            .collect();
-        let mut pairs = Vec::new();
-        for src in 0..self.names.len() {
-            let (name, zone) = candidates[src];
-            for dst in netaware_core::peers::choose(
-                name,
-                zone,
-                &candidates,
-                netaware_core::peers::PeerBound {
-                    max: max_peers,
-                    epoch: 0,
-                },
-            ) {
-                let truth = self.link(src, dst);
-                let noise = |rng: &mut dyn rand::RngCore| rng.random_range(0.9..1.1);
-                let summary = PairSummary {
-                    rtt_median_ms: Some(truth.rtt_ms * noise(rng)),
-                    rtt_p99_ms: Some(truth.rtt_ms * 1.5),
-                    jitter_ms: Some(truth.rtt_ms * 0.05),
-                    loss_ratio: Some(truth.loss),
-                    samples: 600,
-                    last_end: Some(now),
-                    throughput: Some(Throughput {
-                        bps: truth.goodput_bps() * noise(rng),
-                        at: now,
-                        retransmits: None,
-                        tcp_rtt_ms: None,
-                    }),
-                    one_way_loss_ratio: None,
-                };
-                let terms = own_terms(config, &config.measured_terms(&summary, true, now));
-                pairs.push(ScoredPair {
-                    src,
-                    dst,
-                    summary,
-                    age_ms: Some(0),
-                    stale: false,
-                    quality: config.quality(&terms),
-                    terms,
-                });
-            }
-        }
-        let nodes = if max_peers > 0 {
-            with_coordinates(nodes, &pairs)
-        } else {
-            nodes
-        };
-        ScoredMatrix::from_parts(nodes, pairs, config.fallback())
-    }
 }
 
-/// Passes the collector's coordinates make over the medians in one
-/// rotation step of its peer sets (a pass every 10 s, a step every 5 min).
-const COORDINATE_PASSES: usize = 30;
-
-/// The nodes with the network coordinates that the collector would have
-/// worked out from the measured medians of `pairs` (the same code, the
-/// same number of passes), so that placement estimates the pairs nobody
-/// probes as the product does.
-fn with_coordinates(nodes: Vec<NodeView>, pairs: &[ScoredPair]) -> Vec<NodeView> {
-    let mut coordinates = Coordinates::default();
-    for _ in 0..COORDINATE_PASSES {
-        for pair in pairs {
-            if let Some(rtt) = pair.summary.rtt_median_ms {
-                let (src, dst) = (&nodes[pair.src].info.name, &nodes[pair.dst].info.name);
-                // The simulator's medians are all usable samples.
-                let _ = coordinates.observe(src, dst, rtt);
-            }
-        }
-    }
-    nodes
-        .into_iter()
-        .map(|node| NodeView {
-            coordinate: coordinates.coordinate(&node.info.name).cloned(),
-            ..node
-        })
-        .collect()
+fn distance(a: [f64; 2], b: [f64; 2]) -> f64 {
+    ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2)).sqrt()
 }
 
 #[cfg(test)]
@@ -300,39 +230,5 @@ mod tests {
             link.rate_bps < HEALTHY_NIC_BPS.min(INTER_ZONE_BPS) + 1.0 || link.loss > 0.0
         });
         assert!(worse);
-    }
-
-    #[test]
-    fn the_measured_matrix_scores_every_pair_and_ranks_bad_links_lower() {
-        let spec = ClusterSpec {
-            zones: 2,
-            nodes_per_zone: 6,
-            degraded_nodes: 0.3,
-            degraded_links: 0.0,
-            max_peers: 0,
-        };
-        let mut rng = StdRng::seed_from_u64(7);
-        let cluster = Cluster::generate(&spec, &mut rng);
-        let config = score_config();
-        let matrix = cluster.measured(&config, 0, 1_000, &mut rng);
-        assert_eq!(matrix.pairs().len(), 12 * 11);
-        // Five peers each: a sample of four of its zone, one of the other.
-        let sparse = cluster.measured(&config, 5, 1_000, &mut rng);
-        assert_eq!(sparse.pairs().len(), 12 * 5);
-        let inside = sparse.pairs().iter().filter(|p| p.src / 6 == p.dst / 6);
-        assert_eq!(inside.count(), 12 * 4);
-        for pair in matrix.pairs() {
-            assert!((0.0..=1.0).contains(&pair.quality));
-            let truth = cluster.link(pair.src, pair.dst);
-            let clean = truth.loss == 0.0 && truth.rate_bps == HEALTHY_NIC_BPS;
-            if truth.rtt_ms > INTRA_ZONE_RTT_MS {
-                continue; // across zones: slower by design
-            }
-            if !clean {
-                assert!(pair.quality < 0.9, "{truth:?}: {}", pair.quality);
-            } else {
-                assert!(pair.quality > 0.9, "{truth:?}: {}", pair.quality);
-            }
-        }
     }
 }

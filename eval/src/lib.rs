@@ -1,23 +1,37 @@
 //! The evaluation of placements, pure: no sockets, no clocks.
 //!
+//! - [`cluster`]: a synthetic cluster with heterogeneous links, whose truth
+//!   only the simulator knows.
+//! - [`information`]: what a policy knows of it at each moment ([`View`]s
+//!   over a run), in measured or perfect mode:
+//!   - [`fleet`]: measured, by netaware's own agent, collector, planner and
+//!     score code on simulated probes;
+//!   - [`perfect`]: the truth, as an upper bound.
 //! - [`policies`]: where each policy puts a job's workers: netaware (the
-//!   extender's own code), kube-scheduler's default spreading, zone-only
-//!   (topology labels, no measurements) and random.
+//!   extender's own code), kube-scheduler's defaults, zone-only (topology
+//!   labels), Diktyo (NetworkOverhead with zone costs) and random.
 //! - [`model`]: the alpha-beta model of a ring all-reduce on given links.
-//! - [`cluster`]: a synthetic cluster with heterogeneous links, and what
-//!   netaware's agents would have measured on it.
-//! - [`sim`]: jobs arriving over time and competing for its nodes, placed
-//!   by each policy in turn.
-//! - [`stats`]: mean, median and percentiles.
+//! - [`contention`]: max-min fair shares of the links jobs share.
+//! - [`sim`]: jobs arriving over time and competing for its nodes,
+//!   placed by each policy in turn.
+//! - [`stats`]: mean, median, percentiles and bootstrap intervals.
+//! - [`estimates`], [`fabric`]: how far off the RTT estimates of pairs
+//!   nobody probes are, on a fabric with racks.
 //!
-//! The lab experiment (real traffic) and the plots live in the `netaware`
-//! crate; they call [`policies`] so that both halves compare the same
-//! placements.
+//! The lab experiment (real traffic) and the plots live in the
+//! `netaware-testbed` crate; they call [`policies`] so that both halves
+//! compare the same placements.
+//!
+//! [`View`]: information::View
 
 pub mod cluster;
+pub mod contention;
 pub mod estimates;
 pub mod fabric;
+pub mod fleet;
+pub mod information;
 pub mod model;
+pub mod perfect;
 pub mod policies;
 pub mod sim;
 pub mod stats;

@@ -1,18 +1,25 @@
 //! Jobs arriving over time on a [`Cluster`], competing for its nodes,
-//! placed by one policy; each runs its iterations at the pace the alpha-beta
-//! model gives on the links it got. First come, first served: a job that
-//! does not fit waits, and the jobs behind it wait too (as a gang scheduler
-//! without backfill does).
+//! placed by one policy from what it knows at that moment (a
+//! [`Timeline`] of views); each runs its iterations at the pace the
+//! alpha-beta model gives on the links it got, with the links it shares
+//! with other jobs divided max-min fairly ([`crate::contention`]). First
+//! come, first served: a job that does not fit waits, and the jobs behind
+//! it wait too (as a gang scheduler without backfill does).
+//!
+//! A job's iteration is its slowest worker's compute (each worker's varies
+//! from iteration to iteration) plus its all-reduce. Each node runs at most
+//! one worker (whole-node training pods), so jobs share links only between
+//! zones; inside a zone the fabric is taken as non-blocking.
 
-use std::cmp::Ordering;
-use std::collections::{BTreeSet, BinaryHeap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 use netaware_core::extender::PolicyConfig;
-use netaware_core::snapshot::ScoredMatrix;
 use rand::Rng;
 
 use crate::cluster::Cluster;
-use crate::model::ring_allreduce_s;
+use crate::contention::{Flow, max_min_fair};
+use crate::information::Timeline;
+use crate::model::{Link, ring_allreduce_s};
 use crate::policies::Policy;
 use crate::stats;
 
@@ -27,8 +34,11 @@ pub struct WorkloadSpec {
     pub iterations: (u32, u32),
     /// Gradient per iteration (ResNet-50: about 100 MB).
     pub gradient_bytes: f64,
-    /// Compute per iteration, seconds.
+    /// Mean compute per iteration and worker, seconds.
     pub compute_s: f64,
+    /// How much a worker's compute varies between iterations: the standard
+    /// deviation of its logarithm.
+    pub compute_spread: f64,
     /// Offered load: busy node-seconds asked for over node-seconds there
     /// are, if every job ran at the best pace the cluster allows.
     pub load: f64,
@@ -42,6 +52,7 @@ impl Default for WorkloadSpec {
             iterations: (500, 5_000),
             gradient_bytes: 100e6,
             compute_s: 0.1,
+            compute_spread: 0.1,
             load: 0.7,
         }
     }
@@ -58,7 +69,13 @@ pub struct Job {
     pub size: usize,
     /// Training iterations it runs.
     pub iterations: u32,
+    /// Its slowest worker's compute per iteration, on average (s): what
+    /// the all-reduce waits for before it starts.
+    pub compute_s: f64,
 }
+
+/// Draws of an iteration used to work out a job's mean slowest compute.
+const COMPUTE_DRAWS: usize = 200;
 
 /// Draws a trace: Poisson arrivals at the rate that gives `spec.load`.
 pub fn trace(spec: &WorkloadSpec, nodes: usize, rng: &mut impl Rng) -> Vec<Job> {
@@ -74,23 +91,32 @@ pub fn trace(spec: &WorkloadSpec, nodes: usize, rng: &mut impl Rng) -> Vec<Job> 
             }
             pick -= w;
         }
+        let size = size.min(nodes).max(1);
         let iterations =
             rng.random_range(spec.iterations.0..=spec.iterations.1.max(spec.iterations.0));
+        let slowest: Vec<f64> = (0..COMPUTE_DRAWS)
+            .map(|_| {
+                (0..size)
+                    .map(|_| spec.compute_s * (spec.compute_spread * normal(rng)).exp())
+                    .fold(0.0, f64::max)
+            })
+            .collect();
         jobs.push(Job {
             id,
             arrival_s: 0.0,
-            size: size.min(nodes).max(1),
+            size,
             iterations,
+            compute_s: stats::mean(&slowest),
         });
     }
     // The best pace: every link at a healthy NIC's rate inside a zone.
     let best = |job: &Job| {
-        let comm = ring_allreduce_s(job.size, spec.gradient_bytes, |_, _| crate::model::Link {
+        let comm = ring_allreduce_s(job.size, spec.gradient_bytes, |_, _| Link {
             rtt_ms: 0.1,
             loss: 0.0,
             rate_bps: 100e9,
         });
-        f64::from(job.iterations) * (spec.compute_s + comm) * job.size as f64
+        f64::from(job.iterations) * (job.compute_s + comm) * job.size as f64
     };
     let demand = stats::mean(&jobs.iter().map(best).collect::<Vec<_>>());
     let rate = spec.load * nodes as f64 / demand.max(f64::MIN_POSITIVE);
@@ -100,6 +126,13 @@ pub fn trace(spec: &WorkloadSpec, nodes: usize, rng: &mut impl Rng) -> Vec<Job> 
         job.arrival_s = now;
     }
     jobs
+}
+
+/// A standard normal draw (Box-Muller).
+fn normal(rng: &mut impl Rng) -> f64 {
+    let u: f64 = rng.random_range(f64::EPSILON..1.0);
+    let v: f64 = rng.random();
+    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
 }
 
 /// What happened to one job.
@@ -117,7 +150,7 @@ pub struct JobResult {
     pub jct_s: f64,
     /// Zones its workers span.
     pub zones: usize,
-    /// Seconds per iteration.
+    /// Seconds per iteration, on average over its run.
     pub iteration_s: f64,
     /// Where its workers ran, in rank order.
     pub nodes: Vec<String>,
@@ -130,6 +163,8 @@ pub struct PolicySummary {
     pub policy: Policy,
     /// Mean job completion time (s).
     pub mean_jct_s: f64,
+    /// Median job completion time (s).
+    pub p50_jct_s: f64,
     /// 90th percentile of job completion time (s).
     pub p90_jct_s: f64,
     /// Mean wait from arrival to start (s).
@@ -150,6 +185,7 @@ impl PolicySummary {
         Self {
             policy,
             mean_jct_s: stats::mean(&jct),
+            p50_jct_s: stats::median(&jct),
             p90_jct_s: stats::quantile(&jct, 0.9),
             mean_wait_s: stats::mean(&wait),
             mean_iteration_s: stats::mean(&iteration),
@@ -158,32 +194,78 @@ impl PolicySummary {
     }
 }
 
-#[derive(Debug, PartialEq)]
+/// One hop of a running job's ring.
+#[derive(Debug, Clone, Copy)]
+struct Hop {
+    link: Link,
+    /// Zones it leaves and enters, when they differ.
+    across: Option<(usize, usize)>,
+    /// What it carries now (bit/s).
+    rate_bps: f64,
+}
+
+/// A job while it runs.
+#[derive(Debug)]
 struct Running {
-    end_s: f64,
+    result: usize,
+    start_s: f64,
     nodes: Vec<usize>,
+    hops: Vec<Hop>,
+    compute_s: f64,
+    iterations_left: f64,
+    iteration_s: f64,
 }
 
-impl Eq for Running {}
+impl Running {
+    fn iteration_s(&self, gradient_bytes: f64) -> f64 {
+        let k = self.nodes.len();
+        if k < 2 {
+            return self.compute_s;
+        }
+        let chunk_bits = gradient_bytes * 8.0 / k as f64;
+        let step = self
+            .hops
+            .iter()
+            .map(|hop| hop.link.rtt_ms / 2e3 + chunk_bits / hop.rate_bps.max(1.0))
+            .fold(0.0, f64::max);
+        self.compute_s + 2.0 * (k - 1) as f64 * step
+    }
 
-impl Ord for Running {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // The earliest end first out of the max-heap.
-        other.end_s.total_cmp(&self.end_s)
+    fn end_s(&self, now: f64) -> f64 {
+        now + self.iterations_left * self.iteration_s
     }
 }
 
-impl PartialOrd for Running {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+/// Shares the zones' links among the hops that cross zones, and sets each
+/// running job's pace.
+fn share_links(running: &mut [Running], cluster: &Cluster, gradient_bytes: f64) {
+    let mut flows = Vec::new();
+    let mut owners = Vec::new();
+    for (j, job) in running.iter().enumerate() {
+        for (h, hop) in job.hops.iter().enumerate() {
+            if let Some((from, to)) = hop.across {
+                flows.push(Flow {
+                    resources: [2 * from, 2 * to + 1],
+                    cap_bps: hop.link.goodput_bps(),
+                });
+                owners.push((j, h));
+            }
+        }
+    }
+    let capacities = vec![cluster.uplink_bps(); 2 * cluster.zone_count()];
+    for ((j, h), rate) in owners.into_iter().zip(max_min_fair(&flows, &capacities)) {
+        running[j].hops[h].rate_bps = rate;
+    }
+    for job in running.iter_mut() {
+        job.iteration_s = job.iteration_s(gradient_bytes);
     }
 }
 
-/// Runs `jobs` on `cluster`, placed by `policy` from `matrix` (what
-/// netaware measured on it), and says what happened to each.
+/// Runs `jobs` on `cluster`, placed by `policy` from what `timeline`
+/// shows at each moment, and says what happened to each.
 pub fn simulate(
     cluster: &Cluster,
-    matrix: &ScoredMatrix,
+    timeline: &Timeline,
     jobs: &[Job],
     spec: &WorkloadSpec,
     policy: Policy,
@@ -191,37 +273,51 @@ pub fn simulate(
     rng: &mut impl Rng,
 ) -> Vec<JobResult> {
     let mut free: BTreeSet<usize> = (0..cluster.names.len()).collect();
-    let mut running: BinaryHeap<Running> = BinaryHeap::new();
+    let mut running: Vec<Running> = Vec::new();
     let mut queue: VecDeque<&Job> = VecDeque::new();
-    let mut results = Vec::with_capacity(jobs.len());
+    let mut results: Vec<JobResult> = Vec::with_capacity(jobs.len());
     let mut arrivals = jobs.iter().peekable();
+    let mut now = 0.0_f64;
     loop {
         // The next event: an arrival or an end, whichever is first.
-        let next_end = running.peek().map(|r| r.end_s);
+        let next_end = running
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i, r.end_s(now)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
         let next_arrival = arrivals.peek().map(|j| j.arrival_s);
-        let now = match (next_arrival, next_end) {
+        let (at, ended) = match (next_arrival, next_end) {
             (None, None) => break,
-            (Some(a), Some(e)) if e <= a => {
-                let done = running.pop().expect("peeked");
-                free.extend(done.nodes);
-                e
-            }
-            (Some(a), _) => {
-                queue.push_back(arrivals.next().expect("peeked"));
-                a
-            }
-            (None, Some(e)) => {
-                let done = running.pop().expect("peeked");
-                free.extend(done.nodes);
-                e
-            }
+            (Some(a), Some((i, e))) if e <= a => (e, Some(i)),
+            (Some(a), _) => (a, None),
+            (None, Some((i, e))) => (e, Some(i)),
         };
+        // Every running job progresses at its pace until then.
+        for job in &mut running {
+            job.iterations_left -= (at - now) / job.iteration_s;
+        }
+        now = at;
+        let mut changed = false;
+        match ended {
+            Some(i) => {
+                let done = running.swap_remove(i);
+                let result = &mut results[done.result];
+                result.run_s = now - done.start_s;
+                result.jct_s = result.wait_s + result.run_s;
+                let iterations = f64::from(jobs[result.id].iterations).max(1.0);
+                result.iteration_s = result.run_s / iterations;
+                free.extend(done.nodes);
+                changed = true;
+            }
+            None => queue.push_back(arrivals.next().expect("peeked")),
+        }
         while let Some(job) = queue.front() {
             if job.size > free.len() {
                 break;
             }
             let names: Vec<String> = free.iter().map(|&i| cluster.names[i].clone()).collect();
-            let Some(placed) = policy.place(matrix, &names, job.size, config, rng) else {
+            let view = timeline.at(now);
+            let Some(placed) = policy.place(view, &names, job.size, config, rng) else {
                 break;
             };
             let nodes: Vec<usize> = placed
@@ -231,27 +327,43 @@ pub fn simulate(
             for node in &nodes {
                 free.remove(node);
             }
-            let comm = ring_allreduce_s(nodes.len(), spec.gradient_bytes, |i, j| {
-                cluster.link(nodes[i], nodes[j])
-            });
-            let iteration_s = spec.compute_s + comm;
-            let run_s = f64::from(job.iterations) * iteration_s;
-            let zones: BTreeSet<String> = nodes.iter().map(|&n| cluster.zone_name(n)).collect();
+            let hops = (0..nodes.len())
+                .map(|i| {
+                    let (a, b) = (nodes[i], nodes[(i + 1) % nodes.len()]);
+                    let (za, zb) = (cluster.zone_of(a), cluster.zone_of(b));
+                    let link = cluster.link(a, b);
+                    Hop {
+                        link,
+                        across: (za != zb).then_some((za, zb)),
+                        rate_bps: link.goodput_bps(),
+                    }
+                })
+                .collect();
+            let zones: BTreeSet<usize> = nodes.iter().map(|&n| cluster.zone_of(n)).collect();
             results.push(JobResult {
                 id: job.id,
                 size: job.size,
                 wait_s: now - job.arrival_s,
-                run_s,
-                jct_s: now - job.arrival_s + run_s,
+                run_s: 0.0,
+                jct_s: 0.0,
                 zones: zones.len(),
-                iteration_s,
+                iteration_s: 0.0,
                 nodes: placed,
             });
             running.push(Running {
-                end_s: now + run_s,
+                result: results.len() - 1,
+                start_s: now,
                 nodes,
+                hops,
+                compute_s: job.compute_s,
+                iterations_left: f64::from(job.iterations),
+                iteration_s: 0.0,
             });
             queue.pop_front();
+            changed = true;
+        }
+        if changed {
+            share_links(&mut running, cluster, spec.gradient_bytes);
         }
     }
     results.sort_by_key(|r| r.id);
@@ -262,6 +374,8 @@ pub fn simulate(
 mod tests {
     use super::*;
     use crate::cluster::{ClusterSpec, score_config};
+    use crate::information::View;
+    use crate::perfect;
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
@@ -276,7 +390,12 @@ mod tests {
         };
         let mut rng = StdRng::seed_from_u64(3);
         let cluster = Cluster::generate(&spec, &mut rng);
-        let matrix = cluster.measured(&score_config(), 0, 0, &mut rng);
+        let timeline = Timeline::fixed(View::new(perfect::matrix(
+            &cluster,
+            &score_config(),
+            0,
+            &mut rng,
+        )));
         let workload = WorkloadSpec {
             jobs: 40,
             sizes: vec![(2, 1.0), (4, 1.0), (8, 0.5)],
@@ -285,10 +404,21 @@ mod tests {
         };
         let jobs = trace(&workload, 16, &mut rng);
         assert!(jobs.windows(2).all(|w| w[0].arrival_s <= w[1].arrival_s));
+        // The slowest of more workers waits longer for its compute.
+        let mean_compute = |size: usize| {
+            stats::mean(
+                &jobs
+                    .iter()
+                    .filter(|j| j.size == size)
+                    .map(|j| j.compute_s)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert!(mean_compute(2) > workload.compute_s && mean_compute(8) > mean_compute(2));
         for policy in Policy::ALL {
             let results = simulate(
                 &cluster,
-                &matrix,
+                &timeline,
                 &jobs,
                 &workload,
                 policy,
@@ -299,9 +429,51 @@ mod tests {
             for (result, job) in results.iter().zip(&jobs) {
                 assert!(result.wait_s >= 0.0 && result.run_s > 0.0);
                 assert!((result.jct_s - result.wait_s - result.run_s).abs() < 1e-6);
-                assert!(result.iteration_s >= workload.compute_s);
+                assert!(
+                    result.iteration_s >= job.compute_s * (1.0 - 1e-9),
+                    "{result:?}"
+                );
                 assert_eq!(result.size, job.size);
             }
         }
+    }
+
+    #[test]
+    fn jobs_across_the_same_zones_share_their_uplinks() {
+        // Two zones of two nodes: an uplink of 2 x 100 / 8 = 25 Gbit/s,
+        // what one flow between zones may carry at most.
+        let spec = ClusterSpec {
+            zones: 2,
+            nodes_per_zone: 2,
+            degraded_nodes: 0.0,
+            degraded_links: 0.0,
+            max_peers: 0,
+        };
+        let cluster = Cluster::generate(&spec, &mut StdRng::seed_from_u64(1));
+        let job = |nodes: [usize; 2]| {
+            let hops = [(nodes[0], nodes[1]), (nodes[1], nodes[0])]
+                .map(|(a, b)| Hop {
+                    link: cluster.link(a, b),
+                    across: Some((cluster.zone_of(a), cluster.zone_of(b))),
+                    rate_bps: 0.0,
+                })
+                .to_vec();
+            Running {
+                result: 0,
+                start_s: 0.0,
+                nodes: nodes.to_vec(),
+                hops,
+                compute_s: 0.1,
+                iterations_left: 1.0,
+                iteration_s: 0.0,
+            }
+        };
+        let mut alone = vec![job([0, 2])];
+        share_links(&mut alone, &cluster, 100e6);
+        let mut both = vec![job([0, 2]), job([1, 3])];
+        share_links(&mut both, &cluster, 100e6);
+        assert_eq!(alone[0].hops[0].rate_bps, 25e9);
+        assert_eq!(both[0].hops[0].rate_bps, 12.5e9);
+        assert!(both[0].iteration_s > 1.5 * alone[0].iteration_s - 0.1);
     }
 }

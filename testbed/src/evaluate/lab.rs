@@ -1,15 +1,19 @@
-//! `netaware-testbed evaluate lab`: real training traffic on the lab. The whole
-//! system measures the lab first (agents, collector, throughput tests);
-//! then, with the measuring stopped so that it does not share the links,
-//! a k-worker job is placed by each policy in turn and runs real
-//! iterations (`netaware-testbed workload`, one process per worker, in the workers'
-//! hosts) on each placement, ring all-reduce and parameter server.
+//! `netaware-testbed evaluate lab`: real training traffic on the lab. In
+//! each round the whole system measures a freshly built lab (agents,
+//! collector, throughput tests at `--throughput-budget`); then, with the
+//! measuring stopped so that it does not share the links, a k-worker job
+//! placed by netaware from that round's matrix runs real iterations
+//! (`netaware-testbed workload`, one process per worker, in the workers'
+//! hosts), ring all-reduce and parameter server. The first round also runs
+//! every draw of the other policies (they read no measurements but
+//! Diktyo's zone costs, which come from that round's matrix).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use netaware_core::extender::PolicyConfig;
+use netaware_eval::information::View;
 use netaware_eval::policies::Policy;
 use netaware_eval::stats;
 use rand::SeedableRng;
@@ -45,13 +49,22 @@ pub struct LabOptions {
     /// lab's fabric speed, as an operator sets it to the cluster's.
     #[arg(long, default_value_t = 200e6)]
     pub throughput_reference_bps: f64,
+    /// Share of each node's time in throughput tests (the collector's
+    /// --throughput-budget). The product's default, 0.02, takes some 12
+    /// minutes to test the 18 pairs inside the lab's zones once; 0.5 about
+    /// one.
+    #[arg(long, default_value_t = 0.5)]
+    pub throughput_budget: f64,
     /// Longest wait for the measurements (every pair inside a zone with a
     /// goodput).
-    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "20m", value_parser = humantime::parse_duration)]
     pub measure_timeout: Duration,
-    /// Placements drawn for each policy that chooses at random (default
-    /// spreading, zone-only among equal zones, random); netaware's is one.
+    /// Rounds of measuring a fresh lab and placing netaware's job.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub netaware_runs: u32,
+    /// Placements drawn for each other policy (they choose at random among
+    /// nodes they cannot tell apart).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub draws: u32,
     /// Seed of the first draw (draw d uses seed + d).
     #[arg(long, default_value_t = 1)]
@@ -68,7 +81,8 @@ pub struct PlacementRun {
     pub policy: String,
     /// The traffic pattern (ring or ps).
     pub pattern: String,
-    /// Which draw of the policy's placements (0 for netaware's one).
+    /// Which draw of the policy's placements (netaware's: which round of
+    /// measuring).
     pub draw: u32,
     /// The hosts of the workers, in rank order.
     pub hosts: Vec<String>,
@@ -96,6 +110,8 @@ pub struct LabReport {
     pub compute_ms: u64,
     /// Timed iterations per job.
     pub iterations: u32,
+    /// The collector's throughput budget while it measured.
+    pub throughput_budget: f64,
     /// Every placement run.
     pub runs: Vec<PlacementRun>,
 }
@@ -131,17 +147,59 @@ const TIMING: AgentTiming = AgentTiming {
 const WORKLOAD_PORT: u16 = 7600;
 
 /// Builds the lab, measures it, and runs the job on every policy's
-/// placement.
+/// placement; netaware's in each round, from a fresh lab and matrix.
 pub async fn measure_and_run(options: &LabOptions) -> anyhow::Result<LabReport> {
     if !netaware_lab::is_root() {
         bail!("the lab needs root (network namespaces, TUN devices)");
     }
     anyhow::ensure!(options.workers >= 2, "--workers must be at least 2");
     anyhow::ensure!(!options.patterns.is_empty(), "no --patterns");
+    anyhow::ensure!(
+        options.throughput_budget > 0.0 && options.throughput_budget <= 1.0,
+        "--throughput-budget must be above 0 and at most 1"
+    );
+    let mut runs = Vec::new();
+    for round in 0..options.netaware_runs {
+        eprintln!(
+            "round {} of {}: measuring a fresh lab",
+            round + 1,
+            options.netaware_runs
+        );
+        let policies: Vec<(Policy, u32)> = std::iter::once((Policy::Netaware, round))
+            .chain(
+                (round == 0)
+                    .then(|| {
+                        Policy::ALL
+                            .into_iter()
+                            .filter(|p| *p != Policy::Netaware)
+                            .flat_map(|policy| (0..options.draws).map(move |draw| (policy, draw)))
+                    })
+                    .into_iter()
+                    .flatten(),
+            )
+            .collect();
+        runs.extend(measure_and_place(options, &policies).await?);
+    }
+    Ok(LabReport {
+        topology: options.topology.clone(),
+        workers: options.workers,
+        gradient_mb: options.gradient_mb,
+        compute_ms: options.compute.as_millis() as u64,
+        iterations: options.iterations,
+        throughput_budget: options.throughput_budget,
+        runs,
+    })
+}
+
+/// One round: a fresh lab measured by the whole system, then the job on
+/// each of `placements` (a policy and its draw).
+async fn measure_and_place(
+    options: &LabOptions,
+    placements: &[(Policy, u32)],
+) -> anyhow::Result<Vec<PlacementRun>> {
     let topology = load_topology(&options.topology)?;
     let exe = std::env::current_exe().context("finding the netaware binary")?;
     let flags: Vec<String> = [
-        "--throughput-budget=0.5",
         "--throughput-duration=1s",
         "--throughput-omit=1s",
         "--throughput-max-concurrent=2",
@@ -151,14 +209,17 @@ pub async fn measure_and_run(options: &LabOptions) -> anyhow::Result<LabReport> 
     ]
     .map(String::from)
     .into_iter()
-    .chain([format!(
-        "--throughput-reference-bps={}",
-        options.throughput_reference_bps
-    )])
+    .chain([
+        format!(
+            "--throughput-reference-bps={}",
+            options.throughput_reference_bps
+        ),
+        format!("--throughput-budget={}", options.throughput_budget),
+    ])
     .collect();
     let mut system =
         tokio::task::block_in_place(|| LabSystem::start(topology, &exe, TIMING, &flags))?;
-    let matrix = measured_matrix(&system, options.measure_timeout).await?;
+    let view = View::new(measured_matrix(&system, options.measure_timeout).await?);
     // The job gets the links to itself, as it would between two probes.
     let hosts: Vec<(String, String, String)> = system
         .lab()
@@ -181,20 +242,10 @@ pub async fn measure_and_run(options: &LabOptions) -> anyhow::Result<LabReport> 
     let free: Vec<String> = hosts.iter().map(|(name, ..)| name.clone()).collect();
     let config = PolicyConfig::default();
     let mut runs = Vec::new();
-    let draws = |policy| {
-        if policy == Policy::Netaware {
-            1
-        } else {
-            options.draws
-        }
-    };
-    for (policy, draw) in Policy::ALL
-        .into_iter()
-        .flat_map(|policy| (0..draws(policy)).map(move |draw| (policy, draw)))
-    {
+    for &(policy, draw) in placements {
         let mut rng = StdRng::seed_from_u64(options.seed + u64::from(draw));
         let placed = policy
-            .place(&matrix, &free, options.workers, &config, &mut rng)
+            .place(&view, &free, options.workers, &config, &mut rng)
             .with_context(|| {
                 format!(
                     "{} could not place {} workers",
@@ -213,9 +264,9 @@ pub async fn measure_and_run(options: &LabOptions) -> anyhow::Result<LabReport> 
             .collect();
         for &pattern in &options.patterns {
             eprintln!(
-                "{} (draw {draw}): {} on {} ({} zone(s))",
-                policy.name(),
+                "running {} placed by {} (draw {draw}) on {}: {} zone(s)",
                 pattern.name(),
+                policy.name(),
                 placed.join(", "),
                 zones.len()
             );
@@ -234,14 +285,7 @@ pub async fn measure_and_run(options: &LabOptions) -> anyhow::Result<LabReport> 
         }
     }
     tokio::task::block_in_place(|| drop(system));
-    Ok(LabReport {
-        topology: options.topology.clone(),
-        workers: options.workers,
-        gradient_mb: options.gradient_mb,
-        compute_ms: options.compute.as_millis() as u64,
-        iterations: options.iterations,
-        runs,
-    })
+    Ok(runs)
 }
 
 /// Waits until every pair inside a zone has a goodput, then reads the
@@ -374,11 +418,11 @@ pub fn slowest_worker(reports: &[WorkerReport]) -> Vec<f64> {
 /// The tables for people: every run, then each policy's expectation.
 pub fn render(report: &LabReport, patterns: &[Pattern]) -> String {
     let netaware = |pattern: &str| {
-        report
-            .runs
+        patterns
             .iter()
-            .find(|r| r.policy == Policy::Netaware.name() && r.pattern == pattern)
-            .map_or(f64::NAN, |r| r.median_s)
+            .find(|p| p.name() == pattern)
+            .and_then(|&p| report.expected_s(Policy::Netaware, p))
+            .unwrap_or(f64::NAN)
     };
     let rows: Vec<Vec<String>> = report
         .runs
@@ -414,12 +458,16 @@ pub fn render(report: &LabReport, patterns: &[Pattern]) -> String {
         .flat_map(|&pattern| {
             Policy::ALL.into_iter().filter_map(move |policy| {
                 let expected = report.expected_s(policy, pattern)?;
-                let draws = report.runs_of(policy, pattern).len();
+                let runs = report.runs_of(policy, pattern);
+                let medians = runs.iter().map(|r| r.median_s);
+                let lowest = medians.clone().fold(f64::INFINITY, f64::min);
+                let highest = medians.fold(0.0, f64::max);
                 Some(vec![
                     pattern.name().to_owned(),
                     policy.name().to_owned(),
-                    draws.to_string(),
+                    runs.len().to_string(),
                     format!("{expected:.2}"),
+                    format!("{lowest:.2} to {highest:.2}"),
                     format!("{:.2}x", expected / netaware(pattern.name())),
                 ])
             })
@@ -430,8 +478,9 @@ pub fn render(report: &LabReport, patterns: &[Pattern]) -> String {
         &[
             "PATTERN",
             "POLICY",
-            "DRAWS",
+            "RUNS",
             "EXPECTED s/ITER",
+            "RANGE OF MEDIANS",
             "VS NETAWARE",
         ],
         &expected,
@@ -464,7 +513,10 @@ pub async fn run(options: &LabOptions) -> anyhow::Result<()> {
         .collect();
     bar_chart(
         &png,
-        &format!("{} workers on the {} lab", report.workers, report.topology),
+        &format!(
+            "{} workers on the {} lab, throughput budget {}",
+            report.workers, report.topology, report.throughput_budget
+        ),
         "s per iteration (bar: mean of draws' medians, tick: worst p90)",
         &panels,
     )?;

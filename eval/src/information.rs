@@ -1,0 +1,215 @@
+//! What the policies may know of a simulated cluster, and when.
+//!
+//! Two modes ([`Information`]):
+//!
+//! - **measured** (the default): what netaware's agents and collector would
+//!   have served at that moment, produced by the product's own code on
+//!   simulated probes ([`crate::fleet`]);
+//! - **perfect**: every pair's truth, fresh, as an upper bound
+//!   ([`crate::perfect`]).
+//!
+//! A [`View`] is what placement reads at one moment: the scored matrix, and
+//! the zone costs that a Diktyo `NetworkTopology` written from it would
+//! hold. A [`Timeline`] is the views a run goes through, built once and
+//! shared by every policy of that run.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use netaware_core::blocks::BlockConfig;
+use netaware_core::coordinates::Coordinates;
+use netaware_core::measured_topology::observe;
+use netaware_core::placement::PlacementConfig;
+use netaware_core::snapshot::ScoredMatrix;
+
+/// Where a policy's knowledge of the network comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Information {
+    /// What the product would have measured by then.
+    Measured,
+    /// The truth of every pair, always fresh.
+    Perfect,
+}
+
+impl Information {
+    /// The name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Information::Measured => "measured",
+            Information::Perfect => "perfect",
+        }
+    }
+}
+
+/// Why an information mode was not understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown information mode {0:?}: measured or perfect")]
+pub struct UnknownInformation(pub String);
+
+impl std::str::FromStr for Information {
+    type Err = UnknownInformation;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        [Information::Measured, Information::Perfect]
+            .into_iter()
+            .find(|mode| mode.name() == text)
+            .ok_or_else(|| UnknownInformation(text.to_owned()))
+    }
+}
+
+/// What placement reads at one moment.
+#[derive(Debug)]
+pub struct View {
+    /// The scored matrix, as the collector would serve it.
+    pub matrix: ScoredMatrix,
+    /// Zone-to-zone costs (us), as netaware's published `NetworkTopology`
+    /// has them: the 90th percentile of the fresh RTT medians between two
+    /// zones.
+    pub zone_costs: ZoneCosts,
+}
+
+impl View {
+    /// The view of `matrix`, its zone costs read by the product's own
+    /// topology code.
+    pub fn new(matrix: ScoredMatrix) -> Self {
+        let zone_costs = ZoneCosts::measured(&matrix);
+        Self { matrix, zone_costs }
+    }
+}
+
+/// Network costs between zones, origin to destination, in microseconds.
+#[derive(Debug, Clone, Default)]
+pub struct ZoneCosts(HashMap<(String, String), u64>);
+
+impl ZoneCosts {
+    /// The costs that `netaware publish-topology` would write from
+    /// `matrix`.
+    pub fn measured(matrix: &ScoredMatrix) -> Self {
+        let observation = observe(matrix, &BlockConfig::default(), &PlacementConfig::default());
+        Self(
+            observation
+                .costs
+                .zones
+                .into_iter()
+                .map(|cost| {
+                    let us = (cost.rtt_p90_ms * 1e3).round().max(0.0) as u64;
+                    ((cost.origin, cost.destination), us)
+                })
+                .collect(),
+        )
+    }
+
+    /// Costs as given: (origin, destination, us).
+    pub fn from_pairs(costs: &[(&str, &str, u64)]) -> Self {
+        Self(
+            costs
+                .iter()
+                .map(|&(origin, destination, us)| ((origin.to_owned(), destination.to_owned()), us))
+                .collect(),
+        )
+    }
+
+    /// The cost from zone `origin` to `destination`, if measured.
+    pub fn cost(&self, origin: &str, destination: &str) -> Option<u64> {
+        self.0
+            .get(&(origin.to_owned(), destination.to_owned()))
+            .copied()
+    }
+}
+
+/// The views a run goes through: the first from `start_s`, a new one
+/// every `every_s` (the last one stands for every later moment).
+#[derive(Debug, Clone)]
+pub struct Timeline {
+    start_s: f64,
+    every_s: f64,
+    views: Vec<Arc<View>>,
+}
+
+impl Timeline {
+    /// One view for all time.
+    pub fn fixed(view: View) -> Self {
+        Self {
+            start_s: 0.0,
+            every_s: f64::INFINITY,
+            views: vec![Arc::new(view)],
+        }
+    }
+
+    /// `views` from `start_s` on, `every_s` apart (at least one view).
+    pub fn new(start_s: f64, every_s: f64, views: Vec<View>) -> Self {
+        assert!(!views.is_empty(), "a timeline holds at least one view");
+        Self {
+            start_s,
+            every_s,
+            views: views.into_iter().map(Arc::new).collect(),
+        }
+    }
+
+    /// The view served at `t_s`: the newest built by then.
+    pub fn at(&self, t_s: f64) -> &Arc<View> {
+        let step = ((t_s - self.start_s) / self.every_s).floor();
+        let index = if step.is_finite() && step > 0.0 {
+            (step as usize).min(self.views.len() - 1)
+        } else {
+            0
+        };
+        &self.views[index]
+    }
+
+    /// How many views.
+    pub fn len(&self) -> usize {
+        self.views.len()
+    }
+
+    /// Whether there are none (never: a timeline holds one at least).
+    pub fn is_empty(&self) -> bool {
+        self.views.is_empty()
+    }
+}
+
+/// Feeds `passes` passes over `medians` (src, dst, RTT ms) to the
+/// coordinates, as the collector does every 10 s over its fresh medians.
+pub fn feed_coordinates<'a>(
+    coordinates: &mut Coordinates,
+    medians: &[(&'a str, &'a str, f64)],
+    passes: usize,
+) {
+    for _ in 0..passes {
+        for &(src, dst, rtt) in medians {
+            // A median the collector would refuse is left out, as there.
+            let _ = coordinates.observe(src, dst, rtt);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_by_name_and_nothing_else() {
+        for mode in [Information::Measured, Information::Perfect] {
+            assert_eq!(mode.name().parse::<Information>(), Ok(mode));
+        }
+        assert!("truth".parse::<Information>().is_err());
+    }
+
+    #[test]
+    fn a_timeline_serves_the_newest_view_built_by_then() {
+        let views = (0..3).map(|_| View::new(ScoredMatrix::default())).collect();
+        let timeline = Timeline::new(100.0, 10.0, views);
+        let index = |t: f64| {
+            let view = timeline.at(t);
+            (0..3)
+                .find(|&i| Arc::ptr_eq(view, &timeline.views[i]))
+                .unwrap()
+        };
+        assert_eq!(index(0.0), 0);
+        assert_eq!(index(109.9), 0);
+        assert_eq!(index(110.0), 1);
+        assert_eq!(index(125.0), 2);
+        assert_eq!(index(1e9), 2);
+    }
+}

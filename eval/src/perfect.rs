@@ -1,0 +1,106 @@
+//! Perfect information: the pairs that the agents' peer sets hold, scored
+//! from their truth (RTT and goodput within +-10%, loss exact), every one
+//! fresh with 600 samples, and the network coordinates worked out from
+//! them. The upper bound of what measuring could give netaware; the
+//! evaluation reports it beside measured mode so that the cost of
+//! imperfect measurement shows.
+
+use netaware_core::coordinates::Coordinates;
+use netaware_core::matrix::{PairSummary, Throughput};
+use netaware_core::peers::{PeerBound, choose};
+use netaware_core::score::ScoreConfig;
+use netaware_core::snapshot::{NodeView, ScoredMatrix, ScoredPair, own_terms};
+use netaware_core::{NodeInfo, NodeKind};
+use rand::Rng;
+
+use crate::cluster::Cluster;
+use crate::information::feed_coordinates;
+
+/// Passes the collector's coordinates make over the medians in one
+/// rotation step of its peer sets (a pass every 10 s, a step every 5 min).
+const COORDINATE_PASSES: usize = 30;
+
+/// The matrix of the truth of the pairs that agents probing `max_peers`
+/// peers each (0: all) hold, scored by the core's score model.
+pub fn matrix(
+    cluster: &Cluster,
+    config: &ScoreConfig,
+    max_peers: usize,
+    rng: &mut impl Rng,
+) -> ScoredMatrix {
+    let now = 0;
+    let zones: Vec<String> = (0..cluster.names.len())
+        .map(|i| cluster.zone_name(i))
+        .collect();
+    let candidates: Vec<(&str, &str)> = cluster
+        .names
+        .iter()
+        .zip(&zones)
+        .map(|(name, zone)| (name.as_str(), zone.as_str()))
+        .collect();
+    let mut pairs = Vec::new();
+    for (src, &(name, zone)) in candidates.iter().enumerate() {
+        let bound = PeerBound {
+            max: max_peers,
+            epoch: 0,
+        };
+        for dst in choose(name, zone, &candidates, bound) {
+            let truth = cluster.link(src, dst);
+            let summary = PairSummary {
+                rtt_median_ms: Some(truth.rtt_ms * rng.random_range(0.9..1.1)),
+                rtt_p99_ms: Some(truth.rtt_ms * 1.5),
+                jitter_ms: Some(truth.rtt_ms * 0.05),
+                loss_ratio: Some(truth.loss),
+                samples: 600,
+                last_end: Some(now),
+                throughput: Some(Throughput {
+                    bps: truth.goodput_bps() * rng.random_range(0.9..1.1),
+                    at: now,
+                    retransmits: None,
+                    tcp_rtt_ms: None,
+                }),
+                one_way_loss_ratio: None,
+            };
+            let terms = own_terms(config, &config.measured_terms(&summary, true, now));
+            pairs.push(ScoredPair {
+                src,
+                dst,
+                summary,
+                age_ms: Some(0),
+                stale: false,
+                quality: config.quality(&terms),
+                terms,
+            });
+        }
+    }
+    let mut coordinates = Coordinates::default();
+    if max_peers > 0 {
+        let medians: Vec<(&str, &str, f64)> = pairs
+            .iter()
+            .filter_map(|p| {
+                Some((
+                    candidates[p.src].0,
+                    candidates[p.dst].0,
+                    p.summary.rtt_median_ms?,
+                ))
+            })
+            .collect();
+        feed_coordinates(&mut coordinates, &medians, COORDINATE_PASSES);
+    }
+    let nodes: Vec<NodeView> = candidates
+        .iter()
+        .map(|&(name, zone)| NodeView {
+            info: NodeInfo {
+                name: name.to_owned(),
+                address: String::new(),
+                zone: zone.to_owned(),
+                region: String::new(),
+                kind: NodeKind::Agent,
+            },
+            stale: false,
+            last_report_age_ms: Some(0),
+            coordinate: coordinates.coordinate(name).cloned(),
+        })
+        .collect();
+    ScoredMatrix::from_parts(nodes, pairs, config.fallback())
+}
