@@ -169,7 +169,7 @@ fn every_panel_takes_its_data_source_from_the_variable() {
         }
     }
     assert!(queries >= 20, "{queries} queries");
-    // The panels the issue names are there.
+    // The panels an operator looks for first are there.
     let titles: Vec<&str> = panels(&dashboard)
         .iter()
         .filter_map(|p| p["title"].as_str())

@@ -72,6 +72,8 @@ pub struct Cluster {
     /// Node names, zone by zone.
     pub names: Vec<String>,
     zone: Vec<usize>,
+    /// Each node's zone label.
+    zone_labels: Vec<String>,
     nic_bps: Vec<f64>,
     nic_loss: Vec<f64>,
     lossy_pairs: HashSet<(usize, usize)>,
@@ -87,6 +89,7 @@ impl Cluster {
         let mut cluster = Cluster {
             names: Vec::with_capacity(n),
             zone: Vec::with_capacity(n),
+            zone_labels: Vec::with_capacity(n),
             nic_bps: vec![HEALTHY_NIC_BPS; n],
             nic_loss: vec![0.0; n],
             lossy_pairs: HashSet::new(),
@@ -106,6 +109,7 @@ impl Cluster {
             for i in 0..spec.nodes_per_zone {
                 cluster.names.push(format!("z{z:02}-n{i:03}"));
                 cluster.zone.push(z);
+                cluster.zone_labels.push(format!("zone-{z:02}"));
             }
         }
         for node in 0..n {
@@ -129,9 +133,18 @@ impl Cluster {
         cluster
     }
 
-    /// The zone of each node, as its topology label.
-    pub fn zone_name(&self, node: usize) -> String {
-        format!("zone-{:02}", self.zone[node])
+    /// The zone of a node, as its topology label.
+    pub fn zone_name(&self, node: usize) -> &str {
+        &self.zone_labels[node]
+    }
+
+    /// Every node as the agents' peer choice takes them: (name, zone).
+    pub fn candidates(&self) -> Vec<(&str, &str)> {
+        self.names
+            .iter()
+            .zip(&self.zone_labels)
+            .map(|(name, zone)| (name.as_str(), zone.as_str()))
+            .collect()
     }
 
     /// The zone of a node, as a number.

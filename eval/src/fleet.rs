@@ -124,17 +124,7 @@ impl<'c> Fleet<'c> {
             None,
         )?;
         let mut planner = Planner::new(plan)?;
-        let zones: Vec<String> = (0..cluster.names.len())
-            .map(|i| cluster.zone_name(i))
-            .collect();
-        planner.set_nodes(
-            cluster
-                .names
-                .iter()
-                .zip(&zones)
-                .map(|(name, zone)| (name.as_str(), zone.as_str())),
-            0,
-        );
+        planner.set_nodes(cluster.candidates(), 0);
         Ok(Self {
             cluster,
             config,
@@ -183,14 +173,7 @@ impl<'c> Fleet<'c> {
     pub fn view_at(&mut self, now: UnixMillis) -> View {
         self.plan_until(now);
         let cluster = self.cluster;
-        let n = cluster.names.len();
-        let zones: Vec<String> = (0..n).map(|i| cluster.zone_name(i)).collect();
-        let candidates: Vec<(&str, &str)> = cluster
-            .names
-            .iter()
-            .zip(&zones)
-            .map(|(name, zone)| (name.as_str(), zone.as_str()))
-            .collect();
+        let candidates = cluster.candidates();
 
         let mut registry = Registry::new();
         for (name, zone) in &candidates {

@@ -22,6 +22,8 @@ use netaware_core::measured_topology::observe;
 use netaware_core::placement::PlacementConfig;
 use netaware_core::snapshot::ScoredMatrix;
 
+use crate::cluster::Cluster;
+
 /// Where a policy's knowledge of the network comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -75,6 +77,59 @@ impl View {
     pub fn new(matrix: ScoredMatrix) -> Self {
         let zone_costs = ZoneCosts::measured(&matrix);
         Self { matrix, zone_costs }
+    }
+}
+
+/// How much of the truth a view holds: the pairs inside zones with a
+/// goodput to judge them by, and which degraded nodes placement fails.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Coverage {
+    /// Share of the directed pairs inside zones with a fresh goodput.
+    pub goodput_share: f64,
+    /// Nodes with a degraded NIC that the view's health fails.
+    pub degraded_caught: usize,
+    /// Nodes with a degraded NIC that it lets through.
+    pub degraded_missed: usize,
+    /// Healthy nodes that it fails.
+    pub healthy_failed: usize,
+}
+
+impl Coverage {
+    /// What `view` holds of `cluster`, judged by `placement`'s thresholds.
+    pub fn of(view: &View, cluster: &Cluster, placement: &PlacementConfig) -> Self {
+        let matrix = &view.matrix;
+        let inside = |src: usize, dst: usize| cluster.zone_of(src) == cluster.zone_of(dst);
+        let tested = matrix
+            .pairs()
+            .iter()
+            .filter(|p| inside(p.src, p.dst) && p.summary.throughput.is_some())
+            .count();
+        let zone_pairs: usize = (0..cluster.zone_count())
+            .map(|z| {
+                let n = (0..cluster.names.len())
+                    .filter(|&i| cluster.zone_of(i) == z)
+                    .count();
+                n * n.saturating_sub(1)
+            })
+            .sum();
+        let mut coverage = Self {
+            goodput_share: tested as f64 / zone_pairs.max(1) as f64,
+            degraded_caught: 0,
+            degraded_missed: 0,
+            healthy_failed: 0,
+        };
+        for (node, health) in matrix.health().iter().enumerate() {
+            let failed = health
+                .degraded(placement.loss_threshold, placement.min_goodput_fraction)
+                .is_some();
+            match (cluster.degraded(node), failed) {
+                (true, true) => coverage.degraded_caught += 1,
+                (true, false) => coverage.degraded_missed += 1,
+                (false, true) => coverage.healthy_failed += 1,
+                (false, false) => {}
+            }
+        }
+        coverage
     }
 }
 
@@ -156,6 +211,11 @@ impl Timeline {
             0
         };
         &self.views[index]
+    }
+
+    /// Every view, oldest first.
+    pub fn views(&self) -> impl Iterator<Item = &View> {
+        self.views.iter().map(|view| view.as_ref())
     }
 
     /// How many views.

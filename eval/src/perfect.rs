@@ -29,15 +29,7 @@ pub fn matrix(
     rng: &mut impl Rng,
 ) -> ScoredMatrix {
     let now = 0;
-    let zones: Vec<String> = (0..cluster.names.len())
-        .map(|i| cluster.zone_name(i))
-        .collect();
-    let candidates: Vec<(&str, &str)> = cluster
-        .names
-        .iter()
-        .zip(&zones)
-        .map(|(name, zone)| (name.as_str(), zone.as_str()))
-        .collect();
+    let candidates = cluster.candidates();
     let mut pairs = Vec::new();
     for (src, &(name, zone)) in candidates.iter().enumerate() {
         let bound = PeerBound {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use netaware_core::extender::PolicyConfig;
 use netaware_eval::cluster::{Cluster, ClusterSpec, score_config};
 use netaware_eval::fleet::{Fleet, FleetConfig};
-use netaware_eval::information::{Information, Timeline, View};
+use netaware_eval::information::{Coverage, Information, Timeline, View};
 use netaware_eval::perfect;
 use netaware_eval::policies::Policy;
 use netaware_eval::sim::{PolicySummary, WorkloadSpec, simulate, trace};
@@ -91,6 +91,8 @@ pub struct SeedRun {
     pub seed: u64,
     /// Views placement went through.
     pub views: usize,
+    /// What each view held of the truth.
+    pub coverage: Vec<Coverage>,
     /// Every policy's figures, in [`Policy::ALL`]'s order.
     pub policies: Vec<PolicySummary>,
 }
@@ -300,9 +302,23 @@ pub fn simulate_all(options: &SimOptions) -> anyhow::Result<SimReport> {
             );
             policies.push(PolicySummary::of(policy, &results));
         }
+        let coverage: Vec<Coverage> = timeline
+            .views()
+            .map(|view| Coverage::of(view, &cluster, &config.placement))
+            .collect();
+        if let Some(first) = coverage.first() {
+            eprintln!(
+                "  first view: goodput for {:.1}% of the pairs inside zones; degraded nodes failed {} of {}, healthy nodes failed {}",
+                first.goodput_share * 100.0,
+                first.degraded_caught,
+                first.degraded_caught + first.degraded_missed,
+                first.healthy_failed
+            );
+        }
         runs.push(SeedRun {
             seed,
             views: timeline.len(),
+            coverage,
             policies,
         });
     }
