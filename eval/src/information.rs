@@ -249,6 +249,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn with_perfect_information_every_degraded_nic_is_failed_and_no_healthy_one() {
+        use crate::cluster::{ClusterSpec, score_config};
+        use rand::SeedableRng;
+        let spec = ClusterSpec {
+            zones: 2,
+            nodes_per_zone: 10,
+            degraded_nodes: 0.2,
+            degraded_links: 0.0,
+            max_peers: 0,
+        };
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let cluster = Cluster::generate(&spec, &mut rng);
+        let view = View::new(crate::perfect::matrix(
+            &cluster,
+            &score_config(),
+            0,
+            &mut rng,
+        ));
+        let coverage = Coverage::of(&view, &cluster, &PlacementConfig::default());
+        assert_eq!(coverage.goodput_share, 1.0);
+        assert!(coverage.degraded_caught > 0, "{coverage:?}");
+        assert_eq!((coverage.degraded_missed, coverage.healthy_failed), (0, 0));
+    }
+
+    #[test]
     fn modes_parse_by_name_and_nothing_else() {
         for mode in [Information::Measured, Information::Perfect] {
             assert_eq!(mode.name().parse::<Information>(), Ok(mode));
