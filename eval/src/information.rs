@@ -102,7 +102,7 @@ impl Coverage {
         let tested = matrix
             .pairs()
             .iter()
-            .filter(|p| inside(p.src, p.dst) && p.summary.throughput.is_some())
+            .filter(|p| inside(p.src, p.dst) && p.fresh_goodput().is_some())
             .count();
         let zone_pairs: usize = (0..cluster.zone_count())
             .map(|z| {
