@@ -133,11 +133,6 @@ impl Cluster {
         cluster
     }
 
-    /// The zone of a node, as its topology label.
-    pub fn zone_name(&self, node: usize) -> &str {
-        &self.zone_labels[node]
-    }
-
     /// Every node as the agents' peer choice takes them: (name, zone).
     pub fn candidates(&self) -> Vec<(&str, &str)> {
         self.names
