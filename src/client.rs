@@ -9,7 +9,7 @@ use tonic::transport::Channel;
 pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 
 /// A Scores client (a clone shares its connection).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ScoresConnection {
     client: ScoresClient<Channel>,
 }

@@ -18,6 +18,7 @@ use netaware_scheduler::job::{GROUP_SIZE_LABEL, JOB_LABELS};
 use serde::{Deserialize, Serialize};
 
 use crate::json::{RankJson, RankedJson};
+use netaware_core::placement::PlacementConfig;
 
 /// A gap between a node's term and the best of its zone below which the
 /// term does not hold it back.
@@ -82,8 +83,11 @@ pub struct ExplainJson {
     pub size: usize,
     /// Where its workers run.
     pub placed: Vec<String>,
-    /// Where the next worker would go; null when no node may take it.
+    /// Where the extender would put the next worker; null when no node
+    /// may take it.
     pub next: Option<String>,
+    /// The collector's placement settings, which the extender places by.
+    pub placement: PlacementConfig,
     /// The chosen zone; null if none.
     pub zone: Option<String>,
     /// Why that zone.
@@ -131,10 +135,8 @@ impl ExplainJson {
         Self {
             size,
             placed,
-            next: nodes
-                .iter()
-                .find(|n| n.node.feasible)
-                .map(|n| n.node.name.clone()),
+            next: rank.next,
+            placement: rank.placement,
             zone: rank.zone,
             zone_reason: rank.zone_reason,
             nodes,
@@ -287,6 +289,8 @@ mod tests {
                 ranked("b2", "zone-b", true, 0.40),
                 ranked("a3", "zone-a", false, 0.9),
             ],
+            next: "b1".into(),
+            placement: None,
         };
         let explain = ExplainJson::new(3, vec![], &ranking);
         assert_eq!(explain.next.as_deref(), Some("b1"));

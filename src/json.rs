@@ -4,9 +4,11 @@
 
 use netaware_core::measured_topology::{LinkCost, MeasuredTopology};
 use netaware_core::pair_rtt::RttBasis;
-use netaware_core::placement::Basis;
+use netaware_core::placement::{Basis, PlacementConfig};
 use netaware_core::verdict::FailureCode;
-use netaware_proto::convert::{basis_from_wire, failure_from_wire, rtt_basis_from_wire};
+use netaware_proto::convert::{
+    basis_from_wire, failure_from_wire, placement_from_wire, rtt_basis_from_wire,
+};
 use netaware_proto::v1 as pb;
 use serde::{Deserialize, Serialize};
 
@@ -112,6 +114,7 @@ impl From<&pb::Pair> for PairJson {
 /// Writes `matrix --json` page by page, as the pages arrive: a large
 /// cluster's matrix is never held whole. The output is one JSON object,
 /// the same as [`MatrixJson`]'s.
+#[derive(Debug)]
 pub struct MatrixJsonWriter<W: std::io::Write> {
     out: W,
     started: bool,
@@ -252,6 +255,12 @@ pub struct RankJson {
     pub zone: Option<String>,
     /// Why that zone.
     pub zone_reason: String,
+    /// Where the extender would put the job's next worker (the passing
+    /// node of the highest `extender_score`); null when none passes.
+    pub next: Option<String>,
+    /// The collector's placement settings the answer was decided by: the
+    /// extender places by the same.
+    pub placement: PlacementConfig,
     /// Feasible nodes best first, then the infeasible ones.
     pub nodes: Vec<RankedJson>,
 }
@@ -276,6 +285,11 @@ pub struct RankedJson {
     pub failure: Option<FailureCode>,
     /// The terms behind the score.
     pub terms: TermsJson,
+    /// The extender's priority for the node (0 to 10, scaled to the best
+    /// candidate).
+    pub extender_score: i64,
+    /// Whether the node passes the extender's filter.
+    pub passes_filter: bool,
 }
 
 /// The terms behind a node's score.
@@ -305,6 +319,8 @@ impl From<&pb::RankResponse> for RankJson {
         Self {
             zone: (!rank.zone.is_empty()).then(|| rank.zone.clone()),
             zone_reason: rank.zone_reason.clone(),
+            next: (!rank.next.is_empty()).then(|| rank.next.clone()),
+            placement: placement_from_wire(rank.placement),
             nodes: rank
                 .nodes
                 .iter()
@@ -327,6 +343,8 @@ impl From<&pb::RankResponse> for RankJson {
                             basis: basis_from_wire(t.basis),
                             in_chosen_zone: t.in_chosen_zone,
                         },
+                        extender_score: n.extender_score,
+                        passes_filter: n.passes_filter,
                     }
                 })
                 .collect(),

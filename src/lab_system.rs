@@ -34,6 +34,7 @@ pub struct AgentTiming {
 }
 
 /// A running system on a lab.
+#[derive(Debug)]
 pub struct LabSystem {
     lab: Lab,
     collector: Option<u32>,

@@ -9,11 +9,12 @@
 //! It also runs a [`throughput`] server, and runs the throughput tests the
 //! collector orders.
 //!
-//! Layout: pure parts ([`window`] statistics, the probe [`schedule`], ICMP
-//! packets and kernel filters in [`icmp_packet`]) beside
-//! thin shells ([`icmp`] sockets, the [`measure`] loop, the collector
-//! [`session`], [`node_stats`] from sysinfo, [`throughput`] tests). [`Agent`] ties them together;
-//! the `netaware-agent` binary and the `netaware demo` command both use it.
+//! Layout: pure parts (the probe [`schedule`], ICMP packets and kernel
+//! filters in [`icmp_packet`]; the windows themselves are folded by
+//! `netaware_core::window`, the same code the simulator runs) beside thin
+//! shells ([`icmp`] sockets, the [`measure`] loop, the collector
+//! [`session`], [`node_stats`] from sysinfo, [`throughput`] tests).
+//! [`Agent`] ties them together; `netaware agent` and the demo both use it.
 
 pub mod cli;
 pub mod counters;
@@ -28,7 +29,6 @@ pub mod quiet;
 pub mod schedule;
 pub mod session;
 pub mod throughput;
-pub mod window;
 
 use std::net::IpAddr;
 use std::sync::Arc;

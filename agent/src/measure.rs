@@ -10,6 +10,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use netaware_core::window::{OpenWindow, Probe};
+use netaware_proto::convert::peer_window_to_wire;
 use netaware_proto::v1::{Peer, PeerWindow, Window};
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep_until};
@@ -21,7 +23,6 @@ use crate::inbound::{InboundTracker, Request};
 use crate::node_stats::NodeStatsSampler;
 use crate::quiet::QuietPeers;
 use crate::schedule::probe_offsets;
-use crate::window::{ProbeOutcome, WindowStats};
 
 /// Extra time past the probe timeout before a window is closed.
 const CLOSE_GRACE: Duration = Duration::from_millis(50);
@@ -40,7 +41,7 @@ pub struct MeasureTiming {
 struct ProbeResult {
     window: u64,
     peer: String,
-    outcome: ProbeOutcome,
+    probe: Probe,
 }
 
 /// Probes the peers from `peers` until `shutdown`, sending one [`Window`]
@@ -60,7 +61,7 @@ pub async fn run(
     let started_unix = netaware_runtime::clock::now_ms();
     let window_ms = timing.window.as_millis().max(1) as u64;
     let (results_tx, mut results) = mpsc::channel::<ProbeResult>(4096);
-    let mut open: BTreeMap<u64, WindowStats> = BTreeMap::new();
+    let mut open: BTreeMap<u64, OpenWindow> = BTreeMap::new();
     let mut next_to_close = 0u64;
     let mut plan = CyclePlan::new(&peers.borrow_and_update(), started, timing.interval);
     let mut sequences: BTreeMap<String, u16> = BTreeMap::new();
@@ -94,7 +95,7 @@ pub async fn run(
             }
             Some(result) = results.recv() => {
                 if result.window >= next_to_close {
-                    open.entry(result.window).or_default().record(&result.peer, result.outcome);
+                    open.entry(result.window).or_default().record(&result.peer, result.probe);
                 }
             }
             () = sleep_until(close_at) => {
@@ -163,36 +164,20 @@ fn spawn_probe(
                 None
             }
         };
-        let outcome = ProbeOutcome { order, rtt_ms };
+        let probe = Probe { order, rtt_ms };
         // The loop only stops at shutdown, when the outcome no longer matters.
         let _ = results
             .send(ProbeResult {
                 window,
                 peer: peer.name,
-                outcome,
+                probe,
             })
             .await;
     });
 }
 
-fn to_proto(figures: WindowStats) -> Vec<PeerWindow> {
-    figures
-        .finish()
-        .into_iter()
-        .map(|f| PeerWindow {
-            peer: f.peer,
-            sent: f.sent,
-            received: f.received,
-            rtt_min_ms: f.min_ms,
-            rtt_median_ms: f.median_ms,
-            rtt_p90_ms: f.p90_ms,
-            rtt_p99_ms: f.p99_ms,
-            rtt_max_ms: f.max_ms,
-            jitter_ms: f.jitter_ms,
-            inbound_expected: f.inbound_expected,
-            inbound_received: f.inbound_received,
-        })
-        .collect()
+fn to_proto(window: OpenWindow) -> Vec<PeerWindow> {
+    window.finish().iter().map(peer_window_to_wire).collect()
 }
 
 /// Peer names by address, to name the sources of inbound requests.

@@ -14,7 +14,7 @@ use std::time::Instant;
 use netaware_collector::state::Ingested;
 use netaware_collector::{CollectorState, ModelConfig};
 use netaware_core::coordinates::Coordinates;
-use netaware_core::placement::{JobRequest, rank};
+use netaware_core::placement::{JobRequest, Placer};
 use netaware_proto::convert::matrix_to_wire;
 use netaware_proto::v1::{Hello, PeerWindow, Window};
 use prost::Message;
@@ -124,9 +124,9 @@ fn main() {
         snapshot = Some(inputs.score(&coordinates, now));
         built = start.elapsed();
     }
-    let snapshot = snapshot.expect("built three times");
+    let placer = Placer::new(snapshot.expect("built three times"), config.placement);
     let start = Instant::now();
-    let wire = matrix_to_wire(&snapshot, state.version(), now);
+    let wire = matrix_to_wire(&placer, state.version(), now);
     let encoded = wire.encoded_len();
     let to_wire = start.elapsed();
     let start = Instant::now();
@@ -134,18 +134,18 @@ fn main() {
         size: 8,
         ..JobRequest::default()
     };
-    let ranking = rank(&snapshot, &request, &config.placement);
+    let ranking = placer.rank(&request);
     let ranked = start.elapsed();
     assert_eq!(ranking.nodes.len(), nodes);
     // The same question again, as the extender's filter and prioritize
     // calls for each pod of a job ask it.
     let start = Instant::now();
-    let again = rank(&snapshot, &request, &config.placement);
+    let again = placer.rank(&request);
     let ranked_again = start.elapsed();
     assert_eq!(again.zone, ranking.zone);
     println!(
         "nodes {nodes}, peers {peers}: {} measured pairs; ingest of {} windows {:.0} ms; snapshot {:.0} ms (of which {:.0} ms copying under the lock); to wire {:.0} ms, {:.1} MB as one message; rank (8 workers) {:.0} ms, the same again {:.1} ms",
-        snapshot.pairs().len(),
+        placer.matrix().pairs().len(),
         3 * nodes,
         ingest.as_secs_f64() * 1e3,
         built.as_secs_f64() * 1e3,

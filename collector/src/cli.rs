@@ -9,8 +9,8 @@ use netaware_core::blocks::BlockConfig;
 use netaware_core::placement::PlacementConfig;
 use netaware_core::score::{ScoreConfig, Weights};
 
+use crate::config::ThroughputConfig;
 use crate::node_places::NodePlaces;
-use crate::state::ThroughputConfig;
 use crate::{CollectorConfig, CollectorError, ConfigError, ModelConfig, StateConfig, inventory};
 
 /// The collector's command-line flags.
@@ -78,7 +78,7 @@ pub struct ModelArgs {
     /// Most peers each agent probes: a few nodes of every other zone, and
     /// its own zone whole while it fits, else a sample that rotates (0:
     /// everyone probes everyone, at any size).
-    #[arg(long, default_value_t = crate::state::DEFAULT_MAX_PEERS)]
+    #[arg(long, default_value_t = crate::config::DEFAULT_MAX_PEERS)]
     pub max_peers: usize,
     /// How long each rotation step of bounded peer sets lasts: a zone of
     /// m nodes is probed pair by pair within ceil((m - 1) / sample) steps.
@@ -111,6 +111,11 @@ pub struct ModelArgs {
     /// goodput with it fails the node (0: never).
     #[arg(long, default_value_t = 0.2)]
     pub min_goodput_fraction: f64,
+    /// Fail nodes outside a job's zone instead of scoring them low. Like
+    /// the other placement flags, it travels with the matrix: the extender
+    /// places by it.
+    #[arg(long)]
+    pub strict_zone: bool,
     /// Share of each node's time that throughput tests may take (0 plans
     /// none). One round over n nodes takes about 2 (n - 1) x (test + 1.5 s)
     /// / budget.
@@ -150,13 +155,14 @@ impl ModelArgs {
         }
         .validated()
         .map_err(ConfigError::from)?;
-        let unit = 0.0..=1.0;
-        if !(unit.contains(&self.loss_threshold)
-            && unit.contains(&self.out_of_zone_factor)
-            && unit.contains(&self.min_goodput_fraction))
-        {
-            return Err(ConfigError::PlacementOutOfRange.into());
+        let placement = PlacementConfig {
+            loss_threshold: self.loss_threshold,
+            out_of_zone_factor: self.out_of_zone_factor,
+            min_goodput_fraction: self.min_goodput_fraction,
+            strict_zone: self.strict_zone,
         }
+        .checked()
+        .map_err(ConfigError::from)?;
         if !(self.block_cut_ratio.is_finite() && (1.0..=100.0).contains(&self.block_cut_ratio)) {
             return Err(ConfigError::BlockCutRatio.into());
         }
@@ -187,11 +193,7 @@ impl ModelArgs {
         Ok(ModelConfig {
             throughput,
             score,
-            placement: PlacementConfig {
-                loss_threshold: self.loss_threshold,
-                out_of_zone_factor: self.out_of_zone_factor,
-                min_goodput_fraction: self.min_goodput_fraction,
-            },
+            placement,
             windows_kept: self.windows_kept,
             max_peers: self.max_peers,
             peer_rotation: self.peer_rotation,

@@ -8,21 +8,39 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use axum::routing::get;
 
-use crate::metrics::{DEFAULT_PAIR_NODE_LIMIT, ScrapeFacts, exposition};
-use crate::shared::Shared;
+use crate::agents::Agents;
+use crate::ingest::Ingest;
+use crate::metrics::{DEFAULT_PAIR_NODE_LIMIT, ScrapeFacts, WorkMetrics, exposition};
+use crate::snapshots::Snapshots;
+
+/// What the HTTP endpoint reads.
+#[derive(Debug, Clone)]
+pub struct HttpState {
+    /// The state (node count, sequence marks, throughput counts).
+    pub ingest: Arc<Ingest>,
+    /// The shared snapshot.
+    pub snapshots: Arc<Snapshots>,
+    /// The open sessions, counted.
+    pub agents: Arc<Agents>,
+    /// Counters of the collector's work.
+    pub work: Arc<WorkMetrics>,
+}
 
 /// The HTTP routes.
-pub fn router(shared: Arc<Shared>) -> Router {
+pub fn router(state: HttpState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
-        .with_state(shared)
+        .with_state(state)
 }
 
-async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
-    let snapshot = shared.snapshot().await;
+async fn metrics(State(shared): State<HttpState>) -> impl IntoResponse {
+    let snapshot = shared
+        .snapshots
+        .for_reader(&shared.ingest, &shared.work)
+        .await;
     let (throughput, last_seqs) = {
-        let state = shared.state();
+        let state = shared.ingest.state();
         let last_seqs = state
             .saved_nodes()
             .into_iter()
@@ -32,7 +50,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
     };
     let placement = snapshot.config.placement;
     let facts = ScrapeFacts {
-        open_sessions: shared.sessions().len(),
+        open_sessions: shared.agents.sessions().len(),
         throughput,
         pair_node_limit: DEFAULT_PAIR_NODE_LIMIT,
         last_seqs,
@@ -40,11 +58,11 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
     };
     (
         [(CONTENT_TYPE, netaware_runtime::PROMETHEUS_CONTENT_TYPE)],
-        netaware_runtime::prometheus_text(&exposition(&shared.work, &snapshot.scored, &facts)),
+        netaware_runtime::prometheus_text(&exposition(&shared.work, snapshot.scored(), &facts)),
     )
 }
 
-async fn healthz(State(shared): State<Arc<Shared>>) -> String {
-    let nodes = shared.state().node_count();
+async fn healthz(State(shared): State<HttpState>) -> String {
+    let nodes = shared.ingest.state().node_count();
     format!("ok: {nodes} nodes\n")
 }

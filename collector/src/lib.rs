@@ -8,20 +8,33 @@
 //! It also plans throughput tests between agents and sends the orders down
 //! their sessions ([`throughput`]).
 //!
-//! Layout: [`validate`] and [`state`] are pure (checks and changes, time
-//! passed in); [`session`], [`scores`], [`throughput`] and [`http`] are the
-//! thin async shells around the [`shared`] state ([`topology`] and
-//! [`coordinates`] work on it in the background), whose readers share one
-//! scored snapshot ([`snapshots`]); `netaware_proto::convert` maps core
-//! types to wire types; [`inventory`] reads the file of agent-less nodes. [`Collector::start`] binds and serves; the binary, the
-//! demo and the tests all start it the same way.
+//! Layout, each layer reading only those below it:
+//!
+//! 1. [`config`] (the flags' settings), [`validate`] (every field from an
+//!    agent, checked), [`inventory`], [`members`], [`saved`] (the state's
+//!    file form): leaves.
+//! 2. [`state`]: the collector's state and every change to it, pure (time
+//!    passed in); [`metrics`] counts the work.
+//! 3. [`ingest`] (the state behind its lock, and each change noticed),
+//!    [`snapshots`] (the one scored snapshot every reader shares, built
+//!    off the lock), [`agents`] (open sessions and membership),
+//!    [`saved_marks`] (how far the last save reaches).
+//! 4. The shells: [`session`] (agents), [`scores`] (the Scores service),
+//!    [`http`] (/metrics, /healthz); and the background [`tasks`]
+//!    (snapshot builds, coordinates, topology, throughput tests, saves).
+//!    Each is given only the parts it needs.
+//!
+//! `netaware_proto::convert` maps core types to wire types.
+//! [`Collector::start`] binds and serves; `netaware collector`, the demo
+//! and the tests all start it so.
 
+pub mod agents;
 pub mod cli;
-pub mod coordinates;
+pub mod config;
 pub mod http;
 pub mod identity;
+pub mod ingest;
 pub mod inventory;
-pub mod latest;
 pub mod members;
 pub mod metrics;
 pub mod node_places;
@@ -31,28 +44,38 @@ pub mod saved;
 pub mod saved_marks;
 pub mod scores;
 pub mod session;
-pub mod shared;
 pub mod snapshots;
 pub mod state;
-pub mod throughput;
-pub mod topology;
+pub mod tasks;
 pub mod validate;
 
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use netaware_core::NodeInfo;
+use netaware_proto::v1 as pb;
 use netaware_proto::v1::agent_session_server::AgentSessionServer;
 use netaware_proto::v1::scores_server::ScoresServer;
 use tokio::net::TcpListener;
+use tokio_stream::Stream;
 use tokio_stream::wrappers::TcpListenerStream;
 use tokio_util::sync::CancellationToken;
 
+use crate::agents::Agents;
+pub use crate::config::{ModelConfig, ThroughputConfig};
+use crate::ingest::Ingest;
+use crate::metrics::WorkMetrics;
 use crate::node_places::NodePlaces;
+use crate::saved_marks::SavedMarks;
 use crate::scores::ScoresService;
 use crate::session::SessionService;
-use crate::shared::Shared;
-pub use crate::state::{CollectorState, ModelConfig};
+use crate::snapshots::Snapshots;
+pub use crate::state::CollectorState;
+use crate::tasks::topology::SharedTopology;
+
+/// A server-streaming gRPC answer.
+pub type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, tonic::Status>> + Send>>;
 
 /// Largest gRPC message the collector decodes or encodes on an agent's
 /// session.
@@ -68,10 +91,8 @@ pub enum ConfigError {
     #[error(transparent)]
     Score(#[from] netaware_core::score::ScoreConfigError),
     /// A placement flag outside [0, 1].
-    #[error(
-        "--loss-threshold, --out-of-zone-factor and --min-goodput-fraction must be between 0 and 1"
-    )]
-    PlacementOutOfRange,
+    #[error(transparent)]
+    Placement(#[from] netaware_core::placement::PlacementConfigError),
     /// Blocks cut at a ratio that makes no sense.
     #[error("--block-cut-ratio must be between 1 and 100")]
     BlockCutRatio,
@@ -158,12 +179,15 @@ pub struct StateConfig {
 }
 
 /// A running collector.
+#[derive(Debug)]
 pub struct Collector {
     /// The bound gRPC address (useful with port 0).
     pub grpc_addr: SocketAddr,
     /// The bound HTTP address.
     pub http_addr: SocketAddr,
-    shared: Arc<Shared>,
+    ingest: Arc<Ingest>,
+    snapshots: Arc<Snapshots>,
+    work: Arc<WorkMetrics>,
     tasks: tokio::task::JoinSet<()>,
 }
 
@@ -200,26 +224,48 @@ impl Collector {
             .tls
             .as_ref()
             .is_some_and(netaware_runtime::tls::Tls::requires_client_certificates);
-        let shared = Shared::new(
-            state,
-            shutdown.clone(),
-            node_identity,
-            config.node_places.clone(),
-        );
+        let model = *state.config();
+        let snapshots = Arc::new(Snapshots::new(&state, netaware_runtime::clock::now_ms()));
+        let ingest = Arc::new(Ingest::new(state));
+        let agents = Arc::new(Agents::new(&ingest));
+        let work = Arc::new(WorkMetrics::default());
+        let saved_marks = Arc::new(SavedMarks::default());
+        let topology = Arc::new(SharedTopology::default());
         if config.state.is_some() {
             // What was restored is on disk: acks say so from the start.
-            let restored = shared.state().saved_nodes();
-            shared.saved_marks.saved(&restored);
+            let restored = ingest.state().saved_nodes();
+            saved_marks.saved(&restored);
         }
-        tokio::spawn(Arc::clone(&shared).keep_snapshot_current());
         for (node, count) in accepted {
-            shared.work.node_seen(&node);
-            shared
-                .work
-                .windows_accepted
+            work.node_seen(&node);
+            work.windows_accepted
                 .get_or_create(&metrics::NodeLabels { node })
                 .inc_by(count);
         }
+        let mut tasks = tokio::task::JoinSet::new();
+        tasks.spawn(tasks::snapshots::run(
+            Arc::clone(&ingest),
+            Arc::clone(&snapshots),
+            Arc::clone(&work),
+            shutdown.clone(),
+        ));
+        let sessions = SessionService {
+            ingest: Arc::clone(&ingest),
+            agents: Arc::clone(&agents),
+            saved_marks: Arc::clone(&saved_marks),
+            work: Arc::clone(&work),
+            node_identity,
+            node_places: config.node_places.clone(),
+            shutdown: shutdown.clone(),
+        };
+        let scores = ScoresService {
+            ingest: Arc::clone(&ingest),
+            snapshots: Arc::clone(&snapshots),
+            topology: Arc::clone(&topology),
+            work: Arc::clone(&work),
+            confirmations: model.blocks.confirmations,
+            shutdown: shutdown.clone(),
+        };
         let (health_reporter, health) = tonic_health::server::health_reporter();
         health_reporter
             .set_serving::<ScoresServer<ScoresService>>()
@@ -241,16 +287,15 @@ impl Collector {
             .add_service(health)
             .add_service(reflection)
             .add_service(
-                AgentSessionServer::new(SessionService(Arc::clone(&shared)))
+                AgentSessionServer::new(sessions)
                     .max_decoding_message_size(MAX_MESSAGE_BYTES)
                     .max_encoding_message_size(MAX_MESSAGE_BYTES),
             )
             .add_service(
-                ScoresServer::new(ScoresService(Arc::clone(&shared)))
+                ScoresServer::new(scores)
                     .max_decoding_message_size(MAX_MESSAGE_BYTES)
                     .max_encoding_message_size(MAX_SCORES_MESSAGE_BYTES),
             );
-        let mut tasks = tokio::task::JoinSet::new();
         let grpc_shutdown = shutdown.clone();
         tasks.spawn(async move {
             let incoming = TcpListenerStream::new(grpc);
@@ -261,17 +306,43 @@ impl Collector {
                 tracing::error!(%err, "gRPC server failed");
             }
         });
-        tasks.spawn(throughput::run(Arc::clone(&shared)));
-        tasks.spawn(coordinates::run(Arc::clone(&shared)));
-        tasks.spawn(topology::run(Arc::clone(&shared)));
+        tasks.spawn(tasks::throughput::run(
+            Arc::clone(&ingest),
+            Arc::clone(&agents),
+            shutdown.clone(),
+        ));
+        tasks.spawn(tasks::coordinates::run(
+            Arc::clone(&snapshots),
+            Arc::clone(&work),
+            model.coordinate_interval,
+            shutdown.clone(),
+        ));
+        tasks.spawn(tasks::topology::run(
+            Arc::clone(&snapshots),
+            topology,
+            Arc::clone(&work),
+            model,
+            shutdown.clone(),
+        ));
         if let Some(saving) = &config.state {
-            tasks.spawn(persist::run(
-                Arc::clone(&shared),
+            let saver = tasks::persist::Saver {
+                ingest: Arc::clone(&ingest),
+                work: Arc::clone(&work),
+                saved_marks,
+            };
+            tasks.spawn(tasks::persist::run(
+                saver,
                 saving.dir.clone(),
                 saving.every,
+                shutdown.clone(),
             ));
         }
-        let app = http::router(Arc::clone(&shared));
+        let app = http::router(http::HttpState {
+            ingest: Arc::clone(&ingest),
+            snapshots: Arc::clone(&snapshots),
+            agents,
+            work: Arc::clone(&work),
+        });
         tasks.spawn(async move {
             let served = netaware_runtime::http::serve(http, app, config.http_tls, shutdown).await;
             if let Err(err) = served {
@@ -282,14 +353,27 @@ impl Collector {
         Ok(Self {
             grpc_addr,
             http_addr,
-            shared,
+            ingest,
+            snapshots,
+            work,
             tasks,
         })
     }
 
-    /// The shared state, for in-process callers (the demo, tests).
-    pub fn shared(&self) -> Arc<Shared> {
-        Arc::clone(&self.shared)
+    /// The state, for in-process callers (the demo, tests).
+    pub fn ingest(&self) -> &Ingest {
+        &self.ingest
+    }
+
+    /// The counters of the collector's work, for in-process callers.
+    pub fn work(&self) -> &WorkMetrics {
+        &self.work
+    }
+
+    /// The wire matrix of a snapshot as fresh as a reader gets.
+    pub async fn matrix(&self) -> pb::Matrix {
+        let snapshot = self.snapshots.for_reader(&self.ingest, &self.work).await;
+        netaware_proto::convert::matrix_to_wire(&snapshot.placer, snapshot.version, snapshot.at)
     }
 
     /// Waits until both servers have stopped.

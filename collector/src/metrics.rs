@@ -515,7 +515,8 @@ impl<L: PairLabelSet> PairFamilies<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{CollectorState, ModelConfig};
+    use crate::config::ModelConfig;
+    use crate::state::CollectorState;
     use netaware_proto::v1::{Hello, PeerWindow, Window};
 
     fn state() -> CollectorState {

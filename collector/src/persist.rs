@@ -2,7 +2,8 @@
 //! exactly-once marks survive a restart.
 //!
 //! One file, `state.json` ([`crate::saved::SavedState`]), written every
-//! `--state-interval` and once more on shutdown, each time whole to a
+//! `--state-interval` and once more on shutdown (the loop is
+//! [`crate::tasks::persist`]), each time whole to a
 //! temporary file that is synced and then renamed over the old one, so that
 //! a crash leaves the old file or the new one, never half of one. Once a
 //! save is on disk, acks say how far it reaches
@@ -13,12 +14,8 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
 
 use crate::saved::SavedState;
-use crate::shared::Shared;
-use netaware_runtime::clock::now_ms;
 
 /// The file in the state directory.
 pub const FILE_NAME: &str = "state.json";
@@ -116,52 +113,4 @@ pub fn write(dir: &Path, state: &SavedState) -> Result<(), PersistError> {
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(io_error(dir))
-}
-
-/// Saves the state every `every` until shutdown, then once more.
-pub async fn run(shared: Arc<Shared>, dir: PathBuf, every: Duration) {
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
-    loop {
-        let last = tokio::select! {
-            _ = tick.tick() => false,
-            () = shared.shutdown.cancelled() => true,
-        };
-        save(&shared, &dir).await;
-        if last {
-            return;
-        }
-    }
-}
-
-async fn save(shared: &Shared, dir: &Path) {
-    let saved = {
-        // The accepted counts under the same lock as the sequence marks:
-        // windows are counted under it, so the two agree in the file.
-        let state = shared.state();
-        let mut saved = state.saved(now_ms());
-        for node in &mut saved.nodes {
-            node.accepted = shared.work.accepted(&node.name);
-        }
-        saved
-    };
-    let dir = dir.to_owned();
-    let written = tokio::task::spawn_blocking(move || write(&dir, &saved).map(|()| saved)).await;
-    let failure = match written {
-        Ok(Ok(saved)) => {
-            // On disk now: agents may forget what it holds.
-            shared.saved_marks.saved(&saved.nodes);
-            None
-        }
-        Ok(Err(err)) => Some(err.to_string()),
-        Err(err) => Some(err.to_string()),
-    };
-    match failure {
-        None => shared.work.state_saves.inc(),
-        Some(err) => {
-            tracing::error!(%err, "saving the state");
-            shared.work.state_save_errors.inc()
-        }
-    };
 }

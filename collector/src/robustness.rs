@@ -9,8 +9,9 @@ use netaware_core::snapshot::ScoredMatrix;
 use netaware_proto::v1::{AgentMessage, Hello, PeerWindow, Window, agent_message};
 use prost::Message;
 
+use crate::config::ModelConfig;
 use crate::saved::SavedState;
-use crate::state::{CollectorState, ModelConfig};
+use crate::state::CollectorState;
 
 /// Now, for the harnesses: a fixed clock, so that runs repeat.
 pub const NOW_MS: u64 = 1_800_000_000_000;

@@ -221,7 +221,8 @@ impl SavedNode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{CollectorState, Ingested, ModelConfig};
+    use crate::config::ModelConfig;
+    use crate::state::{CollectorState, Ingested};
     use netaware_proto::v1::{PeerWindow, Window};
 
     fn hello(node: &str, instance: u64) -> Hello {

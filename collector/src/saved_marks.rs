@@ -14,7 +14,7 @@ use crate::saved::SavedNode;
 
 /// The sequence number of each agent's last window in the last save, by
 /// node, with the agent instance it belongs to.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct SavedMarks {
     /// `None` while the collector saves nothing.
     marks: Mutex<Option<HashMap<String, Mark>>>,

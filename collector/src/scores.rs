@@ -4,15 +4,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use netaware_core::extender::rank_answer;
 use netaware_core::pair_rtt::RttLookup;
-use netaware_core::placement::{self, JobRequest};
+use netaware_core::placement::JobRequest;
 use netaware_proto::v1 as pb;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
-use crate::shared::{ResponseStream, Shared};
-use crate::snapshots::Snapshot;
+use crate::ResponseStream;
+use crate::ingest::Ingest;
+use crate::metrics::WorkMetrics;
+use crate::snapshots::{Snapshot, Snapshots};
+use crate::tasks::topology::SharedTopology;
 use crate::validate::{MAX_NAME_LEN, check_name};
 use netaware_proto::convert;
 use netaware_proto::follow::{self, MatrixFilter};
@@ -31,8 +36,29 @@ pub const DEFAULT_WATCH_INTERVAL: Duration = Duration::from_secs(1);
 /// staleness moves on.
 pub const WATCH_REFRESH: Duration = Duration::from_secs(5);
 
-/// The Scores service.
-pub struct ScoresService(pub Arc<Shared>);
+/// The Scores service and what it reads.
+#[derive(Debug, Clone)]
+pub struct ScoresService {
+    /// The state's version, for snapshots as fresh as it.
+    pub ingest: Arc<Ingest>,
+    /// The shared snapshot.
+    pub snapshots: Arc<Snapshots>,
+    /// The measured topology of the last round.
+    pub topology: Arc<SharedTopology>,
+    /// Counters of the collector's work.
+    pub work: Arc<WorkMetrics>,
+    /// Rounds in a row that must show a node elsewhere before it moves
+    /// (`--block-confirmations`), said with the topology.
+    pub confirmations: u32,
+    /// Watch streams end at shutdown.
+    pub shutdown: CancellationToken,
+}
+
+impl ScoresService {
+    async fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshots.for_reader(&self.ingest, &self.work).await
+    }
+}
 
 #[tonic::async_trait]
 impl pb::scores_server::Scores for ScoresService {
@@ -50,9 +76,9 @@ impl pb::scores_server::Scores for ScoresService {
             }
         }
         let (snapshot, offset) = match PageToken::parse(&request.page_token)? {
-            None => (self.0.snapshot().await, 0),
+            None => (self.snapshot().await, 0),
             Some(token) => {
-                let snapshot = self.0.snapshots.by_version(token.version).ok_or_else(|| {
+                let snapshot = self.snapshots.by_version(token.version).ok_or_else(|| {
                     Status::aborted("the matrix changed since the first page: start again")
                 })?;
                 (snapshot, token.offset)
@@ -86,8 +112,8 @@ impl pb::scores_server::Scores for ScoresService {
         if !request.dst.is_empty() {
             check_name("dst", &request.dst, false).map_err(|e| Status::invalid_argument(e.0))?;
         }
-        let snapshot = self.0.snapshot().await;
-        let scored = &snapshot.scored;
+        let snapshot = self.snapshot().await;
+        let scored = snapshot.scored();
         let known = |name: &str| {
             scored
                 .index_of(name)
@@ -111,12 +137,11 @@ impl pb::scores_server::Scores for ScoresService {
         &self,
         _: Request<pb::TopologyRequest>,
     ) -> Result<Response<pb::Topology>, Status> {
-        let published = self.0.topology.get();
-        let confirmations = self.0.state().config().blocks.confirmations;
+        let published = self.topology.get();
         Ok(Response::new(convert::topology_to_wire(
             &published.topology,
             published.observed_unix_ms,
-            confirmations,
+            self.confirmations,
         )))
     }
 
@@ -124,9 +149,9 @@ impl pb::scores_server::Scores for ScoresService {
         &self,
         _: Request<pb::ZonesRequest>,
     ) -> Result<Response<pb::ZoneSummary>, Status> {
-        let snapshot = self.0.snapshot().await;
+        let snapshot = self.snapshot().await;
         Ok(Response::new(convert::zones_to_wire(
-            &snapshot.scored.zones(),
+            &snapshot.scored().zones(),
         )))
     }
 
@@ -136,9 +161,14 @@ impl pb::scores_server::Scores for ScoresService {
     ) -> Result<Response<pb::RankResponse>, Status> {
         let request = request.into_inner();
         let job = job_request(&request)?;
-        let snapshot = self.0.snapshot().await;
-        let ranking = placement::rank(&snapshot.scored, &job, &snapshot.config.placement);
-        Ok(Response::new(convert::ranking_to_wire(&ranking)))
+        let snapshot = self.snapshot().await;
+        // What the extender decides on these candidates, by the same
+        // settings it receives with the matrix.
+        let answer = rank_answer(&snapshot.placer, &job);
+        Ok(Response::new(convert::rank_answer_to_wire(
+            &answer,
+            snapshot.placer.config(),
+        )))
     }
 
     async fn watch_matrix(
@@ -149,10 +179,10 @@ impl pb::scores_server::Scores for ScoresService {
             0 => DEFAULT_WATCH_INTERVAL,
             ms => Duration::from_millis(u64::from(ms)).max(MIN_WATCH_INTERVAL),
         };
-        let shared = Arc::clone(&self.0);
+        let shared = self.clone();
         let (tx, rx) = mpsc::channel(4);
         tokio::spawn(async move {
-            let mut changes = shared.changes.subscribe();
+            let mut changes = shared.ingest.subscribe();
             // The full state first, then what changed since what was sent.
             let mut sent: Option<Arc<Snapshot>> = None;
             loop {

@@ -11,16 +11,40 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::metrics::NodeLabels;
-use crate::shared::{ResponseStream, Shared};
-use crate::state::Ingested;
 use netaware_runtime::clock::now_ms;
+use tokio_util::sync::CancellationToken;
+
+use crate::ResponseStream;
+use crate::agents::Agents;
+use crate::ingest::Ingest;
+use crate::metrics::{NodeLabels, WorkMetrics};
+use crate::node_places::NodePlaces;
+use crate::saved_marks::SavedMarks;
+use crate::state::Ingested;
 
 /// Far enough to never come before the first peer set is sent.
 const NO_STEP_YET: std::time::Duration = std::time::Duration::from_secs(86_400);
 
-/// The agent session service.
-pub struct SessionService(pub Arc<Shared>);
+/// The agent session service and what it needs.
+#[derive(Debug, Clone)]
+pub struct SessionService {
+    /// Where windows go.
+    pub ingest: Arc<Ingest>,
+    /// The open sessions and the membership.
+    pub agents: Arc<Agents>,
+    /// How far the last save reaches, for the acks.
+    pub saved_marks: Arc<SavedMarks>,
+    /// Counters of the collector's work.
+    pub work: Arc<WorkMetrics>,
+    /// Whether an agent may report only for the node its client
+    /// certificate names (mutual TLS).
+    pub node_identity: bool,
+    /// Where each agent's zone is read (`--zones-from-nodes`); `None`: the
+    /// hello's zone is taken as said.
+    pub node_places: Option<Arc<NodePlaces>>,
+    /// Sessions end at shutdown.
+    pub shutdown: CancellationToken,
+}
 
 #[tonic::async_trait]
 impl pb::agent_session_server::AgentSession for SessionService {
@@ -45,7 +69,7 @@ impl pb::agent_session_server::AgentSession for SessionService {
                 ));
             }
         };
-        let shared = Arc::clone(&self.0);
+        let shared = self.clone();
         let refuse = |why: String| {
             tracing::warn!(node = %hello.node, %why, "session refused");
             Status::permission_denied(why)
@@ -62,15 +86,15 @@ impl pb::agent_session_server::AgentSession for SessionService {
                 .map_err(|refused| refuse(refused.to_string()))?;
         }
         let (node, changed) = {
-            let mut state = shared.state();
+            let mut state = shared.ingest.state();
             let result = state
                 .hello(&hello, now_ms())
                 .map_err(|e| Status::invalid_argument(e.0))?;
-            shared.changed(state.version());
+            shared.ingest.changed(state.version());
             result
         };
         if changed {
-            shared.membership.send_modify(|v| *v += 1);
+            shared.agents.membership_changed();
         }
         shared.work.sessions_opened.inc();
         shared.work.node_seen(&node);
@@ -82,15 +106,15 @@ impl pb::agent_session_server::AgentSession for SessionService {
 }
 
 async fn serve_session(
-    shared: Arc<Shared>,
+    shared: SessionService,
     node: String,
     instance: u64,
     mut inbound: Streaming<pb::AgentMessage>,
     down: mpsc::Sender<Result<pb::CollectorMessage, Status>>,
 ) {
     // A newer session of the same node replaces this one.
-    shared.sessions().insert(node.clone(), down.clone());
-    let mut membership = shared.membership.subscribe();
+    shared.agents.sessions().insert(node.clone(), down.clone());
+    let mut membership = shared.agents.subscribe();
     // The first peer set at once; later ones at most one per spacing
     // (`Members::peer_set_spacing`), so that a thousand agents joining do
     // not send a thousand sets each, and only when the set changed.
@@ -114,7 +138,7 @@ async fn serve_session(
                 next_epoch = tokio::time::Instant::now() + NO_STEP_YET;
             }
             () = tokio::time::sleep_until(next_peer_set), if peer_set_due => {
-                let members = shared.members().await;
+                let members = shared.agents.members(&shared.ingest).await;
                 peer_set_due = members.version < *membership.borrow();
                 next_peer_set = tokio::time::Instant::now() + members.peer_set_spacing();
                 let now = now_ms();
@@ -144,7 +168,7 @@ async fn serve_session(
                 };
                 let received = std::time::Instant::now();
                 let ack = {
-                    let mut state = shared.state();
+                    let mut state = shared.ingest.state();
                     let before = state.throughput_counts();
                     let ack = match state.ingest(&node, &window, now_ms()) {
                         Ok(Ingested::Accepted) => {
@@ -168,7 +192,7 @@ async fn serve_session(
                     if after.failed > before.failed {
                         tracing::info!(%node, tests = after.failed - before.failed, "throughput tests failed");
                     }
-                    shared.changed(state.version());
+                    shared.ingest.changed(state.version());
                     ack
                 };
                 let ack = pb::Ack { saved_through: shared.saved_marks.saved_through(&node, instance), ..ack };
@@ -179,7 +203,7 @@ async fn serve_session(
             }
         }
     }
-    let mut sessions = shared.sessions();
+    let mut sessions = shared.agents.sessions();
     if sessions.get(&node).is_some_and(|s| s.same_channel(&down)) {
         sessions.remove(&node);
     }

@@ -13,7 +13,7 @@
 //! reader waits out at most [`MAX_WAIT`] of that gap. Once builds take
 //! longer than [`MAX_WAIT`], readers do not wait for them at all: they get
 //! the published snapshot. The collector's builder
-//! (`Shared::keep_snapshot_current`) builds whenever the state changed,
+//! (`crate::tasks::snapshots`) builds whenever the state changed,
 //! at most every [`BUILDER_MIN_GAP`], so that a change is published within
 //! a second whether anyone reads or not. So a small cluster's readers see
 //! every change at once, and a large one's answer at once from scores
@@ -27,13 +27,16 @@ use std::time::{Duration, Instant};
 
 use netaware_core::UnixMillis;
 use netaware_core::coordinates::Coordinates;
+use netaware_core::placement::Placer;
 use netaware_core::snapshot::ScoredMatrix;
 use netaware_proto::follow::Versioned;
-use tokio::sync::{Mutex, watch};
+use netaware_runtime::latest::Latest;
+use tokio::sync::Mutex;
 
-use crate::coordinates::SharedCoordinates;
+use crate::config::ModelConfig;
+use crate::ingest::Ingest;
 use crate::metrics::WorkMetrics;
-use crate::state::{CollectorState, ModelConfig, SnapshotInputs, lock};
+use crate::state::{CollectorState, SnapshotInputs};
 
 /// A published snapshot older than this is rebuilt for the next reader.
 pub const MAX_AGE: Duration = Duration::from_secs(1);
@@ -52,8 +55,8 @@ pub const BUILDER_MIN_GAP: Duration = Duration::from_millis(250);
 pub enum Patience {
     /// A reader: at most [`MAX_WAIT`]; past it, the published snapshot.
     Reader,
-    /// The collector's builder (`Shared::keep_snapshot_current`): the
-    /// whole gap.
+    /// The collector's builder (`crate::tasks::snapshots`): the whole
+    /// gap.
     Builder,
 }
 
@@ -77,25 +80,33 @@ impl Patience {
     }
 }
 
-/// The scored matrix at one state version and instant.
+/// The scored matrix at one state version and instant, with the settings
+/// it is placed by.
 #[derive(Debug)]
 pub struct Snapshot {
     /// The state's version it was copied at.
     pub version: u64,
     /// When it was scored (Unix ms).
     pub at: UnixMillis,
-    /// The matrix, node health worked out.
-    pub scored: ScoredMatrix,
-    /// How it was scored, and how placement decides on it.
+    /// The matrix (node health worked out) and the collector's placement
+    /// settings: what Rank places with, and what followers receive.
+    pub placer: Placer,
+    /// How it was scored.
     pub config: ModelConfig,
     built: Instant,
 }
 
 impl Snapshot {
+    /// The scored matrix.
+    pub fn scored(&self) -> &ScoredMatrix {
+        self.placer.matrix()
+    }
+
     /// What pages and watch updates are cut from.
     pub fn versioned(&self) -> Versioned<'_> {
         Versioned {
-            scored: &self.scored,
+            scored: self.placer.matrix(),
+            placement: self.placer.config(),
             version: self.version,
             at: self.at,
         }
@@ -110,8 +121,9 @@ impl Snapshot {
 pub const KEPT_FOR_PAGING: usize = 3;
 
 /// The latest snapshot and what spaces the builds.
+#[derive(Debug)]
 pub struct Snapshots {
-    latest: watch::Sender<Arc<Snapshot>>,
+    latest: Latest<Snapshot>,
     /// How long the last build took, in microseconds, readable without
     /// waiting for a build under way.
     last_took_us: AtomicU64,
@@ -119,11 +131,10 @@ pub struct Snapshots {
     recent: std::sync::Mutex<VecDeque<Arc<Snapshot>>>,
     /// Held while building: one build at a time.
     building: Mutex<BuildTiming>,
-    /// When the earliest change not yet copied into a build was made.
-    first_change: std::sync::Mutex<Option<Instant>>,
-    /// The network coordinates of the last pass (`crate::coordinates`):
-    /// each build gives them to the snapshot's nodes.
-    pub coordinates: SharedCoordinates,
+    /// The network coordinates of the last pass
+    /// (`crate::tasks::coordinates`): each build gives them to the
+    /// snapshot's nodes.
+    pub coordinates: Latest<Coordinates>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -143,28 +154,37 @@ impl Snapshots {
         Self {
             last_took_us: AtomicU64::new(micros(started.elapsed())),
             recent: std::sync::Mutex::new(VecDeque::from([Arc::clone(&snapshot)])),
-            latest: watch::Sender::new(snapshot),
+            latest: Latest::from_arc(Arc::clone(&snapshot)),
             building: Mutex::new(BuildTiming {
                 ended: Some(Instant::now()),
                 took: started.elapsed(),
             }),
-            first_change: std::sync::Mutex::new(None),
-            coordinates: SharedCoordinates::default(),
+            coordinates: Latest::default(),
         }
-    }
-
-    /// Notes that the state changed now: call it under the state's lock,
-    /// so that the change and a build's copy are in one order.
-    pub fn note_change(&self) {
-        self.first_change
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_or_insert_with(Instant::now);
     }
 
     /// The published snapshot, whatever its age.
     pub fn published(&self) -> Arc<Snapshot> {
-        Arc::clone(&self.latest.borrow())
+        self.latest.get()
+    }
+
+    /// The snapshot a reader gets: as fresh as [`Snapshots::current`]
+    /// gives for the state `ingest` is at; when builds are slow (a large
+    /// cluster), the published one at once, which the builder keeps
+    /// current.
+    pub async fn for_reader(&self, ingest: &Ingest, work: &WorkMetrics) -> Arc<Snapshot> {
+        if self.builds_are_slow() {
+            return self.published();
+        }
+        let version = ingest.version();
+        self.current(
+            ingest,
+            version,
+            netaware_runtime::clock::now_ms,
+            work,
+            Patience::Reader,
+        )
+        .await
     }
 
     /// Whether builds take longer than a reader should wait
@@ -184,7 +204,7 @@ impl Snapshots {
     /// is longer than `patience` waits: then the published one.
     pub async fn current(
         &self,
-        state: &std::sync::Mutex<CollectorState>,
+        ingest: &Ingest,
         version: u64,
         now: impl Fn() -> UnixMillis,
         work: &WorkMetrics,
@@ -219,14 +239,10 @@ impl Snapshots {
         };
         let started = Instant::now();
         let inputs = {
-            let state = lock(state);
+            let state = ingest.state();
             let locked = Instant::now();
             let inputs = state.snapshot_inputs();
-            let since = self
-                .first_change
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
+            let since = ingest.take_first_change();
             work.snapshot_lock.observe(locked.elapsed().as_secs_f64());
             (inputs, since)
         };
@@ -243,12 +259,13 @@ impl Snapshots {
         };
         work.snapshot_build.observe(timing.took.as_secs_f64());
         self.last_took_us.store(micros(timing.took), Relaxed);
-        self.latest.send_replace(Arc::clone(&snapshot));
+        // The replaced one is dropped here, by the builder, not by a reader.
+        drop(self.latest.replace(Arc::clone(&snapshot)));
         // Warmed for placement after it is published, so that readers get
         // it that much sooner; a rank that comes first works it out too.
         let warming = Arc::clone(&snapshot);
         tokio::spawn(netaware_runtime::background::run(move || {
-            netaware_core::placement::warm(&warming.scored, &warming.config.placement);
+            warming.placer.warm();
         }));
         if let Some(since) = since {
             work.snapshot_delay.observe(since.elapsed().as_secs_f64());
@@ -279,7 +296,7 @@ fn snapshot_of(inputs: SnapshotInputs, coordinates: &Coordinates, at: UnixMillis
     Snapshot {
         version: inputs.version,
         at,
-        scored,
+        placer: Placer::new(scored, inputs.config.placement),
         config: inputs.config,
         built: Instant::now(),
     }
@@ -291,9 +308,10 @@ mod tests {
     use netaware_proto::v1::Hello;
 
     /// `node` says hello; the state's version after it.
-    fn join(state: &std::sync::Mutex<CollectorState>, node: &str) -> u64 {
-        let mut state = lock(state);
+    fn join(ingest: &Ingest, node: &str) -> u64 {
+        let mut state = ingest.state();
         state.hello(&hello(node), 1_000).unwrap();
+        ingest.changed(state.version());
         state.version()
     }
 
@@ -311,21 +329,16 @@ mod tests {
 
     #[tokio::test]
     async fn a_reader_sees_every_change_and_builds_are_spaced_by_their_cost() {
-        let state = std::sync::Mutex::new(CollectorState::new(ModelConfig::default(), Vec::new()));
-        let snapshots = Snapshots::new(&lock(&state), 1_000);
+        let state = Ingest::new(CollectorState::new(ModelConfig::default(), Vec::new()));
+        let snapshots = Snapshots::new(&state.state(), 1_000);
         let work = WorkMetrics::default();
-        assert_eq!(snapshots.published().scored.nodes().len(), 0);
+        assert_eq!(snapshots.published().scored().nodes().len(), 0);
 
-        let version = {
-            let mut state = lock(&state);
-            state.hello(&hello("n1"), 1_000).unwrap();
-            snapshots.note_change();
-            state.version()
-        };
+        let version = join(&state, "n1");
         let seen = snapshots
             .current(&state, version, || 1_000, &work, Patience::Reader)
             .await;
-        assert_eq!((seen.version, seen.scored.nodes().len()), (version, 1));
+        assert_eq!((seen.version, seen.scored().nodes().len()), (version, 1));
         // Unchanged and young: the same snapshot, not a new build.
         let again = snapshots
             .current(&state, version, || 1_000, &work, Patience::Reader)
@@ -344,7 +357,7 @@ mod tests {
         let later = snapshots
             .current(&state, version, || 2_000, &work, Patience::Reader)
             .await;
-        assert_eq!((later.version, later.scored.nodes().len()), (version, 2));
+        assert_eq!((later.version, later.scored().nodes().len()), (version, 2));
         let mut text = String::new();
         let mut registry = prometheus_client::registry::Registry::default();
         registry.register("build", "", work.snapshot_build.clone());
@@ -357,8 +370,8 @@ mod tests {
 
     #[tokio::test]
     async fn the_builder_waits_out_the_gap_where_a_reader_would_not() {
-        let state = std::sync::Mutex::new(CollectorState::new(ModelConfig::default(), Vec::new()));
-        let snapshots = Snapshots::new(&lock(&state), 1_000);
+        let state = Ingest::new(CollectorState::new(ModelConfig::default(), Vec::new()));
+        let snapshots = Snapshots::new(&state.state(), 1_000);
         let work = WorkMetrics::default();
         assert!(
             !snapshots.builds_are_slow(),

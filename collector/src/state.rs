@@ -6,19 +6,16 @@
 //! the current time; tests call them directly.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
-use netaware_core::blocks::BlockConfig;
 use netaware_core::coordinates::Coordinates;
 use netaware_core::matrix::{PairMatrix, PairReadings};
-use netaware_core::placement::PlacementConfig;
 use netaware_core::registry::Registry;
-use netaware_core::score::ScoreConfig;
 use netaware_core::snapshot::ScoredMatrix;
-use netaware_core::throughput_plan::{PlanConfig, PlanError, Planner};
+use netaware_core::throughput_plan::Planner;
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};
 use netaware_proto::v1::{Hello, NodeStats, Peer, ThroughputOrder, Window, throughput_order};
 
+use crate::config::ModelConfig;
 use crate::members::Members;
 use crate::saved::{self, SavedNode, SavedState};
 use crate::validate::{self, Invalid};
@@ -47,102 +44,9 @@ impl SnapshotInputs {
     }
 }
 
-/// How the collector scores and places.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ModelConfig {
-    /// The score model.
-    pub score: ScoreConfig,
-    /// The placement policy.
-    pub placement: PlacementConfig,
-    /// Windows kept per pair.
-    pub windows_kept: usize,
-    /// Throughput tests; `None` plans none.
-    pub throughput: Option<ThroughputConfig>,
-    /// Most peers an agent probes (0: every other node); see
-    /// [`netaware_core::peers`].
-    pub max_peers: usize,
-    /// How long each rotation step of bounded peer sets lasts.
-    pub peer_rotation: Duration,
-    /// Time between two passes of the network coordinates over the
-    /// measured medians (`crate::coordinates`).
-    pub coordinate_interval: Duration,
-    /// How blocks are cut and how long a node takes to move
-    /// (`crate::topology`).
-    pub blocks: BlockConfig,
-    /// Time between two rounds of the measured topology.
-    pub topology_interval: Duration,
-}
-
-/// Most peers an agent probes by default: a cluster of up to 65 nodes is a
-/// full mesh, a larger one bounded (`netaware_core::peers`).
-pub const DEFAULT_MAX_PEERS: usize = 64;
-
-/// How long a rotation step of bounded peer sets lasts by default: long
-/// enough for a pair's windows to fill (six 2 s windows take 12 s), short
-/// enough that a zone of 500 nodes is covered in about an hour.
-pub const DEFAULT_PEER_ROTATION: Duration = Duration::from_secs(300);
-
-impl Default for ModelConfig {
-    fn default() -> Self {
-        Self {
-            score: ScoreConfig::default(),
-            placement: PlacementConfig::default(),
-            windows_kept: 6,
-            throughput: Some(ThroughputConfig::default()),
-            max_peers: DEFAULT_MAX_PEERS,
-            peer_rotation: DEFAULT_PEER_ROTATION,
-            coordinate_interval: crate::coordinates::PASS_INTERVAL,
-            blocks: BlockConfig::default(),
-            topology_interval: crate::topology::ROUND_INTERVAL,
-        }
-    }
-}
-
 /// How long an issued test waits for its result (results travel inside
 /// windows, which an agent may replay after an outage).
 const ISSUED_KEPT_MS: u64 = 15 * 60_000;
-
-/// How throughput tests are planned and run.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ThroughputConfig {
-    /// The planner's rationing.
-    pub plan: PlanConfig,
-    /// Warm-up left out of each result.
-    pub omit_ms: u32,
-    /// Measured part of each test.
-    pub duration_ms: u32,
-    /// Parallel TCP streams per test.
-    pub streams: u32,
-}
-
-impl ThroughputConfig {
-    /// Tests of `omit_ms + duration_ms` within `budget` of each node's time,
-    /// at most `max_concurrent` at once in the cluster.
-    pub fn new(
-        budget: f64,
-        omit_ms: u32,
-        duration_ms: u32,
-        streams: u32,
-        same_zone_only: bool,
-        max_concurrent: Option<usize>,
-    ) -> Result<Self, PlanError> {
-        let plan =
-            PlanConfig::for_tests(budget, omit_ms, duration_ms, same_zone_only, max_concurrent)?;
-        Ok(Self {
-            plan,
-            omit_ms,
-            duration_ms,
-            streams,
-        })
-    }
-}
-
-impl Default for ThroughputConfig {
-    /// 2% of each node's time; 0.5 s warm-up, 2 s measured, one stream.
-    fn default() -> Self {
-        Self::new(0.02, 500, 2_000, 1, false, None).expect("the defaults are valid")
-    }
-}
 
 /// A test the collector ordered and whose result it waits for.
 #[derive(Debug, Clone, PartialEq)]
@@ -405,11 +309,11 @@ impl CollectorState {
                 Err(_) => self.throughput_counts.failed += 1,
             }
         }
-        for (peer, pair_window, one_way) in pairs {
-            self.matrix.record(node, &peer, pair_window);
-            if let Some(one_way) = one_way {
+        for checked in pairs {
+            self.matrix.record(node, &checked.peer, checked.pair);
+            if let Some(one_way) = checked.one_way {
                 // The node saw the peer's requests: loss from peer to node.
-                self.matrix.record_one_way(&peer, node, one_way);
+                self.matrix.record_one_way(&checked.peer, node, one_way);
             }
         }
         if let Some(stats) = &window.stats {
@@ -533,14 +437,6 @@ impl CollectorState {
     pub fn node_count(&self) -> usize {
         self.registry.len()
     }
-}
-
-/// Locks `state`; a panic that poisoned the lock left it consistent (every
-/// change is checked before it is applied), so it is used on.
-pub fn lock(state: &std::sync::Mutex<CollectorState>) -> std::sync::MutexGuard<'_, CollectorState> {
-    state
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

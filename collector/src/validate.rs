@@ -8,9 +8,10 @@
 use std::collections::HashSet;
 use std::net::IpAddr;
 
-use netaware_core::matrix::{OneWayWindow, PairWindow, RttStats, Throughput};
+use netaware_core::matrix::{OneWayWindow, PairWindow, Throughput};
 use netaware_core::registry::Registry;
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};
+use netaware_proto::convert;
 use netaware_proto::v1::{Hello, NodeStats, ThroughputResult, Window};
 
 /// Longest node, zone or region name (a DNS name).
@@ -92,9 +93,17 @@ pub fn hello(hello: &Hello) -> Result<(NodeInfo, u64), Invalid> {
     Ok((info, window_ms))
 }
 
-/// One entry of a window, checked: the peer, the probes towards it, and
-/// the one-way counts of its requests towards the reporting node (if any).
-pub type CheckedPeer = (String, PairWindow, Option<OneWayWindow>);
+/// One peer window, checked: the peer, the probes towards it, and the
+/// one-way counts of its requests towards the reporting node (if any).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedPeerWindow {
+    /// The peer.
+    pub peer: String,
+    /// The probes from the reporting node towards it.
+    pub pair: PairWindow,
+    /// Its echo requests that the reporting node saw arrive.
+    pub one_way: Option<OneWayWindow>,
+}
 
 /// A window from `node`, checked against the registry and the clock.
 pub fn window(
@@ -102,7 +111,7 @@ pub fn window(
     window: &Window,
     registry: &Registry,
     now: UnixMillis,
-) -> Result<Vec<CheckedPeer>, Invalid> {
+) -> Result<Vec<CheckedPeerWindow>, Invalid> {
     if window.seq == 0 {
         return invalid("seq must start at 1");
     }
@@ -138,36 +147,14 @@ pub fn window(
         if !seen.insert(peer.peer.as_str()) {
             return invalid(format!("peer {:?} appears twice in one window", peer.peer));
         }
-        let rtt = RttStats {
-            min: peer.rtt_min_ms,
-            median: peer.rtt_median_ms,
-            p90: peer.rtt_p90_ms,
-            p99: peer.rtt_p99_ms,
-            max: peer.rtt_max_ms,
-            jitter: peer.jitter_ms,
-        };
-        let invalid_peer = |err: netaware_core::matrix::WindowError| {
-            Invalid(format!("peer {:?}: {err}", peer.peer))
-        };
-        let checked = PairWindow::new(window.end_unix_ms, peer.sent, peer.received, rtt)
-            .map_err(invalid_peer)?;
-        let one_way = (peer.inbound_expected > 0)
-            .then(|| {
-                OneWayWindow::new(
-                    window.end_unix_ms,
-                    peer.inbound_expected,
-                    peer.inbound_received,
-                )
-            })
-            .transpose()
-            .map_err(invalid_peer)?;
-        if peer.inbound_expected == 0 && peer.inbound_received > 0 {
-            return invalid(format!(
-                "peer {:?}: inbound_received without inbound_expected",
-                peer.peer
-            ));
-        }
-        pairs.push((peer.peer.clone(), checked, one_way));
+        let (pair, one_way) = convert::peer_window_from_wire(peer)
+            .checked(window.end_unix_ms)
+            .map_err(|err| Invalid(format!("peer {:?}: {err}", peer.peer)))?;
+        pairs.push(CheckedPeerWindow {
+            peer: peer.peer.clone(),
+            pair,
+            one_way,
+        });
     }
     Ok(pairs)
 }

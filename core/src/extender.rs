@@ -1,6 +1,8 @@
 //! The kube-scheduler extender's decisions, pure: which candidate nodes
 //! pass the filter and what each scores, from the placement policy
-//! ([`crate::placement::rank`], the same code as `netaware rank`).
+//! ([`Placer::judge`], the same code as `netaware rank`). The collector's
+//! Rank answer carries each node's [`priorities`] too, so that `rank` and
+//! `explain` show what the extender does.
 //!
 //! The extender never blocks scheduling on missing data: without fresh
 //! scores, or for a pod that belongs to no known job, every node passes with
@@ -16,22 +18,12 @@
 
 use std::collections::BTreeMap;
 
-use crate::placement::{JobRequest, NodeTerms, PlacementConfig, RankedNode, ZoneReason, judge};
-use crate::snapshot::ScoredMatrix;
+use crate::placement::{JobRequest, NodeTerms, Placer, RankedNode, Ranking, ZoneReason};
 use crate::verdict::Failure;
 
 /// The highest score an extender may give (kube-scheduler's
 /// MaxExtenderPriority).
 pub const MAX_EXTENDER_PRIORITY: i64 = 10;
-
-/// How the extender decides.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct PolicyConfig {
-    /// The placement policy's settings.
-    pub placement: PlacementConfig,
-    /// Fail nodes outside the job's zone instead of scoring them low.
-    pub strict_zone: bool,
-}
 
 /// Why the answer is neutral, if it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +43,10 @@ pub struct Decision<'a> {
     pub failed: BTreeMap<&'a str, Failure>,
     /// Every candidate's score, 0 to MaxExtenderPriority, in the order given.
     pub scores: Vec<(&'a str, i64)>,
+    /// The place of the candidate kube-scheduler would pick with this
+    /// extender alone weighing in ([`next_worker`]); `None` when none
+    /// passes.
+    pub next: Option<usize>,
     /// Set when the answer carries no opinion, and why.
     pub neutral: Option<Neutral>,
     /// Why, for people (none when neutral): the zone and the best
@@ -82,26 +78,19 @@ pub struct JobContext {
     pub placed: Vec<String>,
 }
 
-/// Decides for `candidates`. `matrix` is `None` without fresh scores, `job`
-/// is `None` for a pod of no recognised job.
-pub fn decide<'a>(
-    matrix: Option<&ScoredMatrix>,
-    job: Option<&JobContext>,
-    candidates: &'a [String],
-    config: &PolicyConfig,
-) -> Decision<'a> {
-    let (matrix, job) = match (matrix, job) {
-        (None, _) => return neutral(candidates, Neutral::NoScores),
-        (_, None) => return neutral(candidates, Neutral::NoJob),
-        (Some(matrix), Some(job)) => (matrix, job),
-    };
-    let request = JobRequest {
-        size: job.size.max(1),
-        placed: &job.placed,
-        candidates: Some(candidates),
-        strict_zone: config.strict_zone,
-    };
-    let ranking = judge(matrix, &request, &config.placement);
+/// What the extender answers for one candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Priority {
+    /// 0 to [`MAX_EXTENDER_PRIORITY`], scaled to the best candidate.
+    pub score: i64,
+    /// Whether it passes the filter: a node fails it only for what the
+    /// measurements show ([`Failure::fails_filter`]).
+    pub passes_filter: bool,
+}
+
+/// The extender's answer for every node of `ranking`, by its place in the
+/// request (`RankedNode::candidate`).
+pub fn priorities(ranking: &Ranking<'_>) -> Vec<Priority> {
     // kube-scheduler takes whole scores from 0 to 10. Scaled to the best
     // candidate (as kube-scheduler's own plugins normalise theirs), the
     // best gets 10 and the others keep their order at the resolution left:
@@ -114,42 +103,137 @@ pub fn decide<'a>(
         .filter(|n| n.feasible())
         .map(|n| n.score)
         .fold(0.0, f64::max);
-    let scale = |node: &RankedNode| {
+    let scale = |node: &RankedNode<'_>| {
         let relative = if best > 0.0 { node.score / best } else { 0.0 };
         ((relative * MAX_EXTENDER_PRIORITY as f64).round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
     };
+    let places = ranking
+        .nodes
+        .iter()
+        .map(|n| n.candidate + 1)
+        .max()
+        .unwrap_or(0);
+    let mut answers = vec![
+        Priority {
+            score: 0,
+            passes_filter: true,
+        };
+        places
+    ];
+    for node in &ranking.nodes {
+        answers[node.candidate] = Priority {
+            score: scale(node),
+            passes_filter: node.failure.as_deref().is_none_or(|f| !f.fails_filter()),
+        };
+    }
+    answers
+}
+
+/// Where kube-scheduler puts the pod when this extender alone weighs in:
+/// the place of the passing candidate with the highest priority, the first
+/// of equals; `None` when no candidate passes.
+pub fn next_worker(priorities: &[Priority]) -> Option<usize> {
+    priorities
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.passes_filter)
+        // max_by_key keeps the last of equals; reversing keeps the first.
+        .rev()
+        .max_by_key(|(_, p)| p.score)
+        .map(|(place, _)| place)
+}
+
+/// What the collector's Rank answers, and so `netaware rank` and `netaware
+/// explain`: the ranking, best first, with the extender's answer for each
+/// node and where the extender would put the next worker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankAnswer<'a> {
+    /// Feasible nodes by score, then the infeasible ones.
+    pub ranking: Ranking<'a>,
+    /// The extender's answer for each node, by its place in the request
+    /// (`RankedNode::candidate`).
+    pub priorities: Vec<Priority>,
+    /// The node [`next_worker`] picks.
+    pub next: Option<&'a str>,
+}
+
+/// Ranks `job` as the collector's Rank does: the same judgement the
+/// extender's [`decide`] makes on the same candidates.
+pub fn rank_answer<'a>(placer: &'a Placer, job: &JobRequest<'a>) -> RankAnswer<'a> {
+    let ranking = placer.judge(job);
+    let priorities = priorities(&ranking);
+    let next = next_worker(&priorities).and_then(|place| {
+        ranking
+            .nodes
+            .iter()
+            .find(|n| n.candidate == place)
+            .map(|n| n.name)
+    });
+    RankAnswer {
+        ranking: ranking.sorted(),
+        priorities,
+        next,
+    }
+}
+
+/// Decides for `candidates`. `placer` is `None` without fresh scores, `job`
+/// is `None` for a pod of no recognised job.
+pub fn decide<'a>(
+    placer: Option<&Placer>,
+    job: Option<&JobContext>,
+    candidates: &'a [String],
+) -> Decision<'a> {
+    let (placer, job) = match (placer, job) {
+        (None, _) => return neutral(candidates, Neutral::NoScores),
+        (_, None) => return neutral(candidates, Neutral::NoJob),
+        (Some(placer), Some(job)) => (placer, job),
+    };
+    let request = JobRequest {
+        size: job.size.max(1),
+        placed: &job.placed,
+        candidates: Some(candidates),
+        strict_zone: false,
+    };
+    let ranking = placer.judge(&request);
+    let answers = priorities(&ranking);
     // judge() gives one verdict per place in the request, repeated names
     // included, in the request's order: kept by position, whatever the
     // order.
-    let mut verdicts: Vec<Option<&RankedNode>> = vec![None; candidates.len()];
+    let mut verdicts: Vec<Option<&RankedNode<'_>>> = vec![None; candidates.len()];
     for node in &ranking.nodes {
         verdicts[node.candidate] = Some(node);
     }
+    let next = next_worker(&answers);
     let mut passing = Vec::with_capacity(candidates.len());
     let mut failed = BTreeMap::new();
     let mut scores = Vec::with_capacity(candidates.len());
-    for (name, node) in candidates.iter().map(String::as_str).zip(verdicts) {
+    for (place, (name, node)) in candidates
+        .iter()
+        .map(String::as_str)
+        .zip(verdicts)
+        .enumerate()
+    {
         // Every place has its verdict; none is skipped.
         let Some(node) = node else { continue };
-        scores.push((name, scale(node)));
+        let answer = answers[place];
+        scores.push((name, answer.score));
         match &node.failure {
-            Some(failure) if failure.fails_filter() => {
+            Some(failure) if !answer.passes_filter => {
                 failed.insert(name, Failure::clone(failure));
             }
             _ => passing.push(name),
         }
     }
     let best = ranking
-        .nodes
-        .iter()
-        .filter(|n| n.feasible())
-        .take(EXPLAINED_CANDIDATES)
+        .best_feasible(EXPLAINED_CANDIDATES)
+        .into_iter()
         .map(|n| (n.name.to_owned(), n.score, n.terms))
         .collect();
     Decision {
         passing,
         failed,
         scores,
+        next,
         neutral: None,
         explanation: Some(Explanation {
             zone: ranking.zone.clone(),
@@ -165,12 +249,7 @@ pub fn decide<'a>(
 /// in `free`), with the workers placed before it as the job's context.
 /// `None` when fewer than `size` nodes pass. The evaluation's "netaware"
 /// policy is this function, so that it is the extender's own code.
-pub fn place_job(
-    matrix: &ScoredMatrix,
-    size: usize,
-    free: &[String],
-    config: &PolicyConfig,
-) -> Option<Vec<String>> {
+pub fn place_job(placer: &Placer, size: usize, free: &[String]) -> Option<Vec<String>> {
     let mut placed: Vec<String> = Vec::with_capacity(size);
     let mut candidates: Vec<String> = free.to_vec();
     while placed.len() < size {
@@ -178,17 +257,8 @@ pub fn place_job(
             size,
             placed: placed.clone(),
         };
-        let decision = decide(Some(matrix), Some(&job), &candidates, config);
-        let best = decision
-            .scores
-            .iter()
-            .enumerate()
-            .filter(|(_, (name, _))| decision.passing.contains(name))
-            // max_by_key keeps the last of equals; reversing keeps the first.
-            .rev()
-            .max_by_key(|(_, (_, score))| *score)
-            .map(|(i, _)| i)?;
-        placed.push(candidates.remove(best));
+        let next = decide(Some(placer), Some(&job), &candidates).next?;
+        placed.push(candidates.remove(next));
     }
     Some(placed)
 }
@@ -197,6 +267,7 @@ fn neutral(candidates: &[String], why: Neutral) -> Decision<'_> {
     Decision {
         passing: candidates.iter().map(String::as_str).collect(),
         failed: BTreeMap::new(),
+        next: (!candidates.is_empty()).then_some(0),
         scores: candidates.iter().map(|c| (c.as_str(), 0)).collect(),
         neutral: Some(why),
         explanation: None,
@@ -207,8 +278,10 @@ fn neutral(candidates: &[String], why: Neutral) -> Decision<'_> {
 mod tests {
     use super::*;
     use crate::matrix::{PairMatrix, PairWindow, RttStats};
+    use crate::placement::PlacementConfig;
     use crate::registry::Registry;
     use crate::score::ScoreConfig;
+    use crate::snapshot::ScoredMatrix;
     use crate::verdict::FailureCode;
     use crate::{NodeInfo, NodeKind};
 
@@ -219,12 +292,7 @@ mod tests {
             size: 2,
             placed: Vec::new(),
         };
-        let decision = decide(
-            Some(&matrix()),
-            Some(&job),
-            &candidates,
-            &PolicyConfig::default(),
-        );
+        let decision = decide(Some(&placer()), Some(&job), &candidates);
         let score = |name: &str| decision.scores.iter().find(|(n, _)| *n == name).unwrap().1;
         // The best gets the whole range, whatever its quality (raw, about
         // 0.9 of it); the rest keep their order.
@@ -236,17 +304,16 @@ mod tests {
 
     #[test]
     fn a_job_goes_where_the_extender_scores_best_pod_after_pod() {
-        let matrix = matrix();
+        let placer = placer();
         let free: Vec<String> = ["a1", "a2", "a3", "b1"].map(String::from).to_vec();
-        let config = PolicyConfig::default();
-        let placed = place_job(&matrix, 2, &free, &config).unwrap();
+        let placed = place_job(&placer, 2, &free).unwrap();
         assert_eq!(placed.len(), 2);
         assert!(
             placed.iter().all(|n| n == "a1" || n == "a2"),
             "the clean pair of zone-a: {placed:?}"
         );
         // Five workers on four nodes: impossible.
-        assert_eq!(place_job(&matrix, 5, &free, &config), None);
+        assert_eq!(place_job(&placer, 5, &free), None);
     }
 
     /// a1, a2 in zone-a with a clean link; a1 <-> a3 losing 20%; b1 alone.
@@ -291,6 +358,10 @@ mod tests {
         ScoredMatrix::build(&registry, &pairs, &ScoreConfig::default(), 1_000)
     }
 
+    fn placer() -> Placer {
+        Placer::new(matrix(), PlacementConfig::default())
+    }
+
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
     }
@@ -302,11 +373,11 @@ mod tests {
             size: 2,
             placed: Vec::new(),
         };
-        let decision = decide(None, Some(&job), &candidates, &PolicyConfig::default());
+        let decision = decide(None, Some(&job), &candidates);
         assert_eq!(decision.neutral, Some(Neutral::NoScores));
         assert_eq!(decision.passing, candidates);
         assert!(decision.scores.iter().all(|(_, s)| *s == 0));
-        let decision = decide(Some(&matrix()), None, &candidates, &PolicyConfig::default());
+        let decision = decide(Some(&placer()), None, &candidates);
         assert_eq!(decision.neutral, Some(Neutral::NoJob));
     }
 
@@ -317,12 +388,7 @@ mod tests {
             placed: names(&["a1"]),
         };
         let candidates = names(&["a2", "a3", "b1", "ghost"]);
-        let decision = decide(
-            Some(&matrix()),
-            Some(&job),
-            &candidates,
-            &PolicyConfig::default(),
-        );
+        let decision = decide(Some(&placer()), Some(&job), &candidates);
         assert_eq!(decision.passing, names(&["a2", "b1", "ghost"]));
         assert_eq!(decision.failed["a3"].code(), FailureCode::LossToWorker);
         assert!(
@@ -347,12 +413,13 @@ mod tests {
             size: 2,
             placed: names(&["a1"]),
         };
-        let config = PolicyConfig {
+        let config = PlacementConfig {
             strict_zone: true,
-            ..PolicyConfig::default()
+            ..PlacementConfig::default()
         };
         let candidates = names(&["a2", "b1"]);
-        let decision = decide(Some(&matrix()), Some(&job), &candidates, &config);
+        let strict = Placer::new(matrix(), config);
+        let decision = decide(Some(&strict), Some(&job), &candidates);
         assert_eq!(decision.passing, ["a2"]);
         assert_eq!(
             decision.failed["b1"],
@@ -369,12 +436,7 @@ mod tests {
             placed: names(&["a1"]),
         };
         let candidates = names(&["a3", "a3", "a2", "a2", "a3"]);
-        let decision = decide(
-            Some(&matrix()),
-            Some(&job),
-            &candidates,
-            &PolicyConfig::default(),
-        );
+        let decision = decide(Some(&placer()), Some(&job), &candidates);
         assert_eq!(decision.passing, names(&["a2", "a2"]));
         let scores: Vec<i64> = decision.scores.iter().map(|(_, s)| *s).collect();
         assert_eq!(scores[2], scores[3]);

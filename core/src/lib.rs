@@ -19,7 +19,10 @@
 //! - [`extender`]: the kube-scheduler extender's filter and scores.
 //! - [`peers`]: which nodes each agent probes, and how the sets rotate.
 //! - [`coordinates`]: network coordinates, for the RTT of pairs nobody probes.
+//! - [`coordinate_pass`]: one pass of the coordinates over a scored matrix.
 //! - [`pair_rtt`]: any pair's RTT, measured or estimated, and on what basis.
+//! - [`window`]: an agent's probes folded into the windows it reports.
+//! - [`stats`]: quantiles, medians and means, one definition for all.
 //! - [`throughput_plan`]: which throughput tests run when, within a budget.
 //! - [`topology`]: a node's zone and region from its Kubernetes labels.
 //! - [`blocks`]: groups of a zone's nodes close to each other, by clustering.
@@ -28,6 +31,7 @@
 
 pub mod blocks;
 pub mod chunked;
+pub mod coordinate_pass;
 pub mod coordinates;
 pub mod estimate;
 pub mod extender;
@@ -43,9 +47,11 @@ pub mod registry;
 pub mod score;
 pub mod scored_pair;
 pub mod snapshot;
+pub mod stats;
 pub mod throughput_plan;
 pub mod topology;
 pub mod verdict;
+pub mod window;
 
 /// Milliseconds since the Unix epoch. All times in the core are this type,
 /// passed in by the caller.

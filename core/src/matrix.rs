@@ -24,7 +24,7 @@ pub const MAX_GOODPUT_BPS: f64 = 1e13;
 pub const MAX_PROBES_PER_WINDOW: u32 = 1_000_000;
 
 /// RTT figures of one window, over the replies received, in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct RttStats {
     /// Fastest reply.
     pub min: f64,

@@ -406,7 +406,7 @@ fn effective_rtt_ms(pair: &ScoredPair) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::placement::{JobRequest, PlacementConfig, rank};
+    use crate::placement::{JobRequest, PlacementConfig, Placer};
     use crate::snapshot::ScoredMatrix;
     use crate::snapshot::tests::{scored, with_coordinates};
     use proptest::prelude::*;
@@ -451,7 +451,8 @@ mod tests {
             size: 1,
             ..JobRequest::default()
         };
-        let ranking = rank(matrix, &job, &PlacementConfig::default());
+        let placer = Placer::new(matrix.clone(), PlacementConfig::default());
+        let ranking = placer.rank(&job);
         ranking
             .nodes
             .iter()

@@ -43,6 +43,7 @@ pub struct PairRtt {
 
 /// Answers pair RTTs from one matrix and its nodes' coordinates; the zone
 /// means and residuals are worked out once, at [`RttLookup::new`].
+#[derive(Debug)]
 pub struct RttLookup<'a> {
     matrix: &'a ScoredMatrix,
     zone_means: HashMap<(usize, usize), f64>,

@@ -18,19 +18,24 @@
 //!    by the same two thresholds, with or without workers placed.
 //! 3. Every score carries the terms behind it ([`NodeTerms`]).
 //!
-//! The CLI's `rank`, the collector's Rank RPC and the scheduler extender all
-//! call [`rank`], so they can never disagree.
+//! A [`Placer`] is a scored matrix with the settings it is placed by: the
+//! collector's Rank RPC (and so `netaware rank` and `netaware explain`) and
+//! the scheduler extender ([`crate::extender`]) all place through one, and
+//! the settings travel with the matrix from the collector to the extender,
+//! so they can never disagree.
 
 use std::collections::BTreeMap;
 
 use crate::NodeKind;
 use crate::estimate::Estimate;
+use crate::memo::LastAnswer;
 use crate::node_estimate::{End, Group};
 use crate::score::Terms;
 use crate::snapshot::{ScoredMatrix, ScoredPair};
 use crate::verdict::Failure;
 
-/// Tuning of the placement policy.
+/// The placement policy's settings. The collector's are the truth: they
+/// travel with the matrix to every follower.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PlacementConfig {
     /// Loss ratio to a placed worker (either direction) above which a node
@@ -41,6 +46,8 @@ pub struct PlacementConfig {
     /// Share of a placed worker's median goodput below which a node's
     /// goodput with it fails the node (0: never).
     pub min_goodput_fraction: f64,
+    /// Fail nodes outside the chosen zone instead of scoring them low.
+    pub strict_zone: bool,
 }
 
 impl Default for PlacementConfig {
@@ -49,7 +56,164 @@ impl Default for PlacementConfig {
             loss_threshold: 0.05,
             out_of_zone_factor: 0.1,
             min_goodput_fraction: 0.2,
+            strict_zone: false,
         }
+    }
+}
+
+/// Why a set of placement settings is unusable.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error("{setting} is {value}, not between 0 and 1")]
+pub struct PlacementConfigError {
+    /// The setting (as its flag).
+    pub setting: &'static str,
+    /// Its value.
+    pub value: f64,
+}
+
+impl PlacementConfig {
+    /// The settings, checked: every ratio in [0, 1].
+    pub fn checked(self) -> Result<Self, PlacementConfigError> {
+        for (setting, value) in [
+            ("--loss-threshold", self.loss_threshold),
+            ("--out-of-zone-factor", self.out_of_zone_factor),
+            ("--min-goodput-fraction", self.min_goodput_fraction),
+        ] {
+            if !(value.is_finite() && (0.0..=1.0).contains(&value)) {
+                return Err(PlacementConfigError { setting, value });
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// Settings a follower of the collector places by instead of the
+/// collector's (the extender's flags): each one set overrides the
+/// collector's, and the extender logs that it does.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PlacementOverrides {
+    /// Instead of the collector's loss threshold.
+    pub loss_threshold: Option<f64>,
+    /// Instead of the collector's out-of-zone factor.
+    pub out_of_zone_factor: Option<f64>,
+    /// Instead of the collector's goodput fraction.
+    pub min_goodput_fraction: Option<f64>,
+    /// Instead of the collector's strict-zone setting.
+    pub strict_zone: Option<bool>,
+}
+
+impl PlacementOverrides {
+    /// `collector`'s settings with these overrides applied.
+    pub fn apply(&self, collector: PlacementConfig) -> PlacementConfig {
+        PlacementConfig {
+            loss_threshold: self.loss_threshold.unwrap_or(collector.loss_threshold),
+            out_of_zone_factor: self
+                .out_of_zone_factor
+                .unwrap_or(collector.out_of_zone_factor),
+            min_goodput_fraction: self
+                .min_goodput_fraction
+                .unwrap_or(collector.min_goodput_fraction),
+            strict_zone: self.strict_zone.unwrap_or(collector.strict_zone),
+        }
+    }
+
+    /// The flags that are set, for the log.
+    pub fn named(&self) -> Vec<(&'static str, String)> {
+        let mut set = Vec::new();
+        if let Some(v) = self.loss_threshold {
+            set.push(("--loss-threshold", v.to_string()));
+        }
+        if let Some(v) = self.out_of_zone_factor {
+            set.push(("--out-of-zone-factor", v.to_string()));
+        }
+        if let Some(v) = self.min_goodput_fraction {
+            set.push(("--min-goodput-fraction", v.to_string()));
+        }
+        if let Some(v) = self.strict_zone {
+            set.push(("--strict-zone", v.to_string()));
+        }
+        set
+    }
+}
+
+/// A scored matrix and the settings it is placed by, with what placement
+/// works out once per matrix and keeps: every ranking and every extender
+/// decision goes through one.
+#[derive(Debug)]
+pub struct Placer {
+    matrix: ScoredMatrix,
+    config: PlacementConfig,
+    /// Each feasible node's terms with its zone, for the last feasible set
+    /// asked about: the extender is asked to filter and then to prioritize
+    /// each pod of a job, every time with the same candidates.
+    zone_terms: LastAnswer<Vec<bool>, Vec<Option<NodeTerms>>>,
+}
+
+impl Clone for Placer {
+    /// A copy starts with nothing worked out.
+    fn clone(&self) -> Self {
+        Self::new(self.matrix.clone(), self.config)
+    }
+}
+
+impl Default for Placer {
+    fn default() -> Self {
+        Self::new(ScoredMatrix::default(), PlacementConfig::default())
+    }
+}
+
+impl Placer {
+    /// Places on `matrix` by `config`.
+    pub fn new(matrix: ScoredMatrix, config: PlacementConfig) -> Self {
+        Self {
+            matrix,
+            config,
+            zone_terms: LastAnswer::default(),
+        }
+    }
+
+    /// The scored matrix.
+    pub fn matrix(&self) -> &ScoredMatrix {
+        &self.matrix
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &PlacementConfig {
+        &self.config
+    }
+
+    /// The same placer on the matrix with the zones (and regions) that
+    /// `place` gives ([`ScoredMatrix::with_places`]).
+    pub fn with_places(&self, place: impl Fn(&str) -> Option<(String, String)>) -> Self {
+        Self::new(self.matrix.with_places(place), self.config)
+    }
+
+    /// Ranks the candidates for a job. Ties keep the candidates' order. A
+    /// name given more than once gets one verdict at each of its places
+    /// (the same one: a node's verdict does not depend on where it was
+    /// named) and counts once when the zone is chosen.
+    pub fn rank<'a>(&'a self, job: &JobRequest<'a>) -> Ranking<'a> {
+        self.judge(job).sorted()
+    }
+
+    /// What [`Placer::rank`] finds, with the nodes left in the request's
+    /// order (one per place): for the extender, which answers in that
+    /// order, sorting 5,000 verdicts would be a third of its call.
+    pub fn judge<'a>(&'a self, job: &JobRequest<'a>) -> Ranking<'a> {
+        judge(&self.matrix, job, &self.config, &self.zone_terms)
+    }
+
+    /// Works out ahead what the rankings of first workers share when every
+    /// agent is a candidate (each node's terms with its zone), so that the
+    /// first `rank` or /prioritize after a new snapshot finds it done: the
+    /// collector and the extender call this where they build a snapshot,
+    /// off the path of any request.
+    pub fn warm(&self) {
+        let first_worker = JobRequest {
+            size: 1,
+            ..JobRequest::default()
+        };
+        self.judge(&first_worker);
     }
 }
 
@@ -63,7 +227,8 @@ pub struct JobRequest<'a> {
     pub placed: &'a [String],
     /// Nodes to consider; `None` means every agent node not in `placed`.
     pub candidates: Option<&'a [String]>,
-    /// Fail nodes outside the chosen zone instead of scoring them low.
+    /// Fail nodes outside the chosen zone instead of scoring them low, even
+    /// where the settings do not ([`PlacementConfig::strict_zone`]).
     pub strict_zone: bool,
 }
 
@@ -204,33 +369,48 @@ impl std::fmt::Display for ZoneReason {
     }
 }
 
-/// Ranks the candidates for a job. Ties keep the candidates' order. A name
-/// given more than once gets one verdict at each of its places (the same
-/// one: a node's verdict does not depend on where it was named) and counts
-/// once when the zone is chosen.
-pub fn rank<'a>(
-    matrix: &'a ScoredMatrix,
-    job: &JobRequest<'a>,
-    config: &PlacementConfig,
-) -> Ranking<'a> {
-    let mut ranking = judge(matrix, job, config);
-    ranking.nodes.sort_by(|a, b| {
-        b.feasible()
-            .cmp(&a.feasible())
-            .then(b.score.total_cmp(&a.score))
-            .then(a.candidate.cmp(&b.candidate))
-    });
-    ranking
+impl<'a> Ranking<'a> {
+    /// The same nodes, feasible ones by score (best first), then the
+    /// infeasible ones; ties keep the candidates' order.
+    pub fn sorted(mut self) -> Self {
+        self.nodes.sort_by(|a, b| {
+            b.feasible()
+                .cmp(&a.feasible())
+                .then(b.score.total_cmp(&a.score))
+                .then(a.candidate.cmp(&b.candidate))
+        });
+        self
+    }
+
+    /// The `k` best feasible nodes, best first (ties: the earlier
+    /// candidate), found without sorting every node.
+    pub fn best_feasible(&self, k: usize) -> Vec<&RankedNode<'a>> {
+        let better = |a: &RankedNode<'_>, b: &RankedNode<'_>| {
+            a.score > b.score || (a.score == b.score && a.candidate < b.candidate)
+        };
+        let mut best: Vec<&RankedNode<'a>> = Vec::with_capacity(k + 1);
+        for node in self.nodes.iter().filter(|n| n.feasible()) {
+            let at = best
+                .iter()
+                .position(|b| better(node, b))
+                .unwrap_or(best.len());
+            if at < k {
+                best.insert(at, node);
+                best.truncate(k);
+            }
+        }
+        best
+    }
 }
 
-/// What [`rank`] finds, with the nodes left in the request's order (one
-/// per place): for the extender, which answers in that order, sorting
-/// 5,000 verdicts would be a third of its call.
-pub(crate) fn judge<'a>(
+/// The nodes of a ranking in the request's order, one per place.
+fn judge<'a>(
     matrix: &'a ScoredMatrix,
     job: &JobRequest<'a>,
     config: &PlacementConfig,
+    zone_terms_cache: &LastAnswer<Vec<bool>, Vec<Option<NodeTerms>>>,
 ) -> Ranking<'a> {
+    let strict_zone = job.strict_zone || config.strict_zone;
     let n = matrix.nodes().len();
     let placed: Vec<usize> = job
         .placed
@@ -255,7 +435,7 @@ pub(crate) fn judge<'a>(
     // Node-level failures that do not depend on the zone.
     // (place in the request, name, index in the matrix, failure).
     type Verdict<'a> = (usize, &'a str, Option<usize>, Option<Box<Failure>>);
-    let verdicts: Vec<Verdict> = candidate_names
+    let verdicts: Vec<Verdict<'_>> = candidate_names
         .into_iter()
         .enumerate()
         .map(|(candidate, name)| {
@@ -289,7 +469,7 @@ pub(crate) fn judge<'a>(
     // every call with these candidates, so worked out once per snapshot
     // and feasible set (the filter and prioritize calls of every pod).
     let feasible_zone_terms = if placed.is_empty() {
-        matrix.zone_terms_cache().get(&feasible_set, || {
+        zone_terms_cache.get(&feasible_set, || {
             (0..n)
                 .map(|i| {
                     feasible_set[i].then(|| zone_terms(matrix, i, &feasible_set, &zone_counts))
@@ -308,7 +488,7 @@ pub(crate) fn judge<'a>(
     });
     let zone_of = |i: usize| matrix.nodes()[i].info.zone.as_str();
 
-    let nodes: Vec<RankedNode> = verdicts
+    let nodes: Vec<RankedNode<'_>> = verdicts
         .into_iter()
         .map(|(candidate, name, index, mut failure)| {
             let Some(i) = index else {
@@ -334,7 +514,7 @@ pub(crate) fn judge<'a>(
                 to_placed[i].terms(Basis::Placed)
             };
             terms.in_chosen_zone = in_zone;
-            if failure.is_none() && !in_zone && job.strict_zone {
+            if failure.is_none() && !in_zone && strict_zone {
                 failure = Some(Box::new(match &zone {
                     Some(zone) => Failure::OutsideZone { zone: zone.clone() },
                     None => Failure::NoZone,
@@ -365,19 +545,6 @@ pub(crate) fn judge<'a>(
         zone_reason,
         nodes,
     }
-}
-
-/// Works out ahead what the rankings of first workers share when every
-/// agent is a candidate (each node's terms with its zone), so that the
-/// first `rank` or /prioritize after a new snapshot finds it done: the
-/// collector and the extender call this where they build a snapshot, off
-/// the path of any request.
-pub fn warm(matrix: &ScoredMatrix, config: &PlacementConfig) {
-    let first_worker = JobRequest {
-        size: 1,
-        ..JobRequest::default()
-    };
-    rank(matrix, &first_worker, config);
 }
 
 /// A membership table over node indices.
@@ -876,8 +1043,8 @@ mod tests {
     #[test]
     fn a_warmed_or_asked_matrix_ranks_as_a_fresh_one() {
         let config = PlacementConfig::default();
-        let asked = cluster();
-        warm(&asked, &config);
+        let asked = Placer::new(cluster(), config);
+        asked.warm();
         let fewer = owned(&["a1", "b1", "b2", "b3"]);
         let with_fewer = JobRequest {
             candidates: Some(&fewer),
@@ -887,25 +1054,28 @@ mod tests {
         // against a fresh copy (a copy starts with nothing worked out).
         for request in [&with_fewer, &job(2, &[]), &with_fewer] {
             let fresh = asked.clone();
+            assert_eq!(fresh.matrix().pairs(), asked.matrix().pairs());
             assert_eq!(
-                rank(&asked, request, &config),
-                rank(&fresh, request, &config)
+                asked.rank(request),
+                Placer::new(fresh.matrix().clone(), config).rank(request)
             );
         }
         // Without a2, a3 (lossy) and c1, zone a has one node left and b
         // three: a1 has no zone mate to be measured with.
-        let ranking = rank(&asked, &with_fewer, &config);
+        let ranking = asked.rank(&with_fewer);
         assert_eq!(ranking.zone.as_deref(), Some("b"));
     }
 
     #[test]
     fn picks_the_zone_whose_best_k_are_best_connected() {
         let matrix = cluster();
-        let ranking = rank(&matrix, &job(2, &[]), &PlacementConfig::default());
+        let placer = Placer::new(matrix.clone(), PlacementConfig::default());
+        let ranking = placer.rank(&job(2, &[]));
         assert_eq!(ranking.zone.as_deref(), Some("a"));
         assert_eq!(&names(&ranking)[..2], ["a1", "a2"]);
         // For 3 workers, zone a would need its lossy host: b is better.
-        let ranking = rank(&matrix, &job(3, &[]), &PlacementConfig::default());
+        let placer = Placer::new(matrix.clone(), PlacementConfig::default());
+        let ranking = placer.rank(&job(3, &[]));
         assert_eq!(ranking.zone.as_deref(), Some("b"));
         assert!(
             ranking.nodes[..3]
@@ -931,7 +1101,8 @@ mod tests {
     fn a_node_far_slower_than_a_placed_workers_usual_goodput_fails() {
         let matrix = cluster_with_a_slow_b3();
         let placed = owned(&["b1"]);
-        let ranking = rank(&matrix, &job(3, &placed), &PlacementConfig::default());
+        let placer = Placer::new(matrix.clone(), PlacementConfig::default());
+        let ranking = placer.rank(&job(3, &placed));
         let b3 = ranking.nodes.iter().find(|n| n.name == "b3").unwrap();
         let reason = b3.failure.as_ref().expect("b3 fails").to_string();
         assert!(reason.starts_with("goodput 0.500 Gbit/s"), "{reason}");
@@ -940,7 +1111,8 @@ mod tests {
         assert!(b2.feasible());
         // With nothing placed yet, b3 fails all the same: most of its own
         // links in its zone are that slow (and a3's that lossy).
-        let ranking = rank(&matrix, &job(3, &[]), &PlacementConfig::default());
+        let placer = Placer::new(matrix.clone(), PlacementConfig::default());
+        let ranking = placer.rank(&job(3, &[]));
         let failed: Vec<(&str, String)> = ranking
             .nodes
             .iter()
@@ -962,7 +1134,8 @@ mod tests {
             ..PlacementConfig::default()
         };
         for placed in [&placed[..], &[]] {
-            let ranking = rank(&matrix, &job(3, placed), &off);
+            let placer = Placer::new(matrix.clone(), off);
+            let ranking = placer.rank(&job(3, placed));
             assert!(ranking.nodes.iter().all(|n| n.name != "b3" || n.feasible()));
         }
     }
@@ -971,7 +1144,8 @@ mod tests {
     fn placed_workers_pull_their_zone_and_fail_lossy_nodes() {
         let matrix = cluster();
         let placed = owned(&["a1"]);
-        let ranking = rank(&matrix, &job(3, &placed), &PlacementConfig::default());
+        let placer = Placer::new(matrix.clone(), PlacementConfig::default());
+        let ranking = placer.rank(&job(3, &placed));
         assert_eq!(ranking.zone.as_deref(), Some("a"));
         assert_eq!(names(&ranking)[0], "a2");
         assert_eq!(ranking.nodes[0].terms.basis, Basis::Placed);
@@ -998,7 +1172,8 @@ mod tests {
             strict_zone: true,
             ..job(2, &placed)
         };
-        let ranking = rank(&matrix, &request, &PlacementConfig::default());
+        let placer = Placer::new(matrix.clone(), PlacementConfig::default());
+        let ranking = placer.rank(&request);
         let feasible: Vec<&str> = ranking
             .nodes
             .iter()
@@ -1022,7 +1197,8 @@ mod tests {
             candidates: Some(&candidates),
             ..job(2, &placed)
         };
-        let ranking = rank(&matrix, &request, &PlacementConfig::default());
+        let placer = Placer::new(matrix.clone(), PlacementConfig::default());
+        let ranking = placer.rank(&request);
         assert_eq!(names(&ranking), ["b1", "b2", "ghost"]);
         assert_eq!(ranking.nodes[0].terms.basis, Basis::Colocated);
         assert_eq!(
@@ -1034,7 +1210,8 @@ mod tests {
     #[test]
     fn too_small_zones_fall_back_to_the_largest() {
         let matrix = cluster();
-        let ranking = rank(&matrix, &job(5, &[]), &PlacementConfig::default());
+        let placer = Placer::new(matrix.clone(), PlacementConfig::default());
+        let ranking = placer.rank(&job(5, &[]));
         assert_eq!(
             ranking.zone_reason,
             ZoneReason::Largest {
@@ -1043,15 +1220,7 @@ mod tests {
             }
         );
         assert!(matches!(ranking.zone.as_deref(), Some("a" | "b")));
-        assert!(
-            rank(
-                &ScoredMatrix::default(),
-                &job(1, &[]),
-                &PlacementConfig::default()
-            )
-            .zone
-            .is_none()
-        );
+        assert!(Placer::default().rank(&job(1, &[])).zone.is_none());
     }
 
     /// `matrix` with every pair it would estimate written out as a pair:
@@ -1097,7 +1266,8 @@ mod tests {
             for strict_zone in [false, true] {
                 let request = JobRequest { size, placed: &placed, candidates: None, strict_zone };
                 let config = PlacementConfig::default();
-                let (a, b) = (rank(&sparse, &request, &config), rank(&dense, &request, &config));
+                let (sparse, dense) = (Placer::new(sparse.clone(), config), Placer::new(dense.clone(), config));
+                let (a, b) = (sparse.rank(&request), dense.rank(&request));
                 proptest::prop_assert_eq!(&a.zone, &b.zone);
                 proptest::prop_assert_eq!(a.nodes.len(), b.nodes.len());
                 for x in &a.nodes {

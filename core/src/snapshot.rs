@@ -22,10 +22,8 @@ use std::sync::OnceLock;
 use crate::coordinates::{Coordinate, Coordinates};
 use crate::estimate::{Estimate, Mean, ZoneAverages, ZoneEstimates};
 use crate::matrix::{NodeId, PairMatrix, PairReadings, PairSummary};
-use crate::memo::LastAnswer;
 use crate::node_estimate::{End, EndEstimates, Group};
 use crate::node_health::{self, NodeHealth};
-use crate::placement::NodeTerms;
 use crate::registry::{Registry, STALE_AFTER_WINDOWS};
 use crate::score::{Fallback, MeasuredTerms, ScoreConfig, Source, Terms};
 pub use crate::scored_pair::ScoredPair;
@@ -128,9 +126,6 @@ pub struct ScoredMatrix {
     /// What is known of each node and zone for the pairs nobody probes,
     /// worked out on first use (it reads the health).
     ends: OnceLock<EndEstimates>,
-    /// Each feasible node's terms with its zone, for the last feasible set
-    /// placement asked about (see [`crate::placement`]).
-    zone_terms: LastAnswer<Vec<bool>, Vec<Option<NodeTerms>>>,
 }
 
 impl ScoredMatrix {
@@ -284,7 +279,6 @@ impl ScoredMatrix {
             fallback,
             health: OnceLock::new(),
             ends: OnceLock::new(),
-            zone_terms: LastAnswer::default(),
         }
     }
 
@@ -364,13 +358,7 @@ impl ScoredMatrix {
     #[cfg(test)]
     pub(crate) fn with_zone_averages_only(mut self) -> Self {
         self.ends = OnceLock::from(EndEstimates::zone_averages_only(self.zone_names.len()));
-        self.zone_terms = LastAnswer::default();
         self
-    }
-
-    /// Placement's cache of zone terms by feasible set.
-    pub(crate) fn zone_terms_cache(&self) -> &LastAnswer<Vec<bool>, Vec<Option<NodeTerms>>> {
-        &self.zone_terms
     }
 
     /// All nodes, by name.

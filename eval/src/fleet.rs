@@ -9,15 +9,17 @@
 //!   kept (the agent's and collector's defaults). A probe is lost with the
 //!   path's loss each way (Bernoulli); a reply's RTT is the pair's truth
 //!   plus exponential queueing jitter. The agent's own window code
-//!   (`netaware_agent::window`) turns the probes into figures, the
-//!   collector's pair matrix keeps them.
+//!   (`netaware_core::window`) turns the probes into peer windows, checked
+//!   into the collector's pair matrix as the collector checks them.
 //! - **Goodput**: the collector's test planner at the given budget (default
 //!   0.02, inside zones only, as a large cluster runs it) runs from the
 //!   fleet's start; a test ends 2.5 s after its start with the path's TCP
 //!   goodput within +-10%. What was tested by the moment of a view, and is
 //!   still fresh by the score model's rules, is all there is.
-//! - **Coordinates**: the collector's pass every 10 s over the fresh
-//!   medians.
+//! - **Coordinates**: the collector's own pass
+//!   (`netaware_core::coordinate_pass`) every 10 s over the fresh medians
+//!   of the matrix last served, as the collector passes over its published
+//!   snapshot.
 //! - **Scoring**: `ScoredMatrix::score`, as the collector builds snapshots,
 //!   staleness included.
 //!
@@ -27,20 +29,22 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use netaware_agent::window::{ProbeOutcome, WindowStats};
+use netaware_core::coordinate_pass::{self, PassInput};
 use netaware_core::coordinates::Coordinates;
-use netaware_core::matrix::{PairMatrix, PairWindow, RttStats, Throughput};
+use netaware_core::matrix::{PairMatrix, Throughput};
 use netaware_core::peers::{PeerBound, choose};
+use netaware_core::placement::{PlacementConfig, Placer};
 use netaware_core::registry::Registry;
 use netaware_core::score::ScoreConfig;
 use netaware_core::snapshot::ScoredMatrix;
 use netaware_core::throughput_plan::{PLAN_EVERY_MS, PlanConfig, PlanError, Planner};
+use netaware_core::window::{OpenWindow, Probe};
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::cluster::Cluster;
-use crate::information::{View, feed_coordinates};
+use crate::information::View;
 
 /// How the simulated fleet measures: the product's defaults unless said.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -90,13 +94,15 @@ const JITTER_SHARE: f64 = 0.02;
 const COORDINATE_PASS_MS: u64 = 10_000;
 /// At most this many passes between two views (a view's medians are what
 /// the passes read; more passes over the same medians change little).
-const MAX_PASSES_PER_VIEW: usize = 30;
+const MAX_PASSES_PER_VIEW: u64 = 30;
 
 /// The fleet: what it has measured so far, and the planner's memory.
+#[derive(Debug)]
 pub struct Fleet<'c> {
     cluster: &'c Cluster,
     config: FleetConfig,
     score: ScoreConfig,
+    placement: PlacementConfig,
     planner: Planner,
     /// When the planner runs next (ms from the fleet's start).
     plan_times: BTreeSet<UnixMillis>,
@@ -104,16 +110,23 @@ pub struct Fleet<'c> {
     tests: Vec<(UnixMillis, usize, usize, f64)>,
     coordinates: Coordinates,
     coordinates_at: UnixMillis,
+    /// Passes made so far (each orders the medians its own way).
+    passes: u64,
+    /// The fresh medians of the matrix last served: what the collector's
+    /// passes read until the next snapshot.
+    last_served: Option<PassInput>,
     index: HashMap<String, usize>,
     rng: StdRng,
 }
 
 impl<'c> Fleet<'c> {
-    /// A fleet on `cluster` whose agents all start at time 0.
+    /// A fleet on `cluster` whose agents all start at time 0, its
+    /// collector scoring by `score` and placing by `placement`.
     pub fn new(
         cluster: &'c Cluster,
         config: FleetConfig,
         score: ScoreConfig,
+        placement: PlacementConfig,
         seed: u64,
     ) -> Result<Self, PlanError> {
         let plan = PlanConfig::for_tests(
@@ -129,11 +142,14 @@ impl<'c> Fleet<'c> {
             cluster,
             config,
             score,
+            placement,
             planner,
             plan_times: BTreeSet::from([0]),
             tests: Vec::new(),
             coordinates: Coordinates::default(),
             coordinates_at: 0,
+            passes: 0,
+            last_served: None,
             index: cluster
                 .names
                 .iter()
@@ -203,7 +219,7 @@ impl<'c> Fleet<'c> {
                 epoch: start / self.config.rotation_ms.max(1),
             };
             for (src, &(name, zone)) in candidates.iter().enumerate() {
-                let mut window = WindowStats::new();
+                let mut window = OpenWindow::new();
                 for dst in choose(name, zone, &candidates, bound) {
                     let truth = cluster.link(src, dst);
                     let back_link = cluster.link(dst, src);
@@ -214,21 +230,13 @@ impl<'c> Fleet<'c> {
                             && !self.rng.random_bool(back_link.loss.clamp(0.0, 1.0));
                         let rtt_ms =
                             arrives.then(|| truth.rtt_ms + exponential(jitter_mean, &mut self.rng));
-                        window.record(candidates[dst].0, ProbeOutcome { order, rtt_ms });
+                        window.record(candidates[dst].0, Probe { order, rtt_ms });
                     }
                 }
-                for figures in window.finish() {
-                    let rtt = RttStats {
-                        min: figures.min_ms,
-                        median: figures.median_ms,
-                        p90: figures.p90_ms,
-                        p99: figures.p99_ms,
-                        max: figures.max_ms,
-                        jitter: figures.jitter_ms,
-                    };
+                for peer_window in window.finish() {
                     // Figures of a sane window always pass the check.
-                    if let Ok(checked) = PairWindow::new(end, figures.sent, figures.received, rtt) {
-                        matrix.record(name, &figures.peer, checked);
+                    if let Ok((pair, _)) = peer_window.checked(end) {
+                        matrix.record(name, &peer_window.peer, pair);
                     }
                 }
             }
@@ -250,24 +258,24 @@ impl<'c> Fleet<'c> {
             .retain(|&(end, ..)| end > now || now - end <= max_age);
 
         let readings = matrix.readings();
-        let medians: Vec<(&str, &str, f64)> = matrix
-            .pairs()
-            .filter_map(|(src, dst, summary)| Some((src, dst, summary.rtt_median_ms?)))
-            .collect();
-        let passes = (now.saturating_sub(self.coordinates_at) / COORDINATE_PASS_MS) as usize;
-        feed_coordinates(
-            &mut self.coordinates,
-            &medians,
-            passes.clamp(1, MAX_PASSES_PER_VIEW),
-        );
+        let score = |coordinates: &Coordinates| {
+            ScoredMatrix::score(&registry, &readings, &self.score, coordinates, now)
+        };
+        // The collector's passes since the last view read the snapshot it
+        // published then (before the first view: the first snapshot).
+        let read = match self.last_served.take() {
+            Some(served) => served,
+            None => PassInput::of(&score(&self.coordinates)),
+        };
+        let passes = now.saturating_sub(self.coordinates_at) / COORDINATE_PASS_MS;
+        for _ in 0..passes.clamp(1, MAX_PASSES_PER_VIEW) {
+            self.passes += 1;
+            coordinate_pass::run(&mut self.coordinates, &read, self.passes);
+        }
         self.coordinates_at = now;
-        View::new(ScoredMatrix::score(
-            &registry,
-            &readings,
-            &self.score,
-            &self.coordinates,
-            now,
-        ))
+        let served = score(&self.coordinates);
+        self.last_served = Some(PassInput::of(&served));
+        View::new(Placer::new(served, self.placement))
     }
 }
 
@@ -299,9 +307,16 @@ mod tests {
         let cluster = cluster();
         // Seven peers: the zone's five and one node of the other zone each.
         let config = FleetConfig::defaults(7);
-        let mut fleet = Fleet::new(&cluster, config, score_config(), 1).unwrap();
+        let mut fleet = Fleet::new(
+            &cluster,
+            config,
+            score_config(),
+            PlacementConfig::default(),
+            1,
+        )
+        .unwrap();
         let view = fleet.view_at(2 * HOUR_MS);
-        let matrix = &view.matrix;
+        let matrix = view.matrix();
         assert_eq!(matrix.nodes().len(), 12);
         assert!(matrix.nodes().iter().all(|n| !n.stale));
         let probed: Vec<_> = matrix
@@ -349,10 +364,17 @@ mod tests {
             budget: 0.002,
             ..config
         };
-        let mut fleet = Fleet::new(&cluster, thin, score_config(), 1).unwrap();
+        let mut fleet = Fleet::new(
+            &cluster,
+            thin,
+            score_config(),
+            PlacementConfig::default(),
+            1,
+        )
+        .unwrap();
         let view = fleet.view_at(2 * HOUR_MS);
         let tested_thin = view
-            .matrix
+            .matrix()
             .pairs()
             .iter()
             .filter(|p| p.summary.throughput.is_some())
@@ -363,10 +385,17 @@ mod tests {
     #[test]
     fn loss_is_counted_probe_by_probe() {
         let cluster = cluster();
-        let mut fleet = Fleet::new(&cluster, FleetConfig::defaults(0), score_config(), 2).unwrap();
+        let mut fleet = Fleet::new(
+            &cluster,
+            FleetConfig::defaults(0),
+            score_config(),
+            PlacementConfig::default(),
+            2,
+        )
+        .unwrap();
         let view = fleet.view_at(HOUR_MS);
         let (mut lost, mut sent, mut expected) = (0.0, 0.0, 0.0);
-        for pair in view.matrix.pairs() {
+        for pair in view.matrix().pairs() {
             let truth = cluster.link(pair.src, pair.dst);
             let back = cluster.link(pair.dst, pair.src);
             let samples = pair.summary.samples as f64;

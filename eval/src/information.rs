@@ -17,9 +17,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use netaware_core::blocks::BlockConfig;
-use netaware_core::coordinates::Coordinates;
 use netaware_core::measured_topology::observe;
-use netaware_core::placement::PlacementConfig;
+use netaware_core::placement::{PlacementConfig, Placer};
 use netaware_core::snapshot::ScoredMatrix;
 
 use crate::cluster::Cluster;
@@ -63,8 +62,9 @@ impl std::str::FromStr for Information {
 /// What placement reads at one moment.
 #[derive(Debug)]
 pub struct View {
-    /// The scored matrix, as the collector would serve it.
-    pub matrix: ScoredMatrix,
+    /// The scored matrix, as the collector would serve it, with the
+    /// settings netaware places by.
+    pub placer: Placer,
     /// Zone-to-zone costs (us), as netaware's published `NetworkTopology`
     /// has them: the 90th percentile of the fresh RTT medians between two
     /// zones.
@@ -72,11 +72,21 @@ pub struct View {
 }
 
 impl View {
-    /// The view of `matrix`, its zone costs read by the product's own
-    /// topology code.
-    pub fn new(matrix: ScoredMatrix) -> Self {
-        let zone_costs = ZoneCosts::measured(&matrix);
-        Self { matrix, zone_costs }
+    /// The view of `placer`'s matrix, its zone costs read by the product's
+    /// own topology code.
+    pub fn new(placer: Placer) -> Self {
+        let zone_costs = ZoneCosts::measured(placer.matrix());
+        Self { placer, zone_costs }
+    }
+
+    /// The view of `matrix`, placed by the default settings.
+    pub fn with_defaults(matrix: ScoredMatrix) -> Self {
+        Self::new(Placer::new(matrix, PlacementConfig::default()))
+    }
+
+    /// The scored matrix.
+    pub fn matrix(&self) -> &ScoredMatrix {
+        self.placer.matrix()
     }
 }
 
@@ -95,9 +105,11 @@ pub struct Coverage {
 }
 
 impl Coverage {
-    /// What `view` holds of `cluster`, judged by `placement`'s thresholds.
-    pub fn of(view: &View, cluster: &Cluster, placement: &PlacementConfig) -> Self {
-        let matrix = &view.matrix;
+    /// What `view` holds of `cluster`, judged by the thresholds it is
+    /// placed by.
+    pub fn of(view: &View, cluster: &Cluster) -> Self {
+        let matrix = view.matrix();
+        let placement = view.placer.config();
         let inside = |src: usize, dst: usize| cluster.zone_of(src) == cluster.zone_of(dst);
         let tested = matrix
             .pairs()
@@ -229,21 +241,6 @@ impl Timeline {
     }
 }
 
-/// Feeds `passes` passes over `medians` (src, dst, RTT ms) to the
-/// coordinates, as the collector does every 10 s over its fresh medians.
-pub fn feed_coordinates<'a>(
-    coordinates: &mut Coordinates,
-    medians: &[(&'a str, &'a str, f64)],
-    passes: usize,
-) {
-    for _ in 0..passes {
-        for &(src, dst, rtt) in medians {
-            // A median the collector would refuse is left out, as there.
-            let _ = coordinates.observe(src, dst, rtt);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,13 +258,13 @@ mod tests {
         };
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
         let cluster = Cluster::generate(&spec, &mut rng);
-        let view = View::new(crate::perfect::matrix(
+        let view = View::with_defaults(crate::perfect::matrix(
             &cluster,
             &score_config(),
             0,
             &mut rng,
         ));
-        let coverage = Coverage::of(&view, &cluster, &PlacementConfig::default());
+        let coverage = Coverage::of(&view, &cluster);
         assert_eq!(coverage.goodput_share, 1.0);
         assert!(coverage.degraded_caught > 0, "{coverage:?}");
         assert_eq!((coverage.degraded_missed, coverage.healthy_failed), (0, 0));
@@ -283,7 +280,9 @@ mod tests {
 
     #[test]
     fn a_timeline_serves_the_newest_view_built_by_then() {
-        let views = (0..3).map(|_| View::new(ScoredMatrix::default())).collect();
+        let views = (0..3)
+            .map(|_| View::with_defaults(ScoredMatrix::default()))
+            .collect();
         let timeline = Timeline::new(100.0, 10.0, views);
         let index = |t: f64| {
             let view = timeline.at(t);

@@ -5,6 +5,7 @@
 //! evaluation reports it beside measured mode so that the cost of
 //! imperfect measurement shows.
 
+use netaware_core::coordinate_pass::{self, PassInput};
 use netaware_core::coordinates::Coordinates;
 use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::peers::{PeerBound, choose};
@@ -14,11 +15,10 @@ use netaware_core::{NodeInfo, NodeKind};
 use rand::Rng;
 
 use crate::cluster::Cluster;
-use crate::information::feed_coordinates;
 
 /// Passes the collector's coordinates make over the medians in one
 /// rotation step of its peer sets (a pass every 10 s, a step every 5 min).
-const COORDINATE_PASSES: usize = 30;
+const COORDINATE_PASSES: u64 = 30;
 
 /// The matrix of the truth of the pairs that agents probing `max_peers`
 /// peers each (0: all) hold, scored by the core's score model.
@@ -65,34 +65,36 @@ pub fn matrix(
             });
         }
     }
-    let mut coordinates = Coordinates::default();
-    if max_peers > 0 {
-        let medians: Vec<(&str, &str, f64)> = pairs
+    let nodes = |coordinates: &Coordinates| -> Vec<NodeView> {
+        candidates
             .iter()
-            .filter_map(|p| {
-                Some((
-                    candidates[p.src].0,
-                    candidates[p.dst].0,
-                    p.summary.rtt_median_ms?,
-                ))
+            .map(|&(name, zone)| NodeView {
+                info: NodeInfo {
+                    name: name.to_owned(),
+                    address: String::new(),
+                    zone: zone.to_owned(),
+                    region: String::new(),
+                    kind: NodeKind::Agent,
+                },
+                stale: false,
+                last_report_age_ms: Some(0),
+                coordinate: coordinates.coordinate(name).cloned(),
             })
-            .collect();
-        feed_coordinates(&mut coordinates, &medians, COORDINATE_PASSES);
+            .collect()
+    };
+    let mut coordinates = Coordinates::default();
+    let without = ScoredMatrix::from_parts(nodes(&coordinates), pairs, config.fallback());
+    if max_peers == 0 {
+        return without;
     }
-    let nodes: Vec<NodeView> = candidates
-        .iter()
-        .map(|&(name, zone)| NodeView {
-            info: NodeInfo {
-                name: name.to_owned(),
-                address: String::new(),
-                zone: zone.to_owned(),
-                region: String::new(),
-                kind: NodeKind::Agent,
-            },
-            stale: false,
-            last_report_age_ms: Some(0),
-            coordinate: coordinates.coordinate(name).cloned(),
-        })
-        .collect();
-    ScoredMatrix::from_parts(nodes, pairs, config.fallback())
+    // The collector's passes over these medians (the very code it runs).
+    let input = PassInput::of(&without);
+    for pass in 1..=COORDINATE_PASSES {
+        coordinate_pass::run(&mut coordinates, &input, pass);
+    }
+    ScoredMatrix::from_parts(
+        nodes(&coordinates),
+        without.pairs().to_vec(),
+        config.fallback(),
+    )
 }

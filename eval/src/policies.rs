@@ -34,7 +34,7 @@
 
 use std::collections::BTreeMap;
 
-use netaware_core::extender::{PolicyConfig, place_job};
+use netaware_core::extender::place_job;
 use netaware_core::snapshot::ScoredMatrix;
 use rand::Rng;
 use rand::seq::SliceRandom;
@@ -78,21 +78,21 @@ impl Policy {
         }
     }
 
-    /// Places `size` workers on `free` nodes, knowing `view`.
+    /// Places `size` workers on `free` nodes, knowing `view` (netaware by
+    /// the settings the view is placed by).
     pub fn place(
         self,
         view: &View,
         free: &[String],
         size: usize,
-        config: &PolicyConfig,
         rng: &mut impl Rng,
     ) -> Option<Vec<String>> {
         if size == 0 || free.len() < size {
             return None;
         }
-        let matrix = &view.matrix;
+        let matrix = view.matrix();
         match self {
-            Policy::Netaware => place_job(matrix, size, free, config),
+            Policy::Netaware => place_job(&view.placer, size, free),
             Policy::KubeDefault => Some(kube_default(matrix, free, size, rng)),
             Policy::ZoneOnly => Some(zone_only(&by_zone(matrix, free), size, rng)),
             Policy::Diktyo => Some(diktyo(view, free, size, rng)),
@@ -187,7 +187,7 @@ const DIKTYO_MAX_COST: u64 = 100;
 const DIKTYO_SAME_ZONE: u64 = 1;
 
 fn diktyo(view: &View, free: &[String], size: usize, rng: &mut impl Rng) -> Vec<String> {
-    let matrix = &view.matrix;
+    let matrix = view.matrix();
     let mut free: Vec<(&str, &str)> = free
         .iter()
         .map(|name| (name.as_str(), zone_of(matrix, name)))
@@ -287,7 +287,7 @@ mod tests {
             })
             .collect();
         (
-            View::new(ScoredMatrix::from_parts(
+            View::with_defaults(ScoredMatrix::from_parts(
                 nodes,
                 Vec::new(),
                 Default::default(),
@@ -312,7 +312,7 @@ mod tests {
         let across = (0..200)
             .filter(|_| {
                 let placed = Policy::KubeDefault
-                    .place(&view, &free, 3, &PolicyConfig::default(), &mut rng)
+                    .place(&view, &free, 3, &mut rng)
                     .unwrap();
                 let mut zones = zones_of(&placed);
                 zones.dedup();
@@ -342,16 +342,12 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(4);
         let mut firsts = Vec::new();
         for _ in 0..20 {
-            let placed = Policy::Diktyo
-                .place(&view, &a_and_b, 3, &PolicyConfig::default(), &mut rng)
-                .unwrap();
+            let placed = Policy::Diktyo.place(&view, &a_and_b, 3, &mut rng).unwrap();
             let zones = zones_of(&placed);
             assert!(zones.iter().all(|z| *z == zones[0]), "{placed:?}");
             // Four: the first worker's zone whole, then the near zone,
             // never the far one.
-            let placed = Policy::Diktyo
-                .place(&view, &free, 4, &PolicyConfig::default(), &mut rng)
-                .unwrap();
+            let placed = Policy::Diktyo.place(&view, &free, 4, &mut rng).unwrap();
             let mut zones = zones_of(&placed);
             firsts.push(zones[0]);
             zones.sort();
@@ -372,22 +368,16 @@ mod tests {
     fn zone_only_takes_the_tightest_zone_that_fits() {
         let (view, free) = view();
         let mut rng = StdRng::seed_from_u64(2);
-        let placed = Policy::ZoneOnly
-            .place(&view, &free, 2, &PolicyConfig::default(), &mut rng)
-            .unwrap();
+        let placed = Policy::ZoneOnly.place(&view, &free, 2, &mut rng).unwrap();
         assert_eq!(zones_of(&placed), ['c', 'c']);
-        let placed = Policy::ZoneOnly
-            .place(&view, &free, 3, &PolicyConfig::default(), &mut rng)
-            .unwrap();
+        let placed = Policy::ZoneOnly.place(&view, &free, 3, &mut rng).unwrap();
         let zones = zones_of(&placed);
         assert!(
             zones == ['a', 'a', 'a'] || zones == ['b', 'b', 'b'],
             "{placed:?}"
         );
         // Fits nowhere: the fullest zones first.
-        let placed = Policy::ZoneOnly
-            .place(&view, &free, 5, &PolicyConfig::default(), &mut rng)
-            .unwrap();
+        let placed = Policy::ZoneOnly.place(&view, &free, 5, &mut rng).unwrap();
         assert_eq!(zones_of(&placed), ['a', 'a', 'a', 'b', 'b']);
     }
 
@@ -398,7 +388,7 @@ mod tests {
         for policy in Policy::ALL {
             for size in 1..=8 {
                 let placed = policy
-                    .place(&view, &free, size, &PolicyConfig::default(), &mut rng)
+                    .place(&view, &free, size, &mut rng)
                     .unwrap_or_else(|| panic!("{policy:?} {size}"));
                 let mut unique = placed.clone();
                 unique.sort();
@@ -406,10 +396,7 @@ mod tests {
                 assert_eq!(unique.len(), size, "{policy:?}: {placed:?}");
                 assert!(placed.iter().all(|n| free.contains(n)));
             }
-            assert_eq!(
-                policy.place(&view, &free, 9, &PolicyConfig::default(), &mut rng),
-                None
-            );
+            assert_eq!(policy.place(&view, &free, 9, &mut rng), None);
         }
     }
 }

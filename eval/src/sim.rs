@@ -13,7 +13,6 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use netaware_core::extender::PolicyConfig;
 use rand::Rng;
 
 use crate::cluster::Cluster;
@@ -269,7 +268,6 @@ pub fn simulate(
     jobs: &[Job],
     spec: &WorkloadSpec,
     policy: Policy,
-    config: &PolicyConfig,
     rng: &mut impl Rng,
 ) -> Vec<JobResult> {
     let mut free: BTreeSet<usize> = (0..cluster.names.len()).collect();
@@ -317,7 +315,7 @@ pub fn simulate(
             }
             let names: Vec<String> = free.iter().map(|&i| cluster.names[i].clone()).collect();
             let view = timeline.at(now);
-            let Some(placed) = policy.place(view, &names, job.size, config, rng) else {
+            let Some(placed) = policy.place(view, &names, job.size, rng) else {
                 break;
             };
             let nodes: Vec<usize> = placed
@@ -390,7 +388,7 @@ mod tests {
         };
         let mut rng = StdRng::seed_from_u64(3);
         let cluster = Cluster::generate(&spec, &mut rng);
-        let timeline = Timeline::fixed(View::new(perfect::matrix(
+        let timeline = Timeline::fixed(View::with_defaults(perfect::matrix(
             &cluster,
             &score_config(),
             0,
@@ -416,15 +414,7 @@ mod tests {
         };
         assert!(mean_compute(2) > workload.compute_s && mean_compute(8) > mean_compute(2));
         for policy in Policy::ALL {
-            let results = simulate(
-                &cluster,
-                &timeline,
-                &jobs,
-                &workload,
-                policy,
-                &PolicyConfig::default(),
-                &mut rng,
-            );
+            let results = simulate(&cluster, &timeline, &jobs, &workload, policy, &mut rng);
             assert_eq!(results.len(), jobs.len(), "{policy:?}");
             for (result, job) in results.iter().zip(&jobs) {
                 assert!(result.wait_s >= 0.0 && result.run_s > 0.0);

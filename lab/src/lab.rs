@@ -53,6 +53,15 @@ pub struct Lab {
     access: Mutex<Vec<String>>,
 }
 
+impl std::fmt::Debug for Lab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lab")
+            .field("number", &self.number)
+            .field("hosts", &self.hosts.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Whether this process runs as root.
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.

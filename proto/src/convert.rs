@@ -13,15 +13,18 @@
 use std::collections::HashMap;
 
 use netaware_core::coordinates::{Coordinate, DIMENSIONS};
+use netaware_core::extender::{Priority, RankAnswer};
+use netaware_core::matrix::RttStats;
 use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::measured_topology::{
     Block, BlockNode, LinkCost, MeasuredTopology, NetworkCosts, ZoneBlocks,
 };
 use netaware_core::pair_rtt::{PairRtt, RttBasis};
-use netaware_core::placement::{Basis, Ranking};
+use netaware_core::placement::{Basis, PlacementConfig, Placer};
 use netaware_core::score::{Fallback, Source, Terms, Weights};
 use netaware_core::snapshot::{NodeView, ScoredMatrix, ScoredPair, ZoneSummary};
 use netaware_core::verdict::FailureCode;
+use netaware_core::window::PeerWindow;
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};
 
 use crate::v1 as pb;
@@ -228,6 +231,44 @@ pub fn node_from_wire(node: &pb::Node) -> NodeView {
     }
 }
 
+/// The wire form of what an agent measured towards one peer in a window.
+pub fn peer_window_to_wire(window: &PeerWindow) -> pb::PeerWindow {
+    pb::PeerWindow {
+        peer: window.peer.clone(),
+        sent: window.sent,
+        received: window.received,
+        rtt_min_ms: window.rtt.min,
+        rtt_median_ms: window.rtt.median,
+        rtt_p90_ms: window.rtt.p90,
+        rtt_p99_ms: window.rtt.p99,
+        rtt_max_ms: window.rtt.max,
+        jitter_ms: window.rtt.jitter,
+        inbound_expected: window.inbound_expected,
+        inbound_received: window.inbound_received,
+    }
+}
+
+/// A peer window from the wire, as sent: the collector checks it into the
+/// matrix with [`PeerWindow::checked`], which refuses what no agent can
+/// have measured.
+pub fn peer_window_from_wire(window: &pb::PeerWindow) -> PeerWindow {
+    PeerWindow {
+        peer: window.peer.clone(),
+        sent: window.sent,
+        received: window.received,
+        rtt: RttStats {
+            min: window.rtt_min_ms,
+            median: window.rtt_median_ms,
+            p90: window.rtt_p90_ms,
+            p99: window.rtt_p99_ms,
+            max: window.rtt_max_ms,
+            jitter: window.jitter_ms,
+        },
+        inbound_expected: window.inbound_expected,
+        inbound_received: window.inbound_received,
+    }
+}
+
 /// The wire form of a scored pair, naming its ends by `name`.
 pub fn pair_to_wire<'n>(
     pair: &ScoredPair,
@@ -306,11 +347,12 @@ pub fn pair_from_wire(
     })
 }
 
-/// The wire form of a scored matrix: its nodes, its measured pairs, and
-/// how it estimates the others.
-pub fn matrix_to_wire(scored: &ScoredMatrix, version: u64, now: UnixMillis) -> pb::Matrix {
+/// The wire form of a placer's matrix: its nodes, its measured pairs, how
+/// it estimates the others, and how it places.
+pub fn matrix_to_wire(placer: &Placer, version: u64, now: UnixMillis) -> pb::Matrix {
+    let scored = placer.matrix();
     let name = |i: usize| scored.nodes()[i].info.name.as_str();
-    let fallback = fallback_to_wire(scored.fallback());
+    let fallback = settings_to_wire(scored.fallback(), placer.config());
     pb::Matrix {
         version,
         generated_unix_ms: now,
@@ -323,28 +365,33 @@ pub fn matrix_to_wire(scored: &ScoredMatrix, version: u64, now: UnixMillis) -> p
         weights: fallback.weights,
         fallback_penalty: fallback.penalty,
         references: fallback.references,
+        placement: fallback.placement,
         next_page_token: String::new(),
     }
 }
 
-/// How a scored matrix scores and estimates pairs, as the wire says it.
+/// How a matrix scores, estimates and places, as the wire says it (on the
+/// first page of a matrix or a watch update).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct WireFallback {
+pub struct WireSettings {
     /// The terms' weights.
     pub weights: Option<pb::ScoreWeights>,
     /// The penalty of estimated terms.
     pub penalty: f64,
     /// The terms' references.
     pub references: Option<pb::ScoreReferences>,
+    /// The placement settings.
+    pub placement: Option<pb::PlacementSettings>,
 }
 
-impl WireFallback {
+impl WireSettings {
     /// What a matrix (its first page) says.
     pub fn of_matrix(matrix: &pb::Matrix) -> Self {
         Self {
             weights: matrix.weights,
             penalty: matrix.fallback_penalty,
             references: matrix.references,
+            placement: matrix.placement,
         }
     }
 
@@ -354,13 +401,15 @@ impl WireFallback {
             weights: update.weights,
             penalty: update.fallback_penalty,
             references: update.references,
+            placement: update.placement,
         }
     }
 }
 
-/// The wire form of how a scored matrix scores and estimates pairs.
-pub fn fallback_to_wire(fallback: Fallback) -> WireFallback {
-    WireFallback {
+/// The wire form of how a scored matrix scores and estimates pairs and of
+/// how it is placed.
+pub fn settings_to_wire(fallback: Fallback, placement: &PlacementConfig) -> WireSettings {
+    WireSettings {
         weights: Some(pb::ScoreWeights {
             delay: fallback.weights.delay,
             loss: fallback.weights.loss,
@@ -372,13 +421,45 @@ pub fn fallback_to_wire(fallback: Fallback) -> WireFallback {
             loss_ceiling: fallback.loss_ceiling,
             throughput_reference_bps: fallback.throughput_reference_bps,
         }),
+        placement: Some(placement_to_wire(placement)),
+    }
+}
+
+/// The wire form of the placement settings.
+pub fn placement_to_wire(placement: &PlacementConfig) -> pb::PlacementSettings {
+    pb::PlacementSettings {
+        loss_threshold: placement.loss_threshold,
+        out_of_zone_factor: placement.out_of_zone_factor,
+        min_goodput_fraction: placement.min_goodput_fraction,
+        strict_zone: placement.strict_zone,
+    }
+}
+
+/// The placement settings from the wire: a ratio outside [0, 1] (or not a
+/// number) is the default's, and a collector that sent none is taken to
+/// place by the defaults.
+pub fn placement_from_wire(wire: Option<pb::PlacementSettings>) -> PlacementConfig {
+    let default = PlacementConfig::default();
+    let Some(wire) = wire else { return default };
+    let ratio = |value: f64, default: f64| {
+        if value.is_finite() && (0.0..=1.0).contains(&value) {
+            value
+        } else {
+            default
+        }
+    };
+    PlacementConfig {
+        loss_threshold: ratio(wire.loss_threshold, default.loss_threshold),
+        out_of_zone_factor: ratio(wire.out_of_zone_factor, default.out_of_zone_factor),
+        min_goodput_fraction: ratio(wire.min_goodput_fraction, default.min_goodput_fraction),
+        strict_zone: wire.strict_zone,
     }
 }
 
 /// How a wire matrix scores and estimates pairs; figures that make no
 /// sense (negative, not finite, all weights 0, references not above 0) or
 /// that an older collector did not send give the defaults.
-pub fn fallback_from_wire(wire: WireFallback) -> Fallback {
+pub fn fallback_from_wire(wire: WireSettings) -> Fallback {
     let default = Fallback::default();
     let weights = wire
         .weights
@@ -416,13 +497,21 @@ pub fn fallback_from_wire(wire: WireFallback) -> Fallback {
     }
 }
 
-/// The scored matrix a wire matrix describes, so that a consumer runs the
-/// very placement code the collector runs.
+/// The scored matrix a wire matrix describes.
 pub fn matrix_from_wire(matrix: &pb::Matrix) -> ScoredMatrix {
     scored_from_wire(
         &matrix.nodes,
         &matrix.pairs,
-        fallback_from_wire(WireFallback::of_matrix(matrix)),
+        fallback_from_wire(WireSettings::of_matrix(matrix)),
+    )
+}
+
+/// The placer a wire matrix describes, placing by the settings it carries,
+/// so that a consumer runs the very placement the collector runs.
+pub fn placer_from_wire(matrix: &pb::Matrix) -> Placer {
+    Placer::new(
+        matrix_from_wire(matrix),
+        placement_from_wire(matrix.placement),
     )
 }
 
@@ -588,16 +677,35 @@ pub fn topology_from_wire(topology: pb::Topology) -> MeasuredTopology {
     }
 }
 
-/// The wire form of a ranking: every verdict with its reason for people
-/// and its code for programs.
-pub fn ranking_to_wire(ranking: &Ranking) -> pb::RankResponse {
+/// The wire form of a Rank answer: every verdict with its reason for
+/// people and its code for programs, what the extender answers for each
+/// node, and the settings it was decided by.
+pub fn rank_answer_to_wire(
+    answer: &RankAnswer<'_>,
+    placement: &PlacementConfig,
+) -> pb::RankResponse {
+    let RankAnswer {
+        ranking,
+        priorities,
+        next,
+    } = answer;
+    let priority = |candidate: usize| {
+        priorities.get(candidate).copied().unwrap_or(Priority {
+            score: 0,
+            passes_filter: true,
+        })
+    };
     pb::RankResponse {
         zone: ranking.zone.clone().unwrap_or_default(),
         zone_reason: ranking.zone_reason.to_string(),
+        placement: Some(placement_to_wire(placement)),
+        next: next.unwrap_or_default().to_owned(),
         nodes: ranking
             .nodes
             .iter()
             .map(|n| pb::RankedNode {
+                extender_score: priority(n.candidate).score,
+                passes_filter: priority(n.candidate).passes_filter,
                 name: n.name.to_owned(),
                 zone: n.zone.to_owned(),
                 score: n.score,
@@ -627,10 +735,10 @@ pub fn ranking_to_wire(ranking: &Ranking) -> pb::RankResponse {
 mod tests {
     use super::*;
     use netaware_core::coordinates::Coordinates;
-    use netaware_core::extender::{JobContext, PolicyConfig, decide};
-    use netaware_core::matrix::{PairMatrix, PairWindow, RttStats};
+    use netaware_core::extender::{JobContext, decide, rank_answer};
+    use netaware_core::matrix::{PairMatrix, PairWindow};
     use netaware_core::node_estimate::End;
-    use netaware_core::placement::{JobRequest, PlacementConfig, rank};
+    use netaware_core::placement::JobRequest;
     use netaware_core::registry::Registry;
     use netaware_core::score::ScoreConfig;
     use proptest::prelude::*;
@@ -707,19 +815,40 @@ mod tests {
         })
     }
 
+    /// Any placement settings, the defaults' neighbourhood and the edges.
+    fn settings() -> impl Strategy<Value = PlacementConfig> {
+        let ratio = || prop_oneof![Just(0.0), Just(1.0), 0.0f64..1.0];
+        (ratio(), ratio(), ratio(), any::<bool>()).prop_map(
+            |(loss_threshold, out_of_zone_factor, min_goodput_fraction, strict_zone)| {
+                PlacementConfig {
+                    loss_threshold: loss_threshold * 0.5,
+                    out_of_zone_factor,
+                    min_goodput_fraction,
+                    strict_zone,
+                }
+            },
+        )
+    }
+
     proptest! {
-        /// What the collector sends is what the extender and the CLI rank
-        /// on: the same pairs, scores, verdicts and filter decisions.
+        /// One placement everywhere, for any settings: what the collector
+        /// sends is what the extender places on, by the settings it sends,
+        /// and the collector's Rank answer (what `netaware rank` and
+        /// `netaware explain` print) says exactly what the extender
+        /// decides: the same pairs, estimates, verdicts, filter, scores
+        /// and next worker.
         #[test]
-        fn core_to_wire_to_core_keeps_scores_and_verdicts(
+        fn rank_explain_and_the_extender_agree_for_any_settings(
             (zones, measured, stale) in cluster(),
             size in 1usize..5,
             placed_count in 0usize..3,
-            strict in any::<bool>(),
+            config in settings(),
         ) {
-            let scored = build(&zones, &measured, stale);
-            let wire = matrix_to_wire(&scored, 7, NOW);
-            let back = matrix_from_wire(&wire);
+            let collector = Placer::new(build(&zones, &measured, stale), config);
+            let wire = matrix_to_wire(&collector, 7, NOW);
+            let follower = placer_from_wire(&wire);
+            prop_assert_eq!(follower.config(), collector.config());
+            let (scored, back) = (collector.matrix(), follower.matrix());
 
             prop_assert_eq!(back.nodes(), scored.nodes());
             prop_assert_eq!(back.pairs().len(), scored.pairs().len());
@@ -748,19 +877,33 @@ mod tests {
             }
 
             let placed: Vec<String> = (0..placed_count.min(zones.len())).map(|i| format!("n{i}")).collect();
-            let request = JobRequest { size, placed: &placed, candidates: None, strict_zone: strict };
-            let config = PlacementConfig::default();
-            let (sent, read) = (rank(&scored, &request, &config), rank(&back, &request, &config));
-            prop_assert_eq!(&sent, &read);
-            prop_assert_eq!(ranking_to_wire(&sent), ranking_to_wire(&read));
+            let request = JobRequest { size, placed: &placed, candidates: None, strict_zone: false };
+            let answer = rank_answer(&collector, &request);
+            prop_assert_eq!(&answer, &rank_answer(&follower, &request));
+            let sent = rank_answer_to_wire(&answer, collector.config());
+            prop_assert_eq!(placement_from_wire(sent.placement), config);
 
-            let candidates: Vec<String> = (0..zones.len()).map(|i| format!("n{i}")).collect();
+            // The extender, on the follower's copy, with the candidates a
+            // Rank without candidates ranks: every agent not placed.
+            let candidates: Vec<String> = (0..zones.len())
+                .map(|i| format!("n{i}"))
+                .filter(|name| !placed.contains(name))
+                .collect();
             let job = JobContext { size, placed: placed.clone() };
-            let policy = PolicyConfig { strict_zone: strict, ..PolicyConfig::default() };
-            prop_assert_eq!(
-                decide(Some(&scored), Some(&job), &candidates, &policy),
-                decide(Some(&back), Some(&job), &candidates, &policy)
-            );
+            let decision = decide(Some(&follower), Some(&job), &candidates);
+            prop_assert_eq!(&decision, &decide(Some(&collector), Some(&job), &candidates));
+            prop_assert_eq!(sent.nodes.len(), candidates.len());
+            for node in &sent.nodes {
+                let place = candidates.iter().position(|c| *c == node.name).unwrap();
+                prop_assert_eq!(node.extender_score, decision.scores[place].1);
+                let passes = decision.passing.contains(&node.name.as_str());
+                prop_assert_eq!(node.passes_filter, passes);
+                if !passes {
+                    prop_assert_eq!(&node.reason, &decision.failed[node.name.as_str()].to_string());
+                }
+            }
+            let next = decision.next.map(|place| candidates[place].as_str()).unwrap_or_default();
+            prop_assert_eq!(sent.next.as_str(), next);
         }
     }
 

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use netaware_core::UnixMillis;
 use netaware_core::matrix::{PairSummary, Throughput};
+use netaware_core::placement::PlacementConfig;
 use netaware_core::scored_pair::ScoredPair;
 use netaware_core::snapshot::ScoredMatrix;
 use prost::Message;
@@ -55,6 +56,8 @@ impl<'a> MatrixFilter<'a> {
 pub struct Versioned<'a> {
     /// The scored matrix.
     pub scored: &'a ScoredMatrix,
+    /// How the collector places on it.
+    pub placement: &'a PlacementConfig,
     /// The state version it was scored at.
     pub version: u64,
     /// When it was scored (Unix ms): ages on the wire count from here.
@@ -161,7 +164,7 @@ pub fn page(
     };
     let start = offset.min(pairs.len());
     let first = offset == 0;
-    let fallback = convert::fallback_to_wire(matrix.scored.fallback());
+    let fallback = convert::settings_to_wire(matrix.scored.fallback(), matrix.placement);
     let nodes = if first {
         matrix.wire_nodes(|i| nodes[i])
     } else {
@@ -182,6 +185,7 @@ pub fn page(
         weights: fallback.weights.filter(|_| first),
         fallback_penalty: if first { fallback.penalty } else { 0.0 },
         references: fallback.references.filter(|_| first),
+        placement: fallback.placement.filter(|_| first),
         next_page_token: String::new(),
     };
     (page, (end < pairs.len()).then_some(end))
@@ -270,6 +274,7 @@ fn paged(
                 page.nodes = Vec::new();
                 page.weights = None;
                 page.references = None;
+                page.placement = None;
             }
             page.page = u32::try_from(i).unwrap_or(u32::MAX);
             page.last_page = i == last;
@@ -285,7 +290,7 @@ fn head(
     base_version: u64,
     nodes: Option<Vec<pb::Node>>,
 ) -> pb::MatrixUpdate {
-    let fallback = convert::fallback_to_wire(matrix.scored.fallback());
+    let fallback = convert::settings_to_wire(matrix.scored.fallback(), matrix.placement);
     pb::MatrixUpdate {
         version: matrix.version,
         base_version,
@@ -299,6 +304,7 @@ fn head(
         weights: fallback.weights,
         fallback_penalty: fallback.penalty,
         references: fallback.references,
+        placement: fallback.placement,
     }
 }
 
@@ -395,7 +401,7 @@ pub struct Follower {
     generated_unix_ms: u64,
     nodes: Vec<pb::Node>,
     pairs: BTreeMap<(String, String), pb::Pair>,
-    fallback: convert::WireFallback,
+    settings: convert::WireSettings,
     /// The pages of the update coming in.
     pending: Vec<pb::MatrixUpdate>,
 }
@@ -456,7 +462,7 @@ impl Follower {
         }
         self.version = first.version;
         self.generated_unix_ms = first.generated_unix_ms;
-        self.fallback = convert::WireFallback::of_update(first);
+        self.settings = convert::WireSettings::of_update(first);
         // The nodes, settings and removals are read: `first` is no longer
         // borrowed past here.
         for page in pages {
@@ -476,9 +482,10 @@ impl Follower {
             generated_unix_ms: self.generated_unix_ms,
             nodes: self.nodes.clone(),
             pairs: self.pairs.values().cloned().collect(),
-            weights: self.fallback.weights,
-            fallback_penalty: self.fallback.penalty,
-            references: self.fallback.references,
+            weights: self.settings.weights,
+            fallback_penalty: self.settings.penalty,
+            references: self.settings.references,
+            placement: self.settings.placement,
             next_page_token: String::new(),
         }
     }
@@ -488,8 +495,13 @@ impl Follower {
         convert::scored_from_wire(
             &self.nodes,
             self.pairs.values(),
-            convert::fallback_from_wire(self.fallback),
+            convert::fallback_from_wire(self.settings),
         )
+    }
+
+    /// How the collector places on it (the defaults until it said).
+    pub fn placement(&self) -> PlacementConfig {
+        convert::placement_from_wire(self.settings.placement)
     }
 }
 
@@ -551,9 +563,19 @@ mod tests {
         convert::matrix_from_wire(matrix)
     }
 
+    /// Settings other than the defaults: a follower must read them from
+    /// the first page.
+    const PLACEMENT: PlacementConfig = PlacementConfig {
+        loss_threshold: 0.2,
+        out_of_zone_factor: 0.5,
+        min_goodput_fraction: 0.0,
+        strict_zone: true,
+    };
+
     fn versioned<'a>(matrix: &pb::Matrix, scored: &'a ScoredMatrix) -> Versioned<'a> {
         Versioned {
             scored,
+            placement: &PLACEMENT,
             version: matrix.version,
             at: matrix.generated_unix_ms,
         }
@@ -641,6 +663,7 @@ mod tests {
             prop_assert_eq!(figures(&follower.matrix()), figures(want));
             let names = |nodes: &[pb::Node]| nodes.iter().map(|n| (n.name.clone(), n.zone.clone())).collect::<Vec<_>>();
             prop_assert_eq!(names(&follower.matrix().nodes), names(&want.nodes));
+            prop_assert_eq!(follower.placement(), PLACEMENT);
         }
 
         /// Pages of any filter put together are the filtered matrix.

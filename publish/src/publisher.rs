@@ -82,6 +82,14 @@ pub struct Publisher {
     last_write: Option<Instant>,
 }
 
+impl std::fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Publisher {
     /// A publisher that first learns which Nodes and HyperNodes netaware
     /// wrote before (for the formats it publishes).

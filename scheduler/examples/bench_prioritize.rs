@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use netaware_core::extender::{JobContext, PolicyConfig, decide};
+use netaware_core::extender::{JobContext, decide};
 use netaware_proto::v1 as pb;
 use netaware_scheduler::cache::ScoreCache;
 use netaware_scheduler::job::job_of;
@@ -106,7 +106,8 @@ async fn main() {
     let start = Instant::now();
     cache.store(&wire);
     let stored = start.elapsed();
-    let scored = cache.fresh().unwrap();
+    let placer = cache.fresh().unwrap();
+    let scored = placer.matrix();
     let zones: Vec<&str> = scored
         .nodes()
         .iter()
@@ -140,23 +141,13 @@ async fn main() {
     let mut pure = Vec::new();
     for _ in 0..ROUNDS {
         let start = Instant::now();
-        let decision = decide(
-            Some(&scored),
-            Some(&context),
-            &candidates,
-            &PolicyConfig::default(),
-        );
+        let decision = decide(Some(&placer), Some(&context), &candidates);
         pure.push(start.elapsed());
         assert_eq!(decision.scores.len(), nodes);
     }
 
     // Over HTTP on loopback, the same request as kube-scheduler's.
-    let extender = Arc::new(Extender::new(
-        cache,
-        placements,
-        PolicyConfig::default(),
-        None,
-    ));
+    let extender = Arc::new(Extender::new(cache, placements, None));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(axum::serve(listener, router(extender)).into_future());

@@ -11,16 +11,15 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use arc_swap::ArcSwapOption;
-
-use netaware_core::placement::PlacementConfig;
+use netaware_core::placement::{PlacementConfig, PlacementOverrides, Placer};
 use netaware_core::snapshot::ScoredMatrix;
 use netaware_proto::v1 as pb;
 use netaware_proto::v1::scores_client::ScoresClient;
+use netaware_runtime::latest::Latest;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use netaware_proto::convert::matrix_from_wire;
+use netaware_proto::convert::{matrix_from_wire, placement_from_wire};
 use netaware_proto::follow::Follower;
 
 /// The least time from one rebuild of the scored copy to the next: ten
@@ -43,24 +42,26 @@ pub const MAX_PAGES_PER_UPDATE: usize = 256;
 pub const MAX_UPDATE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The latest scores and when they came.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct ScoreCache {
-    /// The matrix calls read, swapped without a lock: a call never waits
-    /// for the feed, which runs at a lower priority and, holding a lock,
-    /// could be kept off the CPU for tens of milliseconds.
-    latest: Arc<ArcSwapOption<ScoredMatrix>>,
+    /// The placer calls read (the matrix and the settings it is placed
+    /// by), swapped without a lock: a call never waits for the feed, which
+    /// runs at a lower priority and, holding a lock, could be kept off the
+    /// CPU for tens of milliseconds.
+    latest: Arc<Latest<Option<Arc<Placer>>>>,
     /// When the stream last confirmed the matrix, in milliseconds since
     /// `epoch` (an atomic for the same reason).
     confirmed_ms: Arc<AtomicU64>,
     epoch: Instant,
-    /// The matrix the latest replaced, kept until the next update: a call
+    /// The placer the latest replaced, kept until the next update: a call
     /// that took it just before the swap has long finished by then, so no
     /// call ever frees a matrix (milliseconds at 5,000 nodes). Only the
     /// feed touches it.
-    replaced: Arc<Mutex<Option<Arc<ScoredMatrix>>>>,
+    replaced: Arc<Mutex<Option<Arc<Option<Arc<Placer>>>>>>,
     max_age: Duration,
-    /// How the extender places: each matrix stored is warmed for it.
-    placement: PlacementConfig,
+    /// The extender's own placement flags, each overriding the
+    /// collector's setting of the same name.
+    overrides: PlacementOverrides,
     /// Matrices received since start.
     pub updates: Arc<AtomicU64>,
 }
@@ -69,20 +70,26 @@ impl ScoreCache {
     /// An empty cache whose content stays fresh for `max_age`.
     pub fn new(max_age: Duration) -> Self {
         Self {
-            latest: Arc::new(ArcSwapOption::empty()),
+            latest: Arc::new(Latest::new(None)),
             confirmed_ms: Arc::new(AtomicU64::new(0)),
             epoch: Instant::now(),
             replaced: Arc::new(Mutex::new(None)),
             max_age,
-            placement: PlacementConfig::default(),
+            overrides: PlacementOverrides::default(),
             updates: Arc::new(AtomicU64::new(0)),
         }
     }
 
-    /// The same cache, warming each matrix for placing with `placement`
-    /// (`netaware_core::placement::warm`).
-    pub fn warming_for(self, placement: PlacementConfig) -> Self {
-        Self { placement, ..self }
+    /// The same cache, placing by `overrides` where they are set and by
+    /// the collector's settings elsewhere.
+    pub fn overriding(self, overrides: PlacementOverrides) -> Self {
+        Self { overrides, ..self }
+    }
+
+    /// The settings the extender places by when the collector sends
+    /// `collector`.
+    pub fn placement(&self, collector: PlacementConfig) -> PlacementConfig {
+        self.overrides.apply(collector)
     }
 
     /// How long a matrix stays fresh.
@@ -90,30 +97,39 @@ impl ScoreCache {
         self.max_age
     }
 
-    /// The latest matrix, if fresh.
-    pub fn fresh(&self) -> Option<Arc<ScoredMatrix>> {
+    /// The latest placer, if fresh.
+    pub fn fresh(&self) -> Option<Arc<Placer>> {
         let confirmed = self.epoch + Duration::from_millis(self.confirmed_ms.load(Relaxed));
         if confirmed.elapsed() > self.max_age {
             return None;
         }
-        self.latest.load_full()
+        self.latest.get().as_ref().clone()
     }
 
-    /// Stores a matrix received now.
+    /// Stores a matrix received now, placed by the settings it carries
+    /// (with the extender's overrides).
     pub fn store(&self, matrix: &pb::Matrix) {
-        self.store_scored(matrix_from_wire(matrix));
+        self.store_scored(
+            matrix_from_wire(matrix),
+            placement_from_wire(matrix.placement),
+        );
     }
 
-    /// Stores a scored matrix received now.
-    pub fn store_scored(&self, scored: ScoredMatrix) {
+    /// Stores a scored matrix received now, with the collector's placement
+    /// settings (the extender's overrides applied here).
+    pub fn store_scored(&self, scored: ScoredMatrix, collector: PlacementConfig) {
         // Work out node health here, once per matrix, rather than in the
         // first kube-scheduler call that needs it.
         scored.health();
-        let previous = self.latest.swap(Some(Arc::new(scored)));
+        self.store_placer(Placer::new(scored, self.placement(collector)));
+    }
+
+    fn store_placer(&self, placer: Placer) {
+        let previous = self.latest.replace(Arc::new(Some(Arc::new(placer))));
         self.touch();
         let older = std::mem::replace(
             &mut *self.replaced.lock().unwrap_or_else(PoisonError::into_inner),
-            previous,
+            Some(previous),
         );
         // Freed here, by the feed: calls wait neither for a lock nor for
         // the freeing.
@@ -197,7 +213,7 @@ impl ScoreCache {
             }
             let rebuild = Instant::now() >= next_rebuild;
             let started = Instant::now();
-            let placement = self.placement;
+            let overrides = self.overrides;
             let update = std::mem::take(&mut pages);
             // Applying a delta of 100,000 pairs and scoring 300,000 take a
             // while: off the runtime's threads and behind them, so that
@@ -209,8 +225,9 @@ impl ScoreCache {
                 let scored = (applied.is_ok() && rebuild).then(|| {
                     let scored = follower.scored();
                     scored.health();
-                    netaware_core::placement::warm(&scored, &placement);
-                    scored
+                    let placer = Placer::new(scored, overrides.apply(follower.placement()));
+                    placer.warm();
+                    placer
                 });
                 (follower, applied, scored)
             });
@@ -220,8 +237,8 @@ impl ScoreCache {
             follower = back;
             applied.map_err(|err| tonic::Status::data_loss(err.to_string()))?;
             match scored {
-                Some(scored) => {
-                    self.store_scored(scored);
+                Some(placer) => {
+                    self.store_placer(placer);
                     next_rebuild = Instant::now() + rebuild_gap(started.elapsed(), self.max_age);
                 }
                 None => self.touch(),
@@ -238,14 +255,15 @@ mod tests {
     #[tokio::test]
     async fn a_replaced_matrix_is_freed_by_the_next_update_not_by_a_call() {
         let cache = ScoreCache::new(Duration::from_secs(60));
-        cache.store_scored(ScoredMatrix::default());
+        let store = || cache.store_scored(ScoredMatrix::default(), PlacementConfig::default());
+        store();
         let first = Arc::downgrade(&cache.fresh().expect("stored"));
-        cache.store_scored(ScoredMatrix::default());
+        store();
         assert!(
             first.upgrade().is_some(),
             "a call holding the first matrix would not free it"
         );
-        cache.store_scored(ScoredMatrix::default());
+        store();
         assert!(first.upgrade().is_none(), "freed by the update after");
     }
 

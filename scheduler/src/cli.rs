@@ -12,7 +12,7 @@ use crate::cache::ScoreCache;
 use crate::placements::Placements;
 use crate::pods;
 use crate::server::{Extender, observability_router, router};
-use netaware_core::extender::PolicyConfig;
+use netaware_core::placement::{PlacementConfig, PlacementConfigError, PlacementOverrides};
 
 /// The extender's flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -34,9 +34,23 @@ pub struct SchedulerArgs {
     /// Scores older than this count as missing (answers turn neutral).
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub max_score_age: Duration,
-    /// Fail nodes outside the job's zone instead of scoring them low.
+    /// The extender places by the collector's placement settings, which
+    /// travel with the matrix, so that it decides as `netaware rank` and
+    /// `netaware explain` say. Each of these flags overrides one of them
+    /// (and the extender logs that it does): fail nodes outside the job's
+    /// zone instead of scoring them low (`--strict-zone=false` turns the
+    /// collector's setting off).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub strict_zone: Option<bool>,
+    /// Overrides the collector's --loss-threshold.
     #[arg(long)]
-    pub strict_zone: bool,
+    pub loss_threshold: Option<f64>,
+    /// Overrides the collector's --out-of-zone-factor.
+    #[arg(long)]
+    pub out_of_zone_factor: Option<f64>,
+    /// Overrides the collector's --min-goodput-fraction.
+    #[arg(long)]
+    pub min_goodput_fraction: Option<f64>,
     /// TLS towards the collector; with --tls-cert, the extender and
     /// metrics are served over HTTPS with that certificate.
     #[command(flatten)]
@@ -52,6 +66,9 @@ pub enum SchedulerError {
     /// The TLS flags name unusable material.
     #[error(transparent)]
     Tls(#[from] netaware_runtime::tls::TlsError),
+    /// A placement override outside [0, 1].
+    #[error(transparent)]
+    Placement(#[from] PlacementConfigError),
     /// A listener could not be bound.
     #[error("binding {addr}: {source}")]
     Bind {
@@ -69,6 +86,21 @@ pub enum SchedulerError {
     Serve(#[from] std::io::Error),
 }
 
+impl SchedulerArgs {
+    /// The placement overrides these flags set, checked.
+    pub fn overrides(&self) -> Result<PlacementOverrides, SchedulerError> {
+        let overrides = PlacementOverrides {
+            loss_threshold: self.loss_threshold,
+            out_of_zone_factor: self.out_of_zone_factor,
+            min_goodput_fraction: self.min_goodput_fraction,
+            strict_zone: self.strict_zone,
+        };
+        // Each value set is checked as the collector checks its own.
+        overrides.apply(PlacementConfig::default()).checked()?;
+        Ok(overrides)
+    }
+}
+
 async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, SchedulerError> {
     tokio::net::TcpListener::bind(addr)
         .await
@@ -77,11 +109,15 @@ async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, SchedulerErro
 
 /// Runs the extender these flags describe until `shutdown`.
 pub async fn run(args: SchedulerArgs, shutdown: CancellationToken) -> Result<(), SchedulerError> {
-    let config = PolicyConfig {
-        strict_zone: args.strict_zone,
-        ..PolicyConfig::default()
-    };
-    let cache = ScoreCache::new(args.max_score_age).warming_for(config.placement);
+    let overrides = args.overrides()?;
+    for (flag, value) in overrides.named() {
+        tracing::warn!(
+            flag,
+            value,
+            "overrides the collector's placement setting: the extender may place differently from what `netaware rank` and `netaware explain` say"
+        );
+    }
+    let cache = ScoreCache::new(args.max_score_age).overriding(overrides);
     let tls = args.tls.load()?;
     let https = args.http_tls.server(tls.as_ref())?;
     let collector = netaware_runtime::tls::endpoint(&args.collector, tls.as_ref())?;
@@ -107,7 +143,7 @@ pub async fn run(args: SchedulerArgs, shutdown: CancellationToken) -> Result<(),
             None
         }
     };
-    let extender = Arc::new(Extender::new(cache, placements, config, kube));
+    let extender = Arc::new(Extender::new(cache, placements, kube));
     let listener = bind(args.listen).await?;
     let scheme = if https.is_some() { "https" } else { "http" };
     tracing::info!(listen = %args.listen, scheme, collector = %args.collector, "extender listening");

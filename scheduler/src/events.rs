@@ -124,6 +124,14 @@ pub struct EventRecorder {
     last: Mutex<HashMap<String, Instant>>,
 }
 
+impl std::fmt::Debug for EventRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventRecorder")
+            .field("instance", &self.instance)
+            .finish_non_exhaustive()
+    }
+}
+
 impl EventRecorder {
     /// A recorder posting with `client` as `instance` (the pod's name).
     pub fn new(client: kube::Client, instance: String) -> Self {

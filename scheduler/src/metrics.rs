@@ -40,6 +40,7 @@ pub const OUTCOMES: [&str; 3] = ["ok", "bad_request", "error"];
 pub const NEUTRAL_REASONS: [&str; 2] = ["no_scores", "no_job"];
 
 /// The extender's metrics and their registry.
+#[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
     /// Requests by verb and outcome.

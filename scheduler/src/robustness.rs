@@ -16,7 +16,6 @@ use tower::ServiceExt;
 use crate::cache::ScoreCache;
 use crate::placements::Placements;
 use crate::server::{Extender, router};
-use netaware_core::extender::PolicyConfig;
 
 fn matrix() -> pb::Matrix {
     let node = |name: &str, zone: &str| pb::Node {
@@ -60,7 +59,6 @@ pub fn request_bytes(bytes: &[u8]) {
         let extender = Arc::new(Extender::new(
             cache,
             Arc::new(RwLock::new(Placements::new())),
-            PolicyConfig::default(),
             None,
         ));
         for verb in ["/filter", "/prioritize", "/bind"] {

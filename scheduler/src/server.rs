@@ -1,5 +1,5 @@
 //! The HTTP shell: kube-scheduler's filter and prioritize verbs, answered
-//! from the score cache with the pure [`crate::policy`].
+//! from the score cache with the pure `netaware_core::extender`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use crate::wire::{
     ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, HostPriority,
     NodeListOut, object_labels, object_name, object_namespace,
 };
-use netaware_core::extender::{Decision, JobContext, Neutral, PolicyConfig, decide};
+use netaware_core::extender::{Decision, JobContext, Neutral, decide};
 use netaware_core::topology::place_from_labels;
 
 /// Largest request body the extender reads (a 5,000-node NodeList is about
@@ -34,12 +34,10 @@ pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
 /// What the handlers share.
 pub struct Extender {
-    /// The scores.
+    /// The scores, and the settings they are placed by.
     pub cache: ScoreCache,
     /// Where each job's workers run.
     pub placements: Arc<RwLock<Placements>>,
-    /// How to decide.
-    pub config: PolicyConfig,
     /// The API server, for the bind verb; `None` when there is none.
     pub kube: Option<kube::Client>,
     /// The jobs of pods seen in filter and prioritize calls, for bind.
@@ -48,6 +46,15 @@ pub struct Extender {
     pub metrics: Metrics,
     /// Events on the pods it decides for; `None` without an API server.
     pub events: Option<EventRecorder>,
+}
+
+impl std::fmt::Debug for Extender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extender")
+            .field("cache", &self.cache)
+            .field("kube", &self.kube.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// How a call ended, when its HTTP status does not say (a bind that
@@ -91,13 +98,11 @@ impl Extender {
     pub fn new(
         cache: ScoreCache,
         placements: Arc<RwLock<Placements>>,
-        config: PolicyConfig,
         kube: Option<kube::Client>,
     ) -> Self {
         Self {
             cache,
             placements,
-            config,
             events: kube.clone().map(|client| {
                 // The pod's name (its hostname), as Events' reportingInstance.
                 let instance =
@@ -207,9 +212,9 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
         }
         None => None,
     };
-    let mut matrix = extender.cache.fresh();
+    let mut placer = extender.cache.fresh();
     // Full node objects carry kube's own view of zones: it wins.
-    if let (Some(list), Some(scores)) = (&args.nodes, &matrix) {
+    if let (Some(list), Some(scores)) = (&args.nodes, &placer) {
         let places: HashMap<&str, (String, String)> = list
             .items
             .iter()
@@ -219,17 +224,12 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
             })
             .collect();
         if !places.is_empty() {
-            matrix = Some(Arc::new(
+            placer = Some(Arc::new(
                 scores.with_places(|name| places.get(name).cloned()),
             ));
         }
     }
-    let decision = decide(
-        matrix.as_deref(),
-        job.as_ref(),
-        &candidates,
-        &extender.config,
-    );
+    let decision = decide(placer.as_deref(), job.as_ref(), &candidates);
     if let (Some(recorder), Some(explanation), Some(job), Some(pod)) =
         (&extender.events, &decision.explanation, &job, pod_ref(pod))
     {

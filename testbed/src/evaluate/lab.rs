@@ -12,7 +12,6 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use netaware_core::extender::PolicyConfig;
 use netaware_eval::information::View;
 use netaware_eval::policies::Policy;
 use netaware_eval::stats;
@@ -219,7 +218,7 @@ async fn measure_and_place(
     .collect();
     let mut system =
         tokio::task::block_in_place(|| LabSystem::start(topology, &exe, TIMING, &flags))?;
-    let view = View::new(measured_matrix(&system, options.measure_timeout).await?);
+    let view = View::new(measured_placer(&system, options.measure_timeout).await?);
     // The job gets the links to itself, as it would between two probes.
     let hosts: Vec<(String, String, String)> = system
         .lab()
@@ -240,12 +239,11 @@ async fn measure_and_place(
     });
 
     let free: Vec<String> = hosts.iter().map(|(name, ..)| name.clone()).collect();
-    let config = PolicyConfig::default();
     let mut runs = Vec::new();
     for &(policy, draw) in placements {
         let mut rng = StdRng::seed_from_u64(options.seed + u64::from(draw));
         let placed = policy
-            .place(&view, &free, options.workers, &config, &mut rng)
+            .place(&view, &free, options.workers, &mut rng)
             .with_context(|| {
                 format!(
                     "{} could not place {} workers",
@@ -290,10 +288,10 @@ async fn measure_and_place(
 
 /// Waits until every pair inside a zone has a goodput, then reads the
 /// matrix over gRPC (through the lab's side door to the control host).
-async fn measured_matrix(
+async fn measured_placer(
     system: &LabSystem,
     timeout: Duration,
-) -> anyhow::Result<netaware_core::snapshot::ScoredMatrix> {
+) -> anyhow::Result<netaware_core::placement::Placer> {
     let access = system.lab().open_access("control")?;
     let url = format!("http://{access}:{COLLECTOR_PORT}");
     let zone_of = |name: &str| {
@@ -327,7 +325,8 @@ async fn measured_matrix(
         });
         eprintln!("measuring: {with_goodput} of {expected} pairs inside zones have a goodput");
         if let Some(matrix) = matrix.filter(|_| with_goodput >= expected) {
-            return Ok(netaware_proto::convert::matrix_from_wire(&matrix));
+            // Placed by the settings the collector sent with it.
+            return Ok(netaware_proto::convert::placer_from_wire(&matrix));
         }
         if tokio::time::Instant::now() >= deadline {
             bail!("only {with_goodput} of {expected} pairs measured after {timeout:?}");

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use netaware_core::extender::PolicyConfig;
+use netaware_core::placement::{PlacementConfig, Placer};
 use netaware_eval::cluster::{Cluster, ClusterSpec, score_config};
 use netaware_eval::fleet::{Fleet, FleetConfig};
 use netaware_eval::information::{Coverage, Information, Timeline, View};
@@ -206,16 +206,15 @@ fn timeline(
     options: &SimOptions,
     cluster: &Cluster,
     cluster_spec: &ClusterSpec,
+    placement: PlacementConfig,
     jobs_span_s: f64,
     rng: &mut StdRng,
 ) -> anyhow::Result<(Timeline, Option<FleetConfig>)> {
     match options.information {
         Information::Perfect => Ok((
-            Timeline::fixed(View::new(perfect::matrix(
-                cluster,
-                &score_config(),
-                cluster_spec.max_peers,
-                rng,
+            Timeline::fixed(View::new(Placer::new(
+                perfect::matrix(cluster, &score_config(), cluster_spec.max_peers, rng),
+                placement,
             ))),
             None,
         )),
@@ -224,7 +223,13 @@ fn timeline(
                 budget: options.budget,
                 ..FleetConfig::defaults(cluster_spec.max_peers)
             };
-            let mut fleet = Fleet::new(cluster, config, score_config(), options.seed ^ 0xf1ee7)?;
+            let mut fleet = Fleet::new(
+                cluster,
+                config,
+                score_config(),
+                placement,
+                options.seed ^ 0xf1ee7,
+            )?;
             let every_s = options.view_every.as_secs_f64();
             let count = (jobs_span_s / every_s).ceil() as u64 + 1;
             let warmup_ms = options.warmup.as_millis() as u64;
@@ -257,9 +262,9 @@ pub fn simulate_all(options: &SimOptions) -> anyhow::Result<SimReport> {
         load: options.load,
         ..WorkloadSpec::default()
     };
-    let mut config = PolicyConfig::default();
+    let mut config = PlacementConfig::default();
     if let Some(threshold) = options.loss_threshold {
-        config.placement.loss_threshold = threshold;
+        config.loss_threshold = threshold;
     }
     config.strict_zone = options.strict_zone;
     let mut runs = Vec::new();
@@ -280,7 +285,8 @@ pub fn simulate_all(options: &SimOptions) -> anyhow::Result<SimReport> {
             seed,
             ..options.clone()
         };
-        let (timeline, fleet_config) = timeline(&seeded, &cluster, &cluster_spec, span, &mut rng)?;
+        let (timeline, fleet_config) =
+            timeline(&seeded, &cluster, &cluster_spec, config, span, &mut rng)?;
         fleet = fleet_config;
         let mut policies = Vec::new();
         for policy in Policy::ALL {
@@ -297,14 +303,13 @@ pub fn simulate_all(options: &SimOptions) -> anyhow::Result<SimReport> {
                 &jobs,
                 &workload,
                 policy,
-                &config,
                 &mut policy_rng,
             );
             policies.push(PolicySummary::of(policy, &results));
         }
         let coverage: Vec<Coverage> = timeline
             .views()
-            .map(|view| Coverage::of(view, &cluster, &config.placement))
+            .map(|view| Coverage::of(view, &cluster))
             .collect();
         if let Some(first) = coverage.first() {
             eprintln!(

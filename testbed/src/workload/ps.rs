@@ -9,6 +9,7 @@ use tokio::net::{TcpListener, TcpStream};
 use super::{WorkloadOptions, accept, connect};
 
 /// A worker's side of the parameter server pattern.
+#[derive(Debug)]
 pub enum ParameterServer {
     /// Worker 0.
     Server {

@@ -11,6 +11,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use super::{WorkloadOptions, accept, connect};
 
 /// A worker's place in the ring.
+#[derive(Debug)]
 pub struct Ring {
     to_next: Option<OwnedWriteHalf>,
     from_previous: Option<OwnedReadHalf>,

@@ -1,0 +1,73 @@
+//! The collector's state behind its lock, and the notice of each change to
+//! it: what agent sessions write, and what snapshot builds, saves and the
+//! throughput planner read.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use tokio::sync::watch;
+
+use crate::state::CollectorState;
+
+/// The state and its changes.
+#[derive(Debug)]
+pub struct Ingest {
+    /// A plain lock, never held across an await: with thousands of
+    /// sessions, a fair async lock hands itself to a task that is not
+    /// running yet while the others queue behind it, and ingest waited
+    /// milliseconds for work of microseconds.
+    state: Mutex<CollectorState>,
+    /// The state's version after each change, for watch streams and the
+    /// snapshot builder.
+    changes: watch::Sender<u64>,
+    /// When the earliest change not yet copied into a snapshot was made.
+    first_change: Mutex<Option<Instant>>,
+}
+
+impl Ingest {
+    /// The shell around `state`.
+    pub fn new(state: CollectorState) -> Self {
+        Self {
+            changes: watch::Sender::new(state.version()),
+            state: Mutex::new(state),
+            first_change: Mutex::new(None),
+        }
+    }
+
+    /// The state, locked. A panic that poisoned the lock left it
+    /// consistent (every change is checked before it is applied), so it is
+    /// used on.
+    pub fn state(&self) -> MutexGuard<'_, CollectorState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Tells watchers and snapshot builds that the state is now at
+    /// `version`; call it under the state's lock, so that the change and a
+    /// build's copy are in one order.
+    pub fn changed(&self, version: u64) {
+        self.first_change
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(Instant::now);
+        self.changes.send_replace(version);
+    }
+
+    /// The state's version as last told.
+    pub fn version(&self) -> u64 {
+        *self.changes.borrow()
+    }
+
+    /// A receiver told of every change.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// When the earliest change since the last call was made; call it
+    /// under the state's lock, as a snapshot build copies the state.
+    pub(crate) fn take_first_change(&self) -> Option<Instant> {
+        self.first_change
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+}

@@ -1,0 +1,226 @@
+//! Short versions of the evaluation (EVALUATION.md), run in CI. They check
+//! the ordering of the policies, not absolute times:
+//!
+//! - the training-traffic workload itself, on loopback: every worker of a
+//!   ring and of a parameter server finishes its iterations, each at least
+//!   its compute time long;
+//! - the simulator, small: netaware's mean job completion time is below
+//!   every other policy's;
+//! - the lab (root): `netaware evaluate lab` with a small gradient; netaware's
+//!   placement is faster per iteration than kube-scheduler's defaults and than
+//!   zone-only.
+
+use std::process::Command;
+use std::time::Duration;
+
+use netaware_eval::information::Information;
+use netaware_eval::policies::Policy;
+use netaware_testbed::evaluate::lab::LabReport;
+use netaware_testbed::evaluate::sim::{SimOptions, simulate_all};
+use netaware_testbed::workload::{Pattern, WorkloadOptions, run};
+
+fn workload_options(
+    rank: usize,
+    workers: &[std::net::SocketAddr],
+    pattern: Pattern,
+) -> WorkloadOptions {
+    WorkloadOptions {
+        rank,
+        workers: workers.to_vec(),
+        pattern,
+        gradient_mb: 4.0,
+        compute: Duration::from_millis(20),
+        iterations: 3,
+        warmup: 1,
+        connect_timeout: Duration::from_secs(10),
+        json: true,
+    }
+}
+
+/// `n` free loopback addresses (bound, then let go).
+fn loopback_addresses(n: usize) -> Vec<std::net::SocketAddr> {
+    (0..n)
+        .map(|_| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_worker_of_a_ring_and_of_a_parameter_server_finishes() {
+    for pattern in [Pattern::Ring, Pattern::ParameterServer] {
+        let workers = loopback_addresses(3);
+        let runs = (0..3).map(|rank| {
+            let options = workload_options(rank, &workers, pattern);
+            tokio::spawn(async move { run(&options).await })
+        });
+        for (rank, report) in futures::future::join_all(runs)
+            .await
+            .into_iter()
+            .enumerate()
+        {
+            let report = report
+                .unwrap()
+                .unwrap_or_else(|e| panic!("{pattern:?} {rank}: {e:#}"));
+            assert_eq!(report.rank, rank);
+            assert_eq!(report.gradient_bytes, 4_000_000);
+            assert_eq!(report.iterations_s.len(), 3, "{pattern:?}");
+            assert!(report.iterations_s.iter().all(|t| *t >= 0.02), "{report:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_worker_that_cannot_reach_the_others_says_so() {
+    let workers = loopback_addresses(2);
+    let mut options = workload_options(0, &workers, Pattern::Ring);
+    options.connect_timeout = Duration::from_millis(300);
+    let err = run(&options).await.expect_err("nobody to talk to");
+    assert!(format!("{err:#}").contains("worker"), "{err:#}");
+    options.rank = 5;
+    assert!(run(&options).await.is_err());
+}
+
+/// At a usual load and at full load, with what netaware could have
+/// measured (seeds 1 and 2): when only leftovers are free, a policy that
+/// avoided degraded nodes while it could meets them there.
+#[test]
+fn in_the_simulator_netaware_has_the_lowest_mean_job_completion_time() {
+    for load in [0.7, 1.0] {
+        let options = SimOptions {
+            zones: 4,
+            nodes_per_zone: 32,
+            degraded_nodes: 0.05,
+            degraded_links: 0.01,
+            jobs: 150,
+            load,
+            gradient_mb: 100.0,
+            loss_threshold: None,
+            strict_zone: false,
+            max_peers: None,
+            information: Information::Measured,
+            budget: 0.02,
+            warmup: Duration::from_secs(2 * 3600),
+            view_every: Duration::from_secs(300),
+            seed: 1,
+            seeds: 2,
+            output: netaware_testbed::evaluate::OutputArgs {
+                out: std::env::temp_dir(),
+                json: true,
+            },
+        };
+        let report = simulate_all(&options).unwrap();
+        assert_eq!(report.runs.len(), 2);
+        assert!(
+            report.runs.iter().all(|run| run.views >= 2),
+            "measured over time"
+        );
+        let netaware = &report.policies[0];
+        assert_eq!(netaware.policy, Policy::Netaware);
+        let mean_iteration = |i: usize| {
+            report
+                .runs
+                .iter()
+                .map(|run| run.policies[i].mean_iteration_s)
+                .sum::<f64>()
+        };
+        for (i, other) in report.policies.iter().enumerate().skip(1) {
+            println!(
+                "load {load}: {}: mean JCT {:.0} s vs netaware {:.0} s",
+                other.policy.name(),
+                other.mean_jct_s.mean,
+                netaware.mean_jct_s.mean
+            );
+            assert!(
+                netaware.mean_jct_s.mean < other.mean_jct_s.mean,
+                "load {load}: {:?} beats netaware: {report:#?}",
+                other.policy
+            );
+            // Per iteration too: a queue can hide slow placements, this
+            // cannot.
+            assert!(
+                mean_iteration(0) < mean_iteration(i),
+                "load {load}: {:?} iterates faster than netaware: {report:#?}",
+                other.policy
+            );
+        }
+        let kube = report
+            .policies
+            .iter()
+            .find(|p| p.policy == Policy::KubeDefault)
+            .unwrap();
+        assert!(kube.multi_zone.mean > 0.9, "kube-scheduler spans zones");
+        // The intervals hold their means.
+        for p in &report.policies {
+            assert!(
+                p.mean_jct_s.low <= p.mean_jct_s.mean && p.mean_jct_s.mean <= p.mean_jct_s.high
+            );
+        }
+    }
+}
+
+#[test]
+fn on_the_lab_netaware_is_faster_than_kube_default_and_zone_only() {
+    if !netaware_testkit::have_root("evaluate lab") {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_netaware-testbed"))
+        .args(["evaluate", "lab", "--json", "--patterns", "ring"])
+        .args(["--gradient-mb", "8", "--iterations", "3", "--draws", "3"])
+        .args(["--netaware-runs", "1"])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: LabReport = serde_json::from_slice(&output.stdout).unwrap();
+    for run in &report.runs {
+        println!(
+            "{} draw {} on {:?}: {:?}",
+            run.policy, run.draw, run.hosts, run.iterations_s
+        );
+    }
+    let expected = |policy| report.expected_s(policy, Pattern::Ring).unwrap();
+    let netaware = report.runs_of(Policy::Netaware, Pattern::Ring)[0];
+    assert_eq!(netaware.zones, 1, "one zone: {netaware:?}");
+    for slow in ["a3", "b2"] {
+        assert!(
+            !netaware.hosts.contains(&slow.to_owned()),
+            "not the lossy or the slow host: {netaware:?}"
+        );
+    }
+    // kube-scheduler's defaults cross zones (seeds 1 to 3: every draw).
+    assert!(
+        report
+            .runs_of(Policy::KubeDefault, Pattern::Ring)
+            .iter()
+            .all(|r| r.zones > 1)
+    );
+    assert!(expected(Policy::Netaware) * 1.5 < expected(Policy::KubeDefault));
+    // Diktyo keeps a job in its first worker's zone, whichever that is.
+    assert!(
+        report
+            .runs_of(Policy::Diktyo, Pattern::Ring)
+            .iter()
+            .all(|r| r.zones == 1)
+    );
+    // Zone-only draws its zone blind; with seeds 1 to 3 the draws are
+    // zone-c, zone-a (the lossy host) and zone-b (the slow host): each zone
+    // once, so their mean is its exact expectation.
+    let zone_only = report.runs_of(Policy::ZoneOnly, Pattern::Ring);
+    assert!(
+        zone_only.iter().any(|r| r.hosts.contains(&"b2".to_owned())),
+        "{zone_only:?}"
+    );
+    assert!(expected(Policy::Netaware) * 1.15 < expected(Policy::ZoneOnly));
+    assert!(expected(Policy::Netaware) < expected(Policy::Random));
+    assert!(out.path().join("lab.png").exists());
+}

@@ -1,0 +1,74 @@
+//! A hand-driven agent session: hello, then windows, reading the acks.
+
+use netaware_proto::v1 as pb;
+use netaware_proto::v1::agent_session_client::AgentSessionClient;
+use netaware_proto::v1::{agent_message, collector_message};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::fixtures::hello;
+
+/// A hand-driven agent session.
+#[derive(Debug)]
+pub struct Session {
+    up: mpsc::Sender<pb::AgentMessage>,
+    down: tonic::Streaming<pb::CollectorMessage>,
+}
+
+impl Session {
+    /// A session to `url` opened with `first`.
+    pub async fn open(url: &str, first: pb::AgentMessage) -> Result<Self, tonic::Status> {
+        let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned()).unwrap();
+        Self::open_with(endpoint, first).await
+    }
+
+    /// A session over `endpoint` (TLS or not) opened with `first`.
+    pub async fn open_with(
+        endpoint: tonic::transport::Endpoint,
+        first: pb::AgentMessage,
+    ) -> Result<Self, tonic::Status> {
+        let (up, rx) = mpsc::channel(16);
+        up.send(first).await.unwrap();
+        let channel = endpoint
+            .connect()
+            .await
+            .map_err(|e| tonic::Status::unavailable(format!("{e:?}")))?;
+        let mut client = AgentSessionClient::new(channel);
+        let down = client.session(ReceiverStream::new(rx)).await?.into_inner();
+        Ok(Self { up, down })
+    }
+
+    /// A session for `node` in zone-a.
+    pub async fn hello(url: &str, node: &str) -> Self {
+        Self::hello_in(url, node, "zone-a").await
+    }
+
+    /// A session for `node` in `zone`.
+    pub async fn hello_in(url: &str, node: &str, zone: &str) -> Self {
+        let first = pb::AgentMessage {
+            body: Some(agent_message::Body::Hello(pb::Hello {
+                zone: zone.into(),
+                ..hello(node)
+            })),
+        };
+        Self::open(url, first).await.expect("hello accepted")
+    }
+
+    /// Sends a window and returns its ack, skipping peer sets.
+    pub async fn send(&mut self, window: pb::Window) -> pb::Ack {
+        let seq = window.seq;
+        self.up
+            .send(pb::AgentMessage {
+                body: Some(agent_message::Body::Window(window)),
+            })
+            .await
+            .unwrap();
+        loop {
+            let message = self.down.message().await.unwrap().expect("stream open");
+            if let Some(collector_message::Body::Ack(ack)) = message.body {
+                assert_eq!(ack.seq, seq);
+                return ack;
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Bad input over real gRPC: every kind of broken report is refused with
+//! INVALID_ARGUMENT and leaves the matrix as it was. No root needed: these
+//! sessions are driven by hand, without ICMP.
+
+use netaware_proto::v1 as pb;
+use netaware_proto::v1::agent_message;
+use netaware_proto::v1::scores_client::ScoresClient;
+use netaware_testkit::{Session, good_peer, hello, now_ms, start_collector, window};
+use tokio_util::sync::CancellationToken;
+use tonic::Code;
+
+/// The parts of the matrix that a refused window could change.
+async fn figures(
+    scores: &mut ScoresClient<tonic::transport::Channel>,
+) -> Vec<(String, String, u64, Option<f64>, Option<f64>)> {
+    let matrix = scores
+        .get_matrix(pb::MatrixRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    matrix
+        .pairs
+        .into_iter()
+        .map(|p| (p.src, p.dst, p.samples, p.rtt_median_ms, p.loss_ratio))
+        .collect()
+}
+
+#[tokio::test]
+async fn broken_reports_are_refused_and_change_nothing() {
+    let shutdown = CancellationToken::new();
+    let collector = start_collector(Vec::new(), &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let mut a = Session::hello(&url, "a").await;
+    let _b = Session::hello(&url, "b").await;
+    let mut scores = ScoresClient::connect(url.clone()).await.unwrap();
+
+    let ack = a.send(window(1, vec![good_peer()])).await;
+    assert_eq!((ack.code, ack.message.as_str()), (0, ""));
+    let before = figures(&mut scores).await;
+    assert!(
+        before
+            .iter()
+            .any(|(src, dst, samples, ..)| src == "a" && dst == "b" && *samples == 10)
+    );
+
+    let future = pb::Window {
+        end_unix_ms: now_ms() + 60_000,
+        start_unix_ms: now_ms() + 59_000,
+        ..window(2, vec![good_peer()])
+    };
+    let cases: Vec<(&str, pb::Window)> = vec![
+        (
+            "unknown peer",
+            window(
+                2,
+                vec![pb::PeerWindow {
+                    peer: "ghost".into(),
+                    ..good_peer()
+                }],
+            ),
+        ),
+        (
+            "NaN RTT",
+            window(
+                2,
+                vec![pb::PeerWindow {
+                    rtt_median_ms: f64::NAN,
+                    ..good_peer()
+                }],
+            ),
+        ),
+        (
+            "negative RTT",
+            window(
+                2,
+                vec![pb::PeerWindow {
+                    rtt_min_ms: -0.1,
+                    ..good_peer()
+                }],
+            ),
+        ),
+        (
+            "received above sent",
+            window(
+                2,
+                vec![pb::PeerWindow {
+                    received: 11,
+                    ..good_peer()
+                }],
+            ),
+        ),
+        ("window from the future", future),
+        ("peer twice", window(2, vec![good_peer(), good_peer()])),
+        (
+            "towards itself",
+            window(
+                2,
+                vec![pb::PeerWindow {
+                    peer: "a".into(),
+                    ..good_peer()
+                }],
+            ),
+        ),
+    ];
+    for (what, case) in cases {
+        let ack = a.send(case).await;
+        assert_eq!(
+            Code::from_i32(ack.code),
+            Code::InvalidArgument,
+            "{what}: {ack:?}"
+        );
+        assert!(!ack.message.is_empty(), "{what}: the refusal says why");
+        assert_eq!(
+            figures(&mut scores).await,
+            before,
+            "{what} changed the matrix"
+        );
+    }
+    // The session survives refusals, and a replay of window 1 counts once.
+    assert_eq!(
+        a.send(window(1, vec![good_peer()])).await.message,
+        "duplicate"
+    );
+    assert_eq!(figures(&mut scores).await, before);
+    let ack = a
+        .send(window(
+            2,
+            vec![pb::PeerWindow {
+                received: 5,
+                ..good_peer()
+            }],
+        ))
+        .await;
+    assert_eq!(ack.code, 0);
+    let after = figures(&mut scores).await;
+    let ab = after
+        .iter()
+        .find(|(src, dst, ..)| src == "a" && dst == "b")
+        .unwrap();
+    assert_eq!((ab.2, ab.4), (20, Some(0.25)));
+
+    shutdown.cancel();
+    collector.wait().await;
+}
+
+#[tokio::test]
+async fn sessions_without_a_valid_hello_are_refused() {
+    let shutdown = CancellationToken::new();
+    let collector = start_collector(Vec::new(), &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+
+    // A report from a node that never said hello.
+    let first = pb::AgentMessage {
+        body: Some(agent_message::Body::Window(window(1, vec![good_peer()]))),
+    };
+    let status = Session::open(&url, first).await.err().expect("refused");
+    assert_eq!(status.code(), Code::InvalidArgument);
+
+    for broken in [
+        pb::Hello {
+            node: String::new(),
+            ..hello("x")
+        },
+        pb::Hello {
+            addresses: vec!["256.1.1.1".into()],
+            ..hello("x")
+        },
+        pb::Hello {
+            window_ms: 0,
+            ..hello("x")
+        },
+    ] {
+        let first = pb::AgentMessage {
+            body: Some(agent_message::Body::Hello(broken.clone())),
+        };
+        let status = Session::open(&url, first).await.err().expect("refused");
+        assert_eq!(status.code(), Code::InvalidArgument, "{broken:?}");
+    }
+    let mut scores = ScoresClient::connect(url).await.unwrap();
+    let matrix = scores
+        .get_matrix(pb::MatrixRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        matrix.nodes.is_empty(),
+        "refused hellos registered nodes: {:?}",
+        matrix.nodes
+    );
+
+    // Rank requests are checked too.
+    let status = scores
+        .rank(pb::RankRequest {
+            size: 0,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument);
+
+    shutdown.cancel();
+    collector.wait().await;
+}

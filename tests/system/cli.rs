@@ -1,0 +1,311 @@
+//! The `netaware` binary against a real collector: the `--json` contracts
+//! of docs/cli.md, field by field, and the tables for people. Windows are
+//! fed by hand-driven sessions, so no root is needed.
+
+use std::process::Command;
+
+use netaware_testkit::{Session, good_peer, start_collector, window};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
+
+fn netaware(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_netaware"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "netaware {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn keys(value: &Value) -> Vec<&str> {
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_contracts_and_tables() {
+    let shutdown = CancellationToken::new();
+    let collector = start_collector(Vec::new(), &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let mut a = Session::hello(&url, "a").await;
+    let _b = Session::hello(&url, "b").await;
+    assert_eq!(a.send(window(1, vec![good_peer()])).await.code, 0);
+
+    let url_arg = url.clone();
+    let (matrix, zones, rank, table) = tokio::task::spawn_blocking(move || {
+        let url = url_arg.as_str();
+        (
+            netaware(&["matrix", "--collector", url, "--json"]),
+            netaware(&["zones", "--collector", url, "--json"]),
+            netaware(&[
+                "rank",
+                "--collector",
+                url,
+                "--size",
+                "2",
+                "--peer",
+                "a",
+                "--json",
+            ]),
+            netaware(&["matrix", "--collector", url]),
+        )
+    })
+    .await
+    .unwrap();
+
+    let matrix: Value = serde_json::from_str(&matrix).unwrap();
+    assert_eq!(keys(&matrix), ["nodes", "pairs"]);
+    assert_eq!(
+        keys(&matrix["nodes"][0]),
+        ["address", "name", "region", "stale", "zone"]
+    );
+    let pairs = matrix["pairs"].as_array().unwrap();
+    // Measured pairs only: b -> a was never measured, so it is not listed.
+    assert_eq!(pairs.len(), 1);
+    assert_eq!(
+        keys(&pairs[0]),
+        [
+            "age_s",
+            "dst",
+            "jitter_ms",
+            "loss_ratio",
+            "one_way_loss_ratio",
+            "quality",
+            "rtt_median_ms",
+            "rtt_p99_ms",
+            "samples",
+            "src",
+            "throughput_age_s",
+            "throughput_bps",
+            "throughput_retransmits",
+            "throughput_tcp_rtt_ms"
+        ]
+    );
+    let ab = pairs.iter().find(|p| p["src"] == "a").unwrap();
+    assert_eq!(ab["rtt_median_ms"], 0.2);
+    assert_eq!(ab["loss_ratio"], 0.0);
+    assert_eq!(ab["samples"], 10);
+    assert!(ab["throughput_bps"].is_null(), "null until measured");
+    assert!(pairs.iter().all(|p| p["src"] != "b"), "{pairs:?}");
+
+    let zones: Value = serde_json::from_str(&zones).unwrap();
+    assert_eq!(keys(&zones), ["zone_pairs", "zones"]);
+    assert_eq!(zones["zones"][0]["name"], "zone-a");
+    assert_eq!(zones["zone_pairs"][0]["measured_pairs"], 1);
+
+    let rank: Value = serde_json::from_str(&rank).unwrap();
+    assert_eq!(keys(&rank), ["nodes", "zone", "zone_reason"]);
+    assert_eq!(rank["zone"], "zone-a");
+    let first = &rank["nodes"][0];
+    assert_eq!(first["name"], "b");
+    assert_eq!(
+        keys(first),
+        [
+            "failure", "feasible", "name", "reason", "score", "terms", "zone"
+        ]
+    );
+    assert!(first["failure"].is_null() && first["reason"].is_null());
+    assert_eq!(
+        keys(&first["terms"]),
+        [
+            "basis",
+            "delay",
+            "fallback_pairs",
+            "in_chosen_zone",
+            "loss",
+            "pairs",
+            "quality",
+            "throughput"
+        ]
+    );
+    assert_eq!(first["terms"]["basis"], "placed");
+    // b -> a was never measured: one of the two pairs is a fallback.
+    assert_eq!(first["terms"]["fallback_pairs"], 1);
+
+    assert!(
+        table.contains("MEDIAN_MS") && table.contains("0.200"),
+        "{table}"
+    );
+
+    // The same pairs as a heat map, in each format; a format needs a file.
+    let dir = tempfile::tempdir().unwrap();
+    let (png, svg) = (dir.path().join("m.png"), dir.path().join("m.svg"));
+    let (url_arg, png_arg, svg_arg) = (url.clone(), png.clone(), svg.clone());
+    let refused = tokio::task::spawn_blocking(move || {
+        let url = url_arg.as_str();
+        let png = png_arg.to_str().unwrap();
+        let svg = svg_arg.to_str().unwrap();
+        netaware(&[
+            "matrix",
+            "--collector",
+            url,
+            "--format",
+            "png",
+            "--metric",
+            "loss",
+            "-o",
+            png,
+        ]);
+        netaware(&[
+            "matrix",
+            "--collector",
+            url,
+            "--zone",
+            "zone-a",
+            "--format",
+            "svg",
+            "-o",
+            svg,
+        ]);
+        Command::new(env!("CARGO_BIN_EXE_netaware"))
+            .args(["matrix", "--collector", url, "--format", "png"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        std::fs::read(&png)
+            .unwrap()
+            .starts_with(b"\x89PNG\r\n\x1a\n")
+    );
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("zone zone-a"),
+        "{svg}"
+    );
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--output"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+
+    // gRPC health answers for the services.
+    let channel = tonic::transport::Channel::from_shared(url)
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = HealthClient::new(channel);
+    let status = health
+        .check(HealthCheckRequest {
+            service: "netaware.v1.Scores".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .status();
+    assert_eq!(status, ServingStatus::Serving);
+
+    shutdown.cancel();
+    collector.wait().await;
+}
+
+#[test]
+fn an_unreachable_collector_is_a_clear_error() {
+    let output = Command::new(env!("CARGO_BIN_EXE_netaware"))
+        .args(["matrix", "--collector", "http://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot reach the collector at http://127.0.0.1:1"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topology_says_when_it_has_none_yet_then_shows_the_blocks() {
+    let shutdown = CancellationToken::new();
+    // A collector whose first round of the topology is 30 s away: asked
+    // now, the command says so.
+    let waiting = start_collector(Vec::new(), &shutdown).await;
+    let url = format!("http://{}", waiting.grpc_addr);
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_netaware"))
+            .args(["topology", "--collector", &url])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("has not worked out the topology yet"),
+        "{stderr}"
+    );
+
+    // One with a round every 100 ms, two nodes of zone-a measured.
+    let mut config = netaware_testkit::collector_config(Vec::new(), None);
+    config.model.topology_interval = std::time::Duration::from_millis(100);
+    let collector = netaware_collector::Collector::start(config, shutdown.clone())
+        .await
+        .unwrap();
+    let url = format!("http://{}", collector.grpc_addr);
+    let mut a = Session::hello(&url, "a").await;
+    let _b = Session::hello(&url, "b").await;
+    assert_eq!(a.send(window(1, vec![good_peer()])).await.code, 0);
+    // Asked until a round has seen both nodes (the snapshot that holds
+    // the window, then a round after it), for at most 10 s.
+    let (json, table, labels) = tokio::task::spawn_blocking(move || {
+        let url = url.as_str();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let json = loop {
+            let output = Command::new(env!("CARGO_BIN_EXE_netaware"))
+                .args(["topology", "--collector", url, "--json"])
+                .output()
+                .unwrap();
+            let json = String::from_utf8(output.stdout).unwrap();
+            if json.contains("\"b\"") {
+                break json;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no round saw both nodes: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        (
+            json,
+            netaware(&["topology", "--collector", url]),
+            netaware(&["topology", "--collector", url, "--format", "labels"]),
+        )
+    })
+    .await
+    .unwrap();
+    let topology: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        keys(&topology),
+        ["observed_unix_ms", "region_costs", "zone_costs", "zones"]
+    );
+    let zone = &topology["zones"][0];
+    assert_eq!(keys(zone), ["blocks", "name", "region"]);
+    assert_eq!(
+        zone["blocks"],
+        serde_json::json!([{"number": 1, "label": "zone-a-1", "nodes": ["a", "b"], "degraded": []}])
+    );
+    assert!(
+        table.contains("zone-a-1") && table.contains("BLOCK"),
+        "{table}"
+    );
+    assert!(labels.contains("netaware.io/block: zone-a-1"), "{labels}");
+    shutdown.cancel();
+    waiting.wait().await;
+    collector.wait().await;
+}
