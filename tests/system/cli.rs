@@ -106,14 +106,40 @@ async fn json_contracts_and_tables() {
     assert_eq!(zones["zone_pairs"][0]["measured_pairs"], 1);
 
     let rank: Value = serde_json::from_str(&rank).unwrap();
-    assert_eq!(keys(&rank), ["nodes", "zone", "zone_reason"]);
+    assert_eq!(
+        keys(&rank),
+        ["next", "nodes", "placement", "zone", "zone_reason"]
+    );
     assert_eq!(rank["zone"], "zone-a");
+    assert_eq!(
+        keys(&rank["placement"]),
+        [
+            "loss_threshold",
+            "min_goodput_fraction",
+            "out_of_zone_factor",
+            "strict_zone"
+        ]
+    );
+    assert_eq!(rank["placement"]["loss_threshold"], 0.05);
     let first = &rank["nodes"][0];
     assert_eq!(first["name"], "b");
+    // The only candidate passes the extender's filter, at its best score,
+    // and is where the extender puts the next worker.
+    assert_eq!(rank["next"], "b");
+    assert_eq!(first["extender_score"], 10);
+    assert_eq!(first["passes_filter"], true);
     assert_eq!(
         keys(first),
         [
-            "failure", "feasible", "name", "reason", "score", "terms", "zone"
+            "extender_score",
+            "failure",
+            "feasible",
+            "name",
+            "passes_filter",
+            "reason",
+            "score",
+            "terms",
+            "zone"
         ]
     );
     assert!(first["failure"].is_null() && first["reason"].is_null());
