@@ -5,14 +5,14 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::AgentConfig;
-use netaware_runtime::node_topology::{self, NodeTopology, NodeTopologyError};
+use netaware_runtime::node_labels::{self, NodePlaceError, Place};
 
 /// Why the flags do not make a configuration.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The node's zone could not be read.
     #[error("{0} (or give the zone with --zone)")]
-    Topology(#[from] NodeTopologyError),
+    Topology(#[from] NodePlaceError),
     /// The TLS files could not be read.
     #[error(transparent)]
     Tls(#[from] netaware_runtime::tls::TlsError),
@@ -90,11 +90,11 @@ impl AgentArgs {
     /// the Kubernetes API for the node's zone and region.
     pub async fn config(self) -> Result<AgentConfig, ConfigError> {
         let topology = match self.zone.clone() {
-            Some(zone) => NodeTopology {
+            Some(zone) => Place {
                 zone,
                 region: String::new(),
             },
-            None => node_topology::read_in_cluster(&self.node).await?,
+            None => node_labels::read_in_cluster(&self.node).await?,
         };
         // An explicit --region wins over the label.
         let region = self.region.clone().unwrap_or(topology.region);

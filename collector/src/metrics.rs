@@ -18,7 +18,7 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
 use netaware_core::placement::PlacementConfig;
-use netaware_core::snapshot::ScoredMatrix;
+use netaware_core::scored::ScoredMatrix;
 
 use crate::state::ThroughputCounts;
 

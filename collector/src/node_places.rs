@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use netaware_proto::v1::Hello;
-use netaware_runtime::node_topology::{self, NodeTopology, NodeTopologyError};
+use netaware_runtime::node_labels::{self, NodePlaceError, Place};
 use tokio::sync::Mutex;
 
 /// How long a Node's place is trusted before it is read again.
@@ -28,7 +28,7 @@ pub enum PlaceRefused {
         node: String,
         #[source]
         /// The cause.
-        source: NodeTopologyError,
+        source: NodePlaceError,
     },
     /// The hello names another zone or region than the Node's labels.
     #[error(
@@ -51,7 +51,7 @@ pub enum PlaceRefused {
 /// Whether `hello` names the place `node` is in. An empty region in the
 /// hello agrees with any region of the Node (agents started with `--zone`
 /// and no `--region` say none).
-pub fn agrees(hello: &Hello, node: &NodeTopology) -> Result<(), PlaceRefused> {
+pub fn agrees(hello: &Hello, node: &Place) -> Result<(), PlaceRefused> {
     let same_zone = hello.zone == node.zone;
     let same_region = hello.region.is_empty() || hello.region == node.region;
     if same_zone && same_region {
@@ -70,7 +70,7 @@ pub fn agrees(hello: &Hello, node: &NodeTopology) -> Result<(), PlaceRefused> {
 /// The Kubernetes API, asked for each agent's Node.
 pub struct NodePlaces {
     client: kube::Client,
-    read: Mutex<HashMap<String, (NodeTopology, Instant)>>,
+    read: Mutex<HashMap<String, (Place, Instant)>>,
 }
 
 impl std::fmt::Debug for NodePlaces {
@@ -100,7 +100,7 @@ impl NodePlaces {
         let place = match kept {
             Some(place) => place,
             None => {
-                let place = node_topology::read(self.client.clone(), &hello.node)
+                let place = node_labels::read(self.client.clone(), &hello.node)
                     .await
                     .map_err(|source| PlaceRefused::Unread {
                         node: hello.node.clone(),
@@ -132,7 +132,7 @@ mod tests {
 
     #[test]
     fn a_hello_agrees_only_with_its_nodes_zone_and_region() {
-        let node = NodeTopology {
+        let node = Place {
             zone: "eu-west-1b".into(),
             region: "eu-west-1".into(),
         };

@@ -5,7 +5,7 @@
 //! breaks. Returning at all means no panic, no NaN and no negative figure.
 //! Not for production use.
 
-use netaware_core::snapshot::ScoredMatrix;
+use netaware_core::scored::ScoredMatrix;
 use netaware_proto::v1::{AgentMessage, Hello, PeerWindow, Window, agent_message};
 use prost::Message;
 

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use netaware_core::UnixMillis;
 use netaware_core::coordinates::Coordinates;
 use netaware_core::placement::Placer;
-use netaware_core::snapshot::ScoredMatrix;
+use netaware_core::scored::ScoredMatrix;
 use netaware_proto::follow::Versioned;
 use netaware_runtime::latest::Latest;
 use tokio::sync::Mutex;

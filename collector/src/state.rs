@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use netaware_core::coordinates::Coordinates;
 use netaware_core::matrix::{PairMatrix, PairReadings};
 use netaware_core::registry::Registry;
-use netaware_core::snapshot::ScoredMatrix;
+use netaware_core::scored::ScoredMatrix;
 use netaware_core::throughput_plan::Planner;
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};
 use netaware_proto::v1::{Hello, NodeStats, Peer, ThroughputOrder, Window, throughput_order};

@@ -14,7 +14,7 @@
 use std::collections::HashSet;
 
 use crate::coordinates::{Coordinates, End, Residuals};
-use crate::snapshot::ScoredMatrix;
+use crate::scored::ScoredMatrix;
 
 /// How far off the coordinates' corrected predictions of the measured
 /// pairs were before a pass moved them: |predicted - measured| / measured,
@@ -157,7 +157,7 @@ fn shuffle_key(pass: u64, src: usize, dst: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::tests::scored;
+    use crate::scored::tests::scored;
 
     /// Two zones 10 ms apart, 0.2 ms inside each.
     fn two_zones() -> ScoredMatrix {

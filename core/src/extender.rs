@@ -281,7 +281,7 @@ mod tests {
     use crate::placement::PlacementConfig;
     use crate::registry::Registry;
     use crate::score::ScoreConfig;
-    use crate::snapshot::ScoredMatrix;
+    use crate::scored::ScoredMatrix;
     use crate::verdict::FailureCode;
     use crate::{NodeInfo, NodeKind};
 

@@ -9,8 +9,9 @@
 //! - [`registry`]: the nodes the collector knows, and their liveness.
 //! - [`matrix`]: the directed pair matrix over recent measurement windows.
 //! - [`score`]: the score model that turns a pair's figures into a quality.
-//! - [`snapshot`]: a scored, self-contained view of the matrix at one instant.
-//! - [`scored_pair`]: one directed pair of that view.
+//! - [`scored`]: the scored matrix, a self-contained view of the pair
+//!   matrix at one instant, estimates of the pairs nobody probes included.
+//! - [`scored_pair`]: one directed pair of the scored matrix.
 //! - [`estimate`]: what a pair nobody measured is taken to be.
 //! - [`node_estimate`]: a pair nobody probes, from what is known of its ends.
 //! - [`node_health`]: whether a node itself is degraded, from its zone links.
@@ -24,10 +25,12 @@
 //! - [`window`]: an agent's probes folded into the windows it reports.
 //! - [`stats`]: quantiles, medians and means, one definition for all.
 //! - [`throughput_plan`]: which throughput tests run when, within a budget.
-//! - [`topology`]: a node's zone and region from its Kubernetes labels.
+//! - [`labels`]: a node's zone and region from its Kubernetes labels.
 //! - [`blocks`]: groups of a zone's nodes close to each other, by clustering.
 //! - [`measured_topology`]: the blocks, degraded nodes and zone costs that
 //!   netaware publishes, moved only on sustained evidence.
+//! - [`chunked`], [`memo`]: storage the matrix and placement share (copy-on-
+//!   write chunks, a one-entry cache of the last answer).
 
 pub mod blocks;
 pub mod chunked;
@@ -35,6 +38,7 @@ pub mod coordinate_pass;
 pub mod coordinates;
 pub mod estimate;
 pub mod extender;
+pub mod labels;
 pub mod matrix;
 pub mod measured_topology;
 pub mod memo;
@@ -45,11 +49,10 @@ pub mod peers;
 pub mod placement;
 pub mod registry;
 pub mod score;
+pub mod scored;
 pub mod scored_pair;
-pub mod snapshot;
 pub mod stats;
 pub mod throughput_plan;
-pub mod topology;
 pub mod verdict;
 pub mod window;
 

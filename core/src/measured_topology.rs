@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::blocks::{self, BlockConfig, Distances, MAX_GOODPUT_STRETCH};
 use crate::node_estimate::End;
 use crate::placement::PlacementConfig;
-use crate::snapshot::ScoredMatrix;
+use crate::scored::ScoredMatrix;
 
 /// What one look at the matrix shows.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -490,7 +490,7 @@ impl BlockTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::tests::{scored, with_goodputs};
+    use crate::scored::tests::{scored, with_goodputs};
 
     const NOW: u64 = 100_000;
 

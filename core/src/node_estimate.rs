@@ -407,8 +407,8 @@ fn effective_rtt_ms(pair: &ScoredPair) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::placement::{JobRequest, PlacementConfig, Placer};
-    use crate::snapshot::ScoredMatrix;
-    use crate::snapshot::tests::{scored, with_coordinates};
+    use crate::scored::ScoredMatrix;
+    use crate::scored::tests::{scored, with_coordinates};
     use proptest::prelude::*;
 
     const ZONE: [(&str, &str); 6] = [

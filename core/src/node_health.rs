@@ -148,8 +148,8 @@ fn upper_median(values: &mut [f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::ScoredMatrix;
-    use crate::snapshot::tests::{scored, with_goodputs};
+    use crate::scored::ScoredMatrix;
+    use crate::scored::tests::{scored, with_goodputs};
 
     const NOW: u64 = 10_000;
 
@@ -274,7 +274,7 @@ mod tests {
         use crate::matrix::PairMatrix;
         use crate::registry::Registry;
         use crate::score::ScoreConfig;
-        use crate::snapshot::tests::{node, window};
+        use crate::scored::tests::{node, window};
 
         let mut registry = Registry::new();
         for (name, zone) in ZONE_A {

@@ -9,7 +9,7 @@ use foldhash::{HashMap, HashMapExt};
 
 use crate::coordinates::{End, Residuals, RttEstimate};
 use crate::estimate::Mean;
-use crate::snapshot::ScoredMatrix;
+use crate::scored::ScoredMatrix;
 
 /// What an RTT rests on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

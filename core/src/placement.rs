@@ -31,7 +31,7 @@ use crate::estimate::Estimate;
 use crate::memo::LastAnswer;
 use crate::node_estimate::{End, Group};
 use crate::score::Terms;
-use crate::snapshot::{ScoredMatrix, ScoredPair};
+use crate::scored::{ScoredMatrix, ScoredPair};
 use crate::verdict::Failure;
 
 /// The placement policy's settings. The collector's are the truth: they
@@ -993,7 +993,7 @@ fn best_group_quality(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::tests::{scored, with_goodputs};
+    use crate::scored::tests::{scored, with_goodputs};
 
     /// Three zones: a (3 nodes, a3 lossy), b (3 clean nodes, slower), c (1).
     fn cluster() -> ScoredMatrix {

@@ -3,7 +3,7 @@
 //! An agent node is alive while its reports keep coming: it goes stale after
 //! [`STALE_AFTER_WINDOWS`] of its own windows without one. Inventory nodes
 //! run no agent, so their liveness is judged from what agents measure of them
-//! (see [`crate::snapshot`]).
+//! (see [`crate::scored`]).
 
 use std::collections::BTreeMap;
 

@@ -13,7 +13,7 @@
 //! The quality is the weighted sum of the terms (weights normalised to sum 1),
 //! except that a pair that answered none of its probes is dead and scores 0
 //! whatever else is known. Missing or stale terms are filled in by
-//! [`crate::snapshot`] from the zone pair's average less a penalty, and a
+//! [`crate::scored`] from the zone pair's average less a penalty, and a
 //! pair nobody probes is estimated from its ends ([`crate::node_estimate`])
 //! less a share of it: never as good as fresh data.
 

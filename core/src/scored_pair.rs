@@ -9,7 +9,7 @@ use crate::score::{Source, Terms};
 /// A directed pair, scored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScoredPair {
-    /// Index of the probing node in [`crate::snapshot::ScoredMatrix::nodes`].
+    /// Index of the probing node in [`crate::scored::ScoredMatrix::nodes`].
     pub src: usize,
     /// Index of the probed node.
     pub dst: usize,

@@ -36,7 +36,7 @@ use netaware_core::peers::{PeerBound, choose};
 use netaware_core::placement::{PlacementConfig, Placer};
 use netaware_core::registry::Registry;
 use netaware_core::score::ScoreConfig;
-use netaware_core::snapshot::ScoredMatrix;
+use netaware_core::scored::ScoredMatrix;
 use netaware_core::throughput_plan::{PLAN_EVERY_MS, PlanConfig, PlanError, Planner};
 use netaware_core::window::{OpenWindow, Probe};
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};

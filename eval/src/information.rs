@@ -19,7 +19,7 @@ use std::sync::Arc;
 use netaware_core::blocks::BlockConfig;
 use netaware_core::measured_topology::observe;
 use netaware_core::placement::{PlacementConfig, Placer};
-use netaware_core::snapshot::ScoredMatrix;
+use netaware_core::scored::ScoredMatrix;
 
 use crate::cluster::Cluster;
 

@@ -10,7 +10,7 @@ use netaware_core::coordinates::Coordinates;
 use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::peers::{PeerBound, choose};
 use netaware_core::score::ScoreConfig;
-use netaware_core::snapshot::{NodeView, ScoredMatrix, ScoredPair, own_terms};
+use netaware_core::scored::{NodeView, ScoredMatrix, ScoredPair, own_terms};
 use netaware_core::{NodeInfo, NodeKind};
 use rand::Rng;
 

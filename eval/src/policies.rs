@@ -35,7 +35,7 @@
 use std::collections::BTreeMap;
 
 use netaware_core::extender::place_job;
-use netaware_core::snapshot::ScoredMatrix;
+use netaware_core::scored::ScoredMatrix;
 use rand::Rng;
 use rand::seq::SliceRandom;
 
@@ -263,7 +263,7 @@ fn zone_only(
 mod tests {
     use super::*;
     use crate::information::ZoneCosts;
-    use netaware_core::snapshot::NodeView;
+    use netaware_core::scored::NodeView;
     use netaware_core::{NodeInfo, NodeKind};
     use rand::SeedableRng;
     use rand::rngs::StdRng;

@@ -22,7 +22,7 @@ use netaware_core::measured_topology::{
 use netaware_core::pair_rtt::{PairRtt, RttBasis};
 use netaware_core::placement::{Basis, PlacementConfig, Placer};
 use netaware_core::score::{Fallback, Source, Terms, Weights};
-use netaware_core::snapshot::{NodeView, ScoredMatrix, ScoredPair, ZoneSummary};
+use netaware_core::scored::{NodeView, ScoredMatrix, ScoredPair, ZoneSummary};
 use netaware_core::verdict::FailureCode;
 use netaware_core::window::PeerWindow;
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};

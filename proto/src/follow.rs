@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use netaware_core::UnixMillis;
 use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::placement::PlacementConfig;
+use netaware_core::scored::ScoredMatrix;
 use netaware_core::scored_pair::ScoredPair;
-use netaware_core::snapshot::ScoredMatrix;
 use prost::Message;
 
 use crate::convert;

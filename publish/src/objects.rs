@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 
 use kube::discovery::ApiResource;
+use netaware_core::labels::{REGION_LABEL, ZONE_LABEL};
 use netaware_core::measured_topology::{LinkCost, MeasuredTopology};
-use netaware_core::topology::{REGION_LABEL, ZONE_LABEL};
 use serde_json::{Value, json};
 
 use crate::names;

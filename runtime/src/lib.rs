@@ -13,14 +13,14 @@
 //! - [`clock`]: the wall clock, read in one place.
 //! - [`background`]: heavy work no request waits for, at a lower CPU
 //!   priority.
-//! - [`node_topology`]: a node's zone and region from its Node's labels.
+//! - [`node_labels`]: a node's zone and region from its Node's labels.
 //! - [`latest`]: the latest value of something many readers share.
 
 pub mod background;
 pub mod clock;
 pub mod http;
 pub mod latest;
-pub mod node_topology;
+pub mod node_labels;
 pub mod tls;
 
 use tokio_util::sync::CancellationToken;

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use netaware_core::placement::{PlacementConfig, PlacementOverrides, Placer};
-use netaware_core::snapshot::ScoredMatrix;
+use netaware_core::scored::ScoredMatrix;
 use netaware_proto::v1 as pb;
 use netaware_proto::v1::scores_client::ScoresClient;
 use netaware_runtime::latest::Latest;

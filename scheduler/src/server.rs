@@ -26,7 +26,7 @@ use crate::wire::{
     NodeListOut, object_labels, object_name, object_namespace,
 };
 use netaware_core::extender::{Decision, JobContext, Neutral, decide};
-use netaware_core::topology::place_from_labels;
+use netaware_core::labels::place_from_labels;
 
 /// Largest request body the extender reads (a 5,000-node NodeList is about
 /// 30 MB of JSON in full; node names are far less).

@@ -9,11 +9,11 @@
 
 use std::collections::BTreeMap;
 
-pub use netaware_core::topology::{Place as NodeTopology, ZONE_LABEL};
+pub use netaware_core::labels::{Place, ZONE_LABEL};
 
-/// Why the node's topology could not be read.
+/// Why the node's place (zone and region) could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum NodeTopologyError {
+pub enum NodePlaceError {
     /// No in-cluster or kubeconfig credentials.
     #[error("no Kubernetes API credentials (is this running in a pod?): {0}")]
     Credentials(#[source] kube::Error),
@@ -35,23 +35,20 @@ pub enum NodeTopologyError {
 }
 
 /// The zone and region that `labels` give to `node` (see
-/// [`netaware_core::topology::place_from_labels`]).
-pub fn from_labels(
-    node: &str,
-    labels: &BTreeMap<String, String>,
-) -> Result<NodeTopology, NodeTopologyError> {
-    netaware_core::topology::place_from_labels(labels).ok_or_else(|| NodeTopologyError::NoZone {
+/// [`netaware_core::labels::place_from_labels`]).
+pub fn from_labels(node: &str, labels: &BTreeMap<String, String>) -> Result<Place, NodePlaceError> {
+    netaware_core::labels::place_from_labels(labels).ok_or_else(|| NodePlaceError::NoZone {
         node: node.to_owned(),
     })
 }
 
 /// Reads `node`'s Node object through `client` and returns its topology.
-pub async fn read(client: kube::Client, node: &str) -> Result<NodeTopology, NodeTopologyError> {
+pub async fn read(client: kube::Client, node: &str) -> Result<Place, NodePlaceError> {
     let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client);
     let object = nodes
         .get(node)
         .await
-        .map_err(|source| NodeTopologyError::Api {
+        .map_err(|source| NodePlaceError::Api {
             node: node.to_owned(),
             source,
         })?;
@@ -60,10 +57,10 @@ pub async fn read(client: kube::Client, node: &str) -> Result<NodeTopology, Node
 
 /// Reads `node`'s topology with the pod's own credentials (or a
 /// kubeconfig, outside a cluster).
-pub async fn read_in_cluster(node: &str) -> Result<NodeTopology, NodeTopologyError> {
+pub async fn read_in_cluster(node: &str) -> Result<Place, NodePlaceError> {
     let client = kube::Client::try_default()
         .await
-        .map_err(NodeTopologyError::Credentials)?;
+        .map_err(NodePlaceError::Credentials)?;
     read(client, node).await
 }
 

@@ -4,7 +4,7 @@
 
 use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
-use netaware_runtime::node_topology::{self, NodeTopologyError};
+use netaware_runtime::node_labels::{self, NodePlaceError};
 use serde_json::json;
 
 fn node(labels: serde_json::Value) -> Vec<u8> {
@@ -21,13 +21,10 @@ fn node(labels: serde_json::Value) -> Vec<u8> {
 async fn read_with_answer(
     status: StatusCode,
     body: Vec<u8>,
-) -> (
-    String,
-    Result<node_topology::NodeTopology, NodeTopologyError>,
-) {
+) -> (String, Result<node_labels::Place, NodePlaceError>) {
     let (service, mut api) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let client = kube::Client::new(service, "default");
-    let reading = tokio::spawn(async move { node_topology::read(client, "gpu-7").await });
+    let reading = tokio::spawn(async move { node_labels::read(client, "gpu-7").await });
     let (request, respond) = api.next_request().await.expect("a request");
     assert_eq!(request.method(), Method::GET);
     let path = request.uri().path().to_owned();
@@ -60,7 +57,7 @@ async fn reads_its_own_node_and_takes_the_topology_labels() {
 #[tokio::test]
 async fn a_node_without_zone_label_and_a_refusal_are_clear_errors() {
     let (_, unlabelled) = read_with_answer(StatusCode::OK, node(json!({}))).await;
-    assert!(matches!(unlabelled, Err(NodeTopologyError::NoZone { .. })));
+    assert!(matches!(unlabelled, Err(NodePlaceError::NoZone { .. })));
 
     let forbidden = json!({
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
