@@ -1,29 +1,33 @@
-//! The `netaware` command line, what an operator runs: `agent`,
-//! `collector` and `scheduler` (the services); `demo` runs the whole system
-//! on this machine ([`demo`]) and `lab` keeps a lab up ([`lab_command`],
-//! [`lab_system`]); `matrix`, `zones` and `rank` ask a running collector;
-//! `explain` says what the extender would decide for a job and why
-//! ([`explain_command`]); `throughput` runs one test by hand ([`throughput_command`]); `certs`
-//! makes the certificates of deploy/tls ([`certs_command`]); `topology`
-//! and `publish-topology` carry the measured topology to other schedulers
-//! ([`topology_command`]).
+//! The `netaware` command line, what an operator runs: one file per
+//! command in [`commands`], from the services (`agent`, `collector`,
+//! `scheduler`) to the questions asked of a running collector (`matrix`,
+//! `zones`, `estimate`, `rank`, `explain`, `topology`) and the tools
+//! (`publish-topology`, `certs`, `throughput`).
 //!
-//! The evaluation, the load generator and the training workload are not
-//! here: they live in the `netaware-testbed` crate and binary, which the
-//! production image does not carry.
+//! With the `lab` feature (on by default, off in the image that clusters
+//! run), `demo` runs the whole system on this machine and `lab` keeps a
+//! lab up ([`lab_system`] starts the system on a lab, for the demo and the
+//! lab tests). The evaluation, the load generator and the training
+//! workload are not here: they live in the `netaware-testbed` crate.
 //!
-//! [`client`] talks to the collector, [`json`] holds the `--json` contracts,
-//! [`render`] the tables for people, [`heatmap`] the pair matrix as a
-//! picture, and [`demo`] the in-process demo.
+//! [`client`] talks to the collector, [`json`] holds the `-o json`
+//! contracts, [`output`] the output flags, [`render`] the tables for
+//! people, and [`heatmap`] the pair matrix as a picture.
 
-pub mod certs_command;
 pub mod client;
-pub mod demo;
-pub mod explain_command;
+pub mod commands;
 pub mod heatmap;
 pub mod json;
-pub mod lab_command;
+#[cfg(feature = "lab")]
 pub mod lab_system;
+pub mod output;
 pub mod render;
-pub mod throughput_command;
-pub mod topology_command;
+
+/// Network-aware placement for distributed training.
+#[derive(Debug, clap::Parser)]
+#[command(name = "netaware", version)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: commands::Command,
+}

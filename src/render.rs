@@ -1,13 +1,71 @@
-//! Human-readable tables of the matrix, the zones, pair RTTs and a ranking.
+//! Tables for people: the matrix, the zones, pair RTTs, a ranking and the
+//! measured topology. Columns are as wide as what they hold (real node
+//! names are often 40 characters and more), left-aligned text and
+//! right-aligned figures, no borders, as kubectl prints; `wide` adds the
+//! columns that `-o wide` asks for.
 
-use std::fmt::Write;
+use comfy_table::{CellAlignment, Table};
 
 use netaware_core::pair_rtt::RttBasis;
 use netaware_core::placement::Basis;
-use netaware_proto::convert::{basis_from_wire, node_kind_from_wire};
+use netaware_proto::convert::node_kind_from_wire;
 use netaware_proto::v1 as pb;
 
-use crate::json::TopologyJson;
+use crate::json::{RankJson, TopologyJson};
+
+/// A column of a table: its header, and whether it holds figures
+/// (right-aligned).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Column {
+    header: &'static str,
+    figure: bool,
+}
+
+pub(crate) const fn text(header: &'static str) -> Column {
+    Column {
+        header,
+        figure: false,
+    }
+}
+
+pub(crate) const fn figure(header: &'static str) -> Column {
+    Column {
+        header,
+        figure: true,
+    }
+}
+
+/// A table with these columns and rows, as text ending in a newline.
+pub(crate) fn table(columns: &[Column], rows: impl IntoIterator<Item = Vec<String>>) -> String {
+    let mut table = Table::new();
+    table
+        .load_style(comfy_table::presets::NOTHING)
+        .set_header(columns.iter().map(|c| c.header).collect::<Vec<_>>());
+    for row in rows {
+        table.add_row(row);
+    }
+    let last = columns.len().saturating_sub(1);
+    for (i, (column, spec)) in table.column_iter_mut().zip(columns).enumerate() {
+        // Three spaces between columns, none before the first.
+        column.set_padding((0, if i == last { 0 } else { 3 }));
+        if spec.figure {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut out = table.trim_fmt();
+    out.push('\n');
+    out
+}
+
+/// `columns`, with the wide ones (`(column, wide only)`) kept only when
+/// `wide`.
+pub(crate) fn keep<T: Clone>(wide: bool, cells: &[(T, bool)]) -> Vec<T> {
+    cells
+        .iter()
+        .filter(|(_, wide_only)| wide || !wide_only)
+        .map(|(cell, _)| cell.clone())
+        .collect()
+}
 
 fn ms(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
@@ -21,238 +79,320 @@ fn rate(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{:.0} Mbit/s", v / 1e6))
 }
 
+fn or_dash(value: &str) -> String {
+    if value.is_empty() {
+        "-".to_owned()
+    } else {
+        value.to_owned()
+    }
+}
+
 /// Pair RTTs as a table, with what each rests on.
-pub fn estimate(response: &pb::EstimateResponse) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<24} {:<24} {:>10} {:>10}  BASIS",
-        "SRC", "DST", "RTT_MS", "+-MS"
+pub fn estimate(response: &pb::EstimateResponse, wide: bool) -> String {
+    let columns = keep(
+        wide,
+        &[
+            (text("SRC"), false),
+            (text("DST"), false),
+            (figure("RTT_MS"), false),
+            (figure("+-MS"), true),
+            (text("BASIS"), false),
+        ],
     );
-    for pair in &response.pairs {
+    let rows = response.pairs.iter().map(|pair| {
         let basis = match netaware_proto::convert::rtt_basis_from_wire(pair.basis) {
             RttBasis::Measured => "measured",
             RttBasis::Estimated => "estimated (coordinates)",
             RttBasis::ZoneAverage => "zone average",
             RttBasis::Unknown => "unknown",
         };
-        let _ = writeln!(
-            out,
-            "{:<24} {:<24} {:>10} {:>10}  {basis}",
-            pair.src,
-            pair.dst,
-            ms(pair.rtt_ms),
-            ms(pair.error_ms)
-        );
-    }
-    out
+        keep(
+            wide,
+            &[
+                (pair.src.clone(), false),
+                (pair.dst.clone(), false),
+                (ms(pair.rtt_ms), false),
+                (ms(pair.error_ms), true),
+                (basis.to_owned(), false),
+            ],
+        )
+    });
+    table(&columns, rows)
 }
 
-/// The zone summary as a table.
-pub fn zones(summary: &pb::ZoneSummary) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<12} {:<10} {:>5} {:>5}",
-        "ZONE", "REGION", "NODES", "FRESH"
+/// The zone summary as two tables: the zones, then the zone pairs.
+pub fn zones(summary: &pb::ZoneSummary, wide: bool) -> String {
+    let zones = table(
+        &[
+            text("ZONE"),
+            text("REGION"),
+            figure("NODES"),
+            figure("FRESH"),
+        ],
+        summary.zones.iter().map(|z| {
+            vec![
+                z.name.clone(),
+                or_dash(&z.region),
+                z.nodes.to_string(),
+                z.fresh_nodes.to_string(),
+            ]
+        }),
     );
-    for z in &summary.zones {
-        let region = if z.region.is_empty() { "-" } else { &z.region };
-        let _ = writeln!(
-            out,
-            "{:<12} {:<10} {:>5} {:>5}",
-            z.name, region, z.nodes, z.fresh_nodes
-        );
-    }
-    let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "{:<12} {:<12} {:>10} {:>7} {:>14} {:>7} {:>9}",
-        "FROM", "TO", "RTT_MS", "LOSS", "THROUGHPUT", "QUALITY", "MEASURED"
+    let columns = keep(
+        wide,
+        &[
+            (text("FROM"), false),
+            (text("TO"), false),
+            (figure("RTT_MS"), false),
+            (figure("LOSS"), false),
+            (figure("THROUGHPUT"), false),
+            (figure("QUALITY"), false),
+            (figure("MEASURED"), true),
+        ],
     );
-    for z in &summary.zone_pairs {
-        let _ = writeln!(
-            out,
-            "{:<12} {:<12} {:>10} {:>7} {:>14} {:>7.3} {:>9}",
-            z.src_zone,
-            z.dst_zone,
-            ms(z.rtt_median_ms),
-            percent(z.loss_ratio),
-            rate(z.throughput_bps),
-            z.quality,
-            format!("{}/{}", z.measured_pairs, z.pairs)
-        );
-    }
-    out
+    let pairs = table(
+        &columns,
+        summary.zone_pairs.iter().map(|z| {
+            keep(
+                wide,
+                &[
+                    (z.src_zone.clone(), false),
+                    (z.dst_zone.clone(), false),
+                    (ms(z.rtt_median_ms), false),
+                    (percent(z.loss_ratio), false),
+                    (rate(z.throughput_bps), false),
+                    (format!("{:.3}", z.quality), false),
+                    (format!("{}/{}", z.measured_pairs, z.pairs), true),
+                ],
+            )
+        }),
+    );
+    format!("{zones}\n{pairs}")
 }
 
 /// The matrix: nodes, then every pair.
-pub fn matrix(matrix: &pb::Matrix) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<14} {:<10} {:<16} {:<9} STATE",
-        "NODE", "ZONE", "ADDRESS", "KIND"
+pub fn matrix(matrix: &pb::Matrix, wide: bool) -> String {
+    let node_columns = keep(
+        wide,
+        &[
+            (text("NODE"), false),
+            (text("ZONE"), false),
+            (text("ADDRESS"), true),
+            (text("KIND"), true),
+            (text("STATE"), false),
+        ],
     );
-    for n in &matrix.nodes {
-        let state = if n.stale { "STALE" } else { "fresh" };
-        let _ = writeln!(
-            out,
-            "{:<14} {:<10} {:<16} {:<9} {}",
-            n.name,
-            n.zone,
-            n.address,
-            node_kind_from_wire(n.kind).as_str(),
-            state
-        );
-    }
-    let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "{:<14} {:<14} {:>9} {:>9} {:>8} {:>7} {:>13} {:>7} {:>6} {:>7}",
-        "SRC",
-        "DST",
-        "MEDIAN_MS",
-        "P99_MS",
-        "JITTER",
-        "LOSS",
-        "GOODPUT",
-        "SAMPLES",
-        "AGE_S",
-        "QUALITY"
+    let nodes = table(
+        &node_columns,
+        matrix.nodes.iter().map(|n| {
+            keep(
+                wide,
+                &[
+                    (n.name.clone(), false),
+                    (n.zone.clone(), false),
+                    (n.address.clone(), true),
+                    (node_kind_from_wire(n.kind).as_str().to_owned(), true),
+                    ((if n.stale { "STALE" } else { "fresh" }).to_owned(), false),
+                ],
+            )
+        }),
     );
-    for p in &matrix.pairs {
-        let age = if p.age_s < 0.0 {
-            "-".to_owned()
-        } else {
-            format!("{:.0}", p.age_s)
-        };
-        let flag = if p.stale { " (stale)" } else { "" };
-        let _ = writeln!(
-            out,
-            "{:<14} {:<14} {:>9} {:>9} {:>8} {:>7} {:>13} {:>7} {:>6} {:>7.3}{flag}",
-            p.src,
-            p.dst,
-            ms(p.rtt_median_ms),
-            ms(p.rtt_p99_ms),
-            ms(p.jitter_ms),
-            percent(p.loss_ratio),
-            rate(p.throughput_bps),
-            p.samples,
-            age,
-            p.quality
-        );
-    }
-    out
+    let pair_columns = keep(
+        wide,
+        &[
+            (text("SRC"), false),
+            (text("DST"), false),
+            (figure("MEDIAN_MS"), false),
+            (figure("P99_MS"), true),
+            (figure("JITTER"), true),
+            (figure("LOSS"), false),
+            (figure("ONE_WAY_LOSS"), true),
+            (figure("GOODPUT"), false),
+            (figure("SAMPLES"), true),
+            (figure("AGE_S"), false),
+            (figure("QUALITY"), false),
+        ],
+    );
+    let pairs = table(
+        &pair_columns,
+        matrix.pairs.iter().map(|p| {
+            let age = if p.age_s < 0.0 {
+                "-".to_owned()
+            } else {
+                format!("{:.0}", p.age_s)
+            };
+            let quality = format!("{:.3}{}", p.quality, if p.stale { " (stale)" } else { "" });
+            keep(
+                wide,
+                &[
+                    (p.src.clone(), false),
+                    (p.dst.clone(), false),
+                    (ms(p.rtt_median_ms), false),
+                    (ms(p.rtt_p99_ms), true),
+                    (ms(p.jitter_ms), true),
+                    (percent(p.loss_ratio), false),
+                    (percent(p.one_way_loss_ratio), true),
+                    (rate(p.throughput_bps), false),
+                    (p.samples.to_string(), true),
+                    (age, false),
+                    (quality, false),
+                ],
+            )
+        }),
+    );
+    format!("{nodes}\n{pairs}")
 }
 
-/// A ranking: the zone and why, then the nodes best first.
-pub fn rank(rank: &pb::RankResponse, size: usize) -> String {
-    let mut out = String::new();
-    let zone = if rank.zone.is_empty() {
-        "(none)"
-    } else {
-        &rank.zone
-    };
-    let _ = writeln!(out, "zone {zone}: {}", rank.zone_reason);
-    let _ = writeln!(
-        out,
-        "{:<4} {:<14} {:<10} {:>6} {:>7} {:>6} {:>6} {:>6} {:>9}  NOTE",
-        "#", "NODE", "ZONE", "SCORE", "QUALITY", "DELAY", "LOSS", "TPUT", "PAIRS"
+/// A ranking: the zone and why, then the nodes best first, with the
+/// extender's answer for each; `*` marks the `size` workers' places.
+pub fn rank(rank: &RankJson, size: usize, wide: bool) -> String {
+    let zone = rank.zone.as_deref().unwrap_or("(none)");
+    let mut out = format!("zone {zone}: {}\n", rank.zone_reason);
+    let columns = keep(
+        wide,
+        &[
+            (text("#"), false),
+            (text("NODE"), false),
+            (text("ZONE"), false),
+            (figure("SCORE"), false),
+            (figure("EXTENDER"), false),
+            (figure("QUALITY"), true),
+            (figure("DELAY"), true),
+            (figure("LOSS"), true),
+            (figure("TPUT"), true),
+            (figure("PAIRS"), false),
+            (text("NOTE"), false),
+        ],
     );
-    for (i, n) in rank.nodes.iter().enumerate() {
-        let t = n.terms.unwrap_or_default();
-        let pick = if n.feasible && i < size { "*" } else { " " };
-        let note = if n.feasible {
-            format!(
+    let rows = rank.nodes.iter().enumerate().map(|(i, n)| {
+        let t = &n.terms;
+        let pick = if n.feasible && i < size { "*" } else { "" };
+        let note = match &n.reason {
+            None => format!(
                 "vs {}{}",
-                basis_from_wire(t.basis).map_or("?", Basis::as_str),
+                t.basis.map_or("?", Basis::as_str),
                 if t.in_chosen_zone { "" } else { ", other zone" }
-            )
-        } else {
-            format!("FAILS: {}", n.reason)
+            ),
+            Some(reason) if n.passes_filter => format!("last resort: {reason}"),
+            Some(reason) => format!("FAILS: {reason}"),
         };
-        let _ = writeln!(
-            out,
-            "{pick}{:<3} {:<14} {:<10} {:>6.3} {:>7.3} {:>6.3} {:>6.3} {:>6.3} {:>9}  {note}",
-            i + 1,
-            n.name,
-            n.zone,
-            n.score,
-            t.quality,
-            t.delay,
-            t.loss,
-            t.throughput,
-            format!("{}/{}", t.pairs - t.fallback_pairs, t.pairs)
-        );
-    }
-    let _ = writeln!(
-        out,
-        "(* = the {size} workers' places; PAIRS = measured/averaged)"
-    );
+        keep(
+            wide,
+            &[
+                (format!("{pick}{}", i + 1), false),
+                (n.name.clone(), false),
+                (n.zone.clone(), false),
+                (format!("{:.3}", n.score), false),
+                (n.extender_score.to_string(), false),
+                (format!("{:.3}", t.quality), true),
+                (format!("{:.3}", t.delay), true),
+                (format!("{:.3}", t.loss), true),
+                (format!("{:.3}", t.throughput), true),
+                (
+                    format!("{}/{}", t.pairs - t.fallback_pairs.min(t.pairs), t.pairs),
+                    false,
+                ),
+                (note, false),
+            ],
+        )
+    });
+    out.push_str(&table(&columns, rows));
+    out.push_str(&format!(
+        "(* = the {size} workers' places; EXTENDER = the extender's priority, 0 to 10; PAIRS = measured/averaged)\n"
+    ));
     out
 }
 
 /// The measured topology: each zone's blocks with their size and degraded
 /// nodes, then the costs between zones and regions.
-pub fn topology(topology: &TopologyJson) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<12} {:<10} {:<16} {:>5}  DEGRADED",
-        "ZONE", "REGION", "BLOCK", "NODES"
+pub fn topology(topology: &TopologyJson, wide: bool) -> String {
+    let block_columns = keep(
+        wide,
+        &[
+            (text("ZONE"), false),
+            (text("REGION"), false),
+            (text("BLOCK"), false),
+            (figure("NODES"), false),
+            (text("DEGRADED"), false),
+            (text("MEMBERS"), true),
+        ],
     );
-    for zone in &topology.zones {
-        let region = if zone.region.is_empty() {
-            "-"
-        } else {
-            &zone.region
-        };
-        for block in &zone.blocks {
-            let degraded = if block.degraded.is_empty() {
-                "-".to_owned()
-            } else {
-                block.degraded.join(" ")
-            };
-            let _ = writeln!(
-                out,
-                "{:<12} {:<10} {:<16} {:>5}  {}",
-                zone.name,
-                region,
-                block.label,
-                block.nodes.len(),
-                degraded
-            );
-        }
-    }
+    let blocks = topology.zones.iter().flat_map(|zone| {
+        zone.blocks.iter().map(move |block| {
+            keep(
+                wide,
+                &[
+                    (zone.name.clone(), false),
+                    (or_dash(&zone.region), false),
+                    (block.label.clone(), false),
+                    (block.nodes.len().to_string(), false),
+                    (or_dash(&block.degraded.join(" ")), false),
+                    (block.nodes.join(" "), true),
+                ],
+            )
+        })
+    });
+    let mut out = table(&block_columns, blocks);
     for (title, costs) in [
-        ("ZONES", &topology.zone_costs),
-        ("REGIONS", &topology.region_costs),
+        ("ZONES FROM", &topology.zone_costs),
+        ("REGIONS FROM", &topology.region_costs),
     ] {
         if costs.is_empty() {
             continue;
         }
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "{:<12} {:<12} {:>11} {:>14} {:>6}",
-            format!("{title} FROM"),
-            "TO",
-            "RTT_P90_MS",
-            "GOODPUT",
-            "PAIRS"
-        );
-        for cost in costs {
-            let _ = writeln!(
-                out,
-                "{:<12} {:<12} {:>11} {:>14} {:>6}",
-                cost.origin,
-                cost.destination,
-                ms(Some(cost.rtt_p90_ms)),
-                rate(cost.goodput_bps),
-                cost.pairs
-            );
-        }
+        out.push('\n');
+        out.push_str(&table(
+            &[
+                text(title),
+                text("TO"),
+                figure("RTT_P90_MS"),
+                figure("GOODPUT"),
+                figure("PAIRS"),
+            ],
+            costs.iter().map(|cost| {
+                vec![
+                    cost.origin.clone(),
+                    cost.destination.clone(),
+                    ms(Some(cost.rtt_p90_ms)),
+                    rate(cost.goodput_bps),
+                    cost.pairs.to_string(),
+                ]
+            }),
+        ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_fit_long_names_and_figures_align_right() {
+        let long = "gpu-node-0042.rack-17.zone-a.example-cluster.internal";
+        let text = table(
+            &[text("NODE"), figure("SCORE")],
+            [
+                vec![long.to_owned(), "0.5".to_owned()],
+                vec!["a".to_owned(), "10.25".to_owned()],
+            ],
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        // The name is whole, and the figures end in one column.
+        assert!(lines[1].starts_with(long), "{text}");
+        assert_eq!(lines[1].len(), lines[2].len(), "{text}");
+        assert!(
+            lines[2].ends_with("10.25") && lines[1].ends_with("  0.5"),
+            "{text}"
+        );
+        assert!(lines[0].starts_with("NODE "), "{text}");
+    }
+
+    #[test]
+    fn wide_keeps_its_columns_and_the_default_leaves_them_out() {
+        let cells = [("a", false), ("b", true), ("c", false)];
+        assert_eq!(keep(false, &cells), ["a", "c"]);
+        assert_eq!(keep(true, &cells), ["a", "b", "c"]);
+    }
 }

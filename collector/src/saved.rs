@@ -225,17 +225,14 @@ mod tests {
     use crate::state::{CollectorState, Ingested};
     use netaware_proto::v1::{PeerWindow, Window};
 
+    /// The testkit's hello in zone a of region r, with a throughput server.
     fn hello(node: &str, instance: u64) -> Hello {
         Hello {
-            node: node.into(),
-            addresses: vec!["10.0.0.1".into()],
             zone: "a".into(),
             region: "r".into(),
-            window_ms: 1_000,
-            probe_interval_ms: 100,
             instance,
             throughput_port: 7471,
-            ..Hello::default()
+            ..netaware_testkit::hello(node)
         }
     }
 

@@ -317,13 +317,8 @@ mod tests {
 
     fn hello(node: &str) -> Hello {
         Hello {
-            node: node.into(),
-            addresses: vec!["127.0.0.2".into()],
             zone: "a".into(),
-            window_ms: 1_000,
-            probe_interval_ms: 100,
-            instance: 1,
-            ..Hello::default()
+            ..netaware_testkit::hello(node)
         }
     }
 

@@ -444,17 +444,13 @@ mod tests {
     use super::*;
     use netaware_proto::v1::{PeerWindow, ThroughputResult};
 
+    /// The testkit's hello in zone a, with a throughput server.
     fn hello(node: &str, instance: u64) -> Hello {
         Hello {
-            node: node.into(),
-            addresses: vec!["127.0.0.2".into()],
             zone: "a".into(),
-            region: String::new(),
-            agent_version: "test".into(),
-            window_ms: 1_000,
-            probe_interval_ms: 100,
             instance,
             throughput_port: 7471,
+            ..netaware_testkit::hello(node)
         }
     }
 

@@ -148,6 +148,9 @@ pub enum TopologyError {
     /// No shipped topology has that name.
     #[error("no topology named {0:?} (shipped: {1})")]
     Unknown(String, String),
+    /// A topology file that could not be read (the path, the reason).
+    #[error("reading {0}: {1}")]
+    Read(String, String),
 }
 
 /// The topologies that ship with the lab, by name.
@@ -191,6 +194,17 @@ impl Topology {
                 TopologyError::Unknown(name.to_owned(), names.join(", "))
             })?;
         Self::parse(text)
+    }
+
+    /// A shipped topology by name, or the topology in the file at that
+    /// path.
+    pub fn load(name_or_path: &str) -> Result<Self, TopologyError> {
+        if std::path::Path::new(name_or_path).is_file() {
+            let text = std::fs::read_to_string(name_or_path)
+                .map_err(|err| TopologyError::Read(name_or_path.to_owned(), err.to_string()))?;
+            return Self::parse(&text);
+        }
+        Self::named(name_or_path)
     }
 
     /// Parses and checks a topology.

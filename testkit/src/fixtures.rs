@@ -21,6 +21,13 @@ pub fn hello(node: &str) -> pb::Hello {
     }
 }
 
+/// `hello` as the first message of a session.
+pub fn hello_message(hello: pb::Hello) -> pb::AgentMessage {
+    pb::AgentMessage {
+        body: Some(pb::agent_message::Body::Hello(hello)),
+    }
+}
+
 /// A valid window entry towards node "b": 10 probes, all answered.
 pub fn good_peer() -> pb::PeerWindow {
     pb::PeerWindow {

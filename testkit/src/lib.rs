@@ -22,7 +22,7 @@ pub use netaware_runtime::clock::now_ms;
 
 pub use agent::{AGENT_METRICS_PORT, start_agent};
 pub use collector::{collector_config, start_collector, start_collector_on, start_collector_with};
-pub use fixtures::{good_peer, hello, window};
+pub use fixtures::{good_peer, hello, hello_message, window};
 pub use http::{get, post, serve_extender, serve_extender_on};
 pub use prometheus::check_with_promtool;
 pub use require::{have_root, have_tool, one_lab_at_a_time};

@@ -6,7 +6,7 @@ use netaware_proto::v1::{agent_message, collector_message};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::fixtures::hello;
+use crate::fixtures::{hello, hello_message};
 
 /// A hand-driven agent session.
 #[derive(Debug)]
@@ -45,12 +45,10 @@ impl Session {
 
     /// A session for `node` in `zone`.
     pub async fn hello_in(url: &str, node: &str, zone: &str) -> Self {
-        let first = pb::AgentMessage {
-            body: Some(agent_message::Body::Hello(pb::Hello {
-                zone: zone.into(),
-                ..hello(node)
-            })),
-        };
+        let first = hello_message(pb::Hello {
+            zone: zone.into(),
+            ..hello(node)
+        });
         Self::open(url, first).await.expect("hello accepted")
     }
 

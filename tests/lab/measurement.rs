@@ -886,20 +886,20 @@ fn with_bounded_peer_sets_a_slow_host_is_the_last_pick_of_its_zone() {
     // A node is called degraded on most of its links, and with rotating
     // peer sets a young matrix may not yet hold most of a3's: wait until
     // the verdicts settle, as an operator reading `explain` would see them.
-    let settled = |explain: &netaware::explain_command::ExplainJson| {
+    let settled = |explain: &netaware::commands::explain::ExplainJson| {
         let find = |name: &str| explain.nodes.iter().find(|n| n.node.name == name);
         let a3_degraded_by_loss = find("a3").is_some_and(|a3| {
             !a3.node.feasible && a3.node.reason.as_deref().unwrap_or("").contains("loss")
         });
         let b2_held_back_by_delay = find("b2").is_some_and(|b2| {
-            b2.weakest.map(|w| w.term) == Some(netaware::explain_command::Term::Delay)
+            b2.weakest.map(|w| w.term) == Some(netaware::commands::explain::Term::Delay)
         });
         a3_degraded_by_loss && b2_held_back_by_delay
     };
     let deadline = Instant::now() + Duration::from_secs(60);
     let (explain, tries) = (1..)
         .find_map(|tries| {
-            let explain: netaware::explain_command::ExplainJson =
+            let explain: netaware::commands::explain::ExplainJson =
                 serde_json::from_str(&system.ask(&["explain", "--size", "3", "--json"]).unwrap())
                     .unwrap();
             if settled(&explain) {
@@ -908,13 +908,13 @@ fn with_bounded_peer_sets_a_slow_host_is_the_last_pick_of_its_zone() {
             assert!(
                 Instant::now() < deadline,
                 "explain never named a3 degraded by loss and b2 held back by delay:\n{}",
-                netaware::explain_command::render(&explain)
+                netaware::commands::explain::render(&explain, false)
             );
             std::thread::sleep(Duration::from_secs(2));
             None
         })
         .unwrap();
-    let text = netaware::explain_command::render(&explain);
+    let text = netaware::commands::explain::render(&explain, false);
     assert!(
         text.contains("held back by delay") && text.contains("not there: degraded"),
         "{text}"

@@ -181,7 +181,7 @@ async fn json_contracts_and_tables() {
             "png",
             "--metric",
             "loss",
-            "-o",
+            "--file",
             png,
         ]);
         netaware(&[
@@ -192,7 +192,7 @@ async fn json_contracts_and_tables() {
             "zone-a",
             "--format",
             "svg",
-            "-o",
+            "-f",
             svg,
         ]);
         Command::new(env!("CARGO_BIN_EXE_netaware"))
@@ -214,7 +214,7 @@ async fn json_contracts_and_tables() {
     );
     assert!(!refused.status.success());
     assert!(
-        String::from_utf8_lossy(&refused.stderr).contains("--output"),
+        String::from_utf8_lossy(&refused.stderr).contains("--file"),
         "{}",
         String::from_utf8_lossy(&refused.stderr)
     );

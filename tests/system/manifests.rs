@@ -10,6 +10,8 @@
 use std::process::Command;
 
 use clap::{CommandFactory, Parser};
+use netaware::Cli;
+use netaware::commands::Command as Service;
 use serde::Deserialize;
 use serde_yaml::Value;
 
@@ -90,82 +92,61 @@ fn pod_templates(objects: &[Value]) -> Vec<(String, &Value)> {
         .collect()
 }
 
-#[derive(Parser)]
-struct AgentCommand {
-    #[command(flatten)]
-    args: netaware_agent::cli::AgentArgs,
-}
-
-#[derive(Parser)]
-struct CollectorCommand {
-    #[command(flatten)]
-    args: netaware_collector::cli::CollectorArgs,
-}
-
-#[derive(Parser)]
-struct SchedulerCommand {
-    #[command(flatten)]
-    args: netaware_scheduler::cli::SchedulerArgs,
-}
-
-#[derive(Parser)]
-struct PublisherCommand {
-    #[command(flatten)]
-    args: netaware::topology_command::PublishArgs,
-}
-
-/// `line` (a container's command, from the program on) with each of the
-/// container's environment variables that a flag of `C` reads turned into
-/// that flag: clap's own parser then checks the names and the values.
-fn with_env_flags<C: CommandFactory>(container: &Value, line: &[String]) -> Vec<String> {
-    let command = C::command();
+/// `line` (a container's command, from `netaware` on) with each of the
+/// container's environment variables that a flag of its command reads
+/// turned into that flag, parsed by the `netaware` binary's own parser.
+fn parse(container: &Value, line: &[String]) -> Service {
+    assert_eq!(line[0], "netaware", "{line:?}");
+    let cli = Cli::command();
+    let sub = cli
+        .find_subcommand(&line[1])
+        .unwrap_or_else(|| panic!("no command {:?}", line[1]));
     let mut line = line.to_vec();
     for variable in container["env"].as_sequence().into_iter().flatten() {
         let Some(value) = variable["value"].as_str() else {
             continue; // from the downward API: expanded in the command
         };
         let name = variable["name"].as_str().unwrap();
-        let flag = command
+        let flag = sub
             .get_arguments()
             .find(|arg| arg.get_env().is_some_and(|env| env == name));
         if let Some(flag) = flag {
             line.push(format!("--{}={value}", flag.get_long().unwrap()));
         }
     }
-    line
+    Cli::try_parse_from(line)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .command
 }
 
 /// The agent's flags as Kubernetes would start it on node gpu-1 at
 /// 10.1.2.3 (it expands $(NODE_NAME) and $(HOST_IP) first).
 fn agent_args(agent: &Value) -> netaware_agent::cli::AgentArgs {
-    let command = strings(&agent["command"]);
-    assert_eq!(command[..2], ["netaware", "agent"]);
-    let expanded: Vec<String> = command[1..]
+    let expanded: Vec<String> = strings(&agent["command"])
         .iter()
         .map(|a| {
             a.replace("$(NODE_NAME)", "gpu-1")
                 .replace("$(HOST_IP)", "10.1.2.3")
         })
         .collect();
-    AgentCommand::try_parse_from(with_env_flags::<AgentCommand>(agent, &expanded))
-        .unwrap_or_else(|e| panic!("{e}"))
-        .args
+    match parse(agent, &expanded) {
+        Service::Agent(args) => args,
+        other => panic!("the agent runs {other:?}"),
+    }
 }
 
 fn collector_args(collector: &Value) -> netaware_collector::cli::CollectorArgs {
-    let command = strings(&collector["command"]);
-    assert_eq!(command[..2], ["netaware", "collector"]);
-    CollectorCommand::try_parse_from(with_env_flags::<CollectorCommand>(collector, &command[1..]))
-        .unwrap_or_else(|e| panic!("{e}"))
-        .args
+    match parse(collector, &strings(&collector["command"])) {
+        Service::Collector(args) => args,
+        other => panic!("the collector runs {other:?}"),
+    }
 }
 
 fn extender_args(extender: &Value) -> netaware_scheduler::cli::SchedulerArgs {
-    let command = strings(&extender["command"]);
-    assert_eq!(command[0], "netaware-scheduler");
-    SchedulerCommand::try_parse_from(with_env_flags::<SchedulerCommand>(extender, &command))
-        .unwrap_or_else(|e| panic!("{e}"))
-        .args
+    match parse(extender, &strings(&extender["command"])) {
+        Service::Scheduler(args) => args,
+        other => panic!("the extender runs {other:?}"),
+    }
 }
 
 #[test]
@@ -653,7 +634,7 @@ fn tls_volumes<'a>(
 
 /// The names `netaware certs` puts in the certificate of `dir`.
 fn certificate_names(dir: &str) -> Vec<String> {
-    netaware::certs_command::plan(&[], "netaware")
+    netaware::commands::certs::plan(&[], "netaware")
         .unwrap()
         .into_iter()
         .find(|spec| spec.dir == dir)
@@ -785,14 +766,10 @@ fn the_topology_publisher_reaches_the_collector_and_may_write_only_what_it_publi
     assert_eq!(deployment["spec"]["replicas"], 1);
     assert_eq!(deployment["spec"]["strategy"]["type"], "Recreate");
     let container = container(deployment, "publisher");
-    let command = strings(&container["command"]);
-    assert_eq!(command[..2], ["netaware", "publish-topology"]);
-    let args = PublisherCommand::try_parse_from(with_env_flags::<PublisherCommand>(
-        container,
-        &command[1..],
-    ))
-    .unwrap_or_else(|e| panic!("{e}"))
-    .args;
+    let args = match parse(container, &strings(&container["command"])) {
+        Service::PublishTopology(args) => args,
+        other => panic!("the publisher runs {other:?}"),
+    };
     // The collector's Service, on its gRPC port.
     let service = find(&objects, "Service", "netaware-collector");
     let grpc_port = service["spec"]["ports"]

@@ -9,18 +9,15 @@ use kube::client::Body;
 use netaware_collector::node_places::NodePlaces;
 use netaware_collector::{Collector, CollectorConfig};
 use netaware_proto::v1 as pb;
-use netaware_proto::v1::agent_message;
 use netaware_testkit::Session;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 fn hello_in(node: &str, zone: &str) -> pb::AgentMessage {
-    pb::AgentMessage {
-        body: Some(agent_message::Body::Hello(pb::Hello {
-            zone: zone.into(),
-            ..netaware_testkit::hello(node)
-        })),
-    }
+    netaware_testkit::hello_message(pb::Hello {
+        zone: zone.into(),
+        ..netaware_testkit::hello(node)
+    })
 }
 
 #[tokio::test]

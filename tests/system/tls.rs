@@ -115,14 +115,13 @@ async fn collector_with_https(
     (collector, url)
 }
 
-fn hello_as(node: &str) -> pb::AgentMessage {
-    pb::AgentMessage {
-        body: Some(agent_message::Body::Hello(netaware_testkit::hello(node))),
-    }
+/// The first message of `node`'s session.
+fn first_message(node: &str) -> pb::AgentMessage {
+    netaware_testkit::hello_message(netaware_testkit::hello(node))
 }
 
 async fn open(url: &str, tls: Option<&Tls>, node: &str) -> Result<Session, tonic::Status> {
-    Session::open_with(tls::endpoint(url, tls).unwrap(), hello_as(node)).await
+    Session::open_with(tls::endpoint(url, tls).unwrap(), first_message(node)).await
 }
 
 #[tokio::test]
@@ -528,15 +527,15 @@ async fn certificates_from_netaware_certs_give_nodes_their_identity() {
         )
         .unwrap()
     };
-    Session::open_with(endpoint("nodes/a"), hello_as("a"))
+    Session::open_with(endpoint("nodes/a"), first_message("a"))
         .await
         .expect("a as a");
-    let impostor = Session::open_with(endpoint("nodes/a"), hello_as("b"))
+    let impostor = Session::open_with(endpoint("nodes/a"), first_message("b"))
         .await
         .err()
         .expect("a as b refused");
     assert_eq!(impostor.code(), tonic::Code::PermissionDenied);
-    Session::open_with(endpoint("nodes/b"), hello_as("b"))
+    Session::open_with(endpoint("nodes/b"), first_message("b"))
         .await
         .expect("b as b");
     if have_curl() {

@@ -20,7 +20,6 @@ use rand::rngs::StdRng;
 
 use super::plot::{Bar, Panel, bar_chart};
 use crate::workload::{Pattern, WorkerReport};
-use netaware::demo::lab::load_topology;
 use netaware::lab_system::{AgentTiming, COLLECTOR_PORT, LabSystem};
 
 /// The flags of `netaware-testbed evaluate lab`.
@@ -196,7 +195,7 @@ async fn measure_and_place(
     options: &LabOptions,
     placements: &[(Policy, u32)],
 ) -> anyhow::Result<Vec<PlacementRun>> {
-    let topology = load_topology(&options.topology)?;
+    let topology = netaware_lab::Topology::load(&options.topology)?;
     let exe = std::env::current_exe().context("finding the netaware binary")?;
     let flags: Vec<String> = [
         "--throughput-duration=1s",

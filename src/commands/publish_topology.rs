@@ -1,79 +1,26 @@
-//! `netaware topology` and `netaware publish-topology`: the collector's
-//! measured topology (blocks of close nodes, degraded marks, costs between
-//! zones and regions) shown to people, printed as the Kubernetes objects
-//! other schedulers read (`--format`), or kept applied to a cluster.
+//! `netaware publish-topology`: keeps the collector's measured topology
+//! applied to a cluster as node labels, Kueue, Volcano or Diktyo objects.
 //!
 //! The publisher is its own process, not a part of the collector: the
 //! collector holds every measurement and may only read Nodes (get, for
 //! `--zones-from-nodes`); the publisher needs to write Nodes' labels and
 //! the consumers' custom resources, and only it gets that right
 //! (deploy/components/publish-topology, off by default). It runs as one
-//! replica with the
-//! Recreate strategy, so two never run at once in a rollout; were two to
-//! run, both would apply the same objects, read from the same collector,
-//! under one field manager: the writes are idempotent, so it needs no
-//! leader election.
+//! replica with the Recreate strategy, so two never run at once in a
+//! rollout; were two to run, both would apply the same objects, read from
+//! the same collector, under one field manager: the writes are idempotent,
+//! so it needs no leader election.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use netaware_core::measured_topology::MeasuredTopology;
-use netaware_proto::convert::topology_from_wire;
-use netaware_proto::v1 as pb;
-use netaware_publish::{Format, KueueVersion, Publisher, PublisherOptions, RenderOptions};
+use netaware_publish::{Format, Publisher, PublisherOptions};
 use tokio_util::sync::CancellationToken;
 
+use super::topology::{RenderArgs, fetch};
 use crate::client::ScoresConnection;
 
-/// Names and places of the objects that are not one per node or block.
-#[derive(Debug, Clone, clap::Args)]
-pub struct RenderArgs {
-    /// The Kueue Topology's name (what a ResourceFlavor's
-    /// spec.topologyName names).
-    #[arg(long, default_value = "netaware")]
-    pub kueue_topology_name: String,
-    /// The version of Kueue's API to write the Topology in.
-    #[arg(long, value_enum, default_value = "v1beta2")]
-    pub kueue_version: KueueVersion,
-    /// The Diktyo NetworkTopology's name (the NetworkOverhead plugin's
-    /// networkTopologyName).
-    #[arg(long, default_value = "netaware")]
-    pub diktyo_name: String,
-    /// Its namespace (one of the plugin's namespaces).
-    #[arg(long, default_value = "default")]
-    pub diktyo_namespace: String,
-    /// Its spec.configmapName, which the CRD requires (the plugin reads
-    /// the costs from spec.weights).
-    #[arg(long, default_value = "netaware")]
-    pub diktyo_configmap: String,
-}
-
-impl RenderArgs {
-    /// The render options these flags describe.
-    pub fn options(&self) -> RenderOptions {
-        RenderOptions {
-            kueue_name: self.kueue_topology_name.clone(),
-            kueue_version: self.kueue_version,
-            diktyo_name: self.diktyo_name.clone(),
-            diktyo_namespace: self.diktyo_namespace.clone(),
-            diktyo_configmap: self.diktyo_configmap.clone(),
-        }
-    }
-}
-
-/// The collector's topology, or an error that says why there is none yet.
-pub async fn fetch(scores: &mut ScoresConnection) -> anyhow::Result<(MeasuredTopology, u64)> {
-    let wire: pb::Topology = scores.topology().await?;
-    let observed = wire.observed_unix_ms;
-    anyhow::ensure!(
-        observed > 0,
-        "the collector has not worked out the topology yet: its first round comes one \
-         --topology-interval (30 s by default) after it starts"
-    );
-    Ok((topology_from_wire(wire), observed))
-}
-
-/// `publish-topology`: keeps the topology applied until shutdown.
+/// The flags of `publish-topology`.
 #[derive(Debug, clap::Args)]
 pub struct PublishArgs {
     /// Collector URL.
@@ -102,7 +49,7 @@ pub struct PublishArgs {
 
 /// Reads the collector's topology every interval and applies what changed,
 /// until `shutdown`.
-pub async fn publish(args: PublishArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
+pub async fn run(args: PublishArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
     let tls = args.tls.load()?;
     let client = kube::Client::try_default().await.map_err(|err| {
         anyhow::anyhow!("no Kubernetes API to publish to (in a pod, or a kubeconfig): {err}")

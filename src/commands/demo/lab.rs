@@ -2,8 +2,6 @@
 //! collector in the control host, an agent in every other host, each a real
 //! `netaware` process, all talking over the emulated links.
 
-use std::path::Path;
-
 use anyhow::Context;
 use netaware_lab::Topology;
 use tokio::time::Instant;
@@ -12,20 +10,10 @@ use tokio_util::sync::CancellationToken;
 use super::{DemoOptions, DemoSystem, Progress, watch_and_report};
 use crate::lab_system::{AgentTiming, LabSystem};
 
-/// A topology by shipped name, or from a file.
-pub fn load_topology(name_or_path: &str) -> anyhow::Result<Topology> {
-    if Path::new(name_or_path).is_file() {
-        let text = std::fs::read_to_string(name_or_path)
-            .with_context(|| format!("reading {name_or_path}"))?;
-        return Ok(Topology::parse(&text)?);
-    }
-    Ok(Topology::named(name_or_path)?)
-}
-
 /// Runs the demo on the lab until the duration ends or `shutdown`.
 pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::Result<()> {
     let deadline = options.duration.map(|d| Instant::now() + d);
-    let topology = load_topology(&options.topology)?;
+    let topology = Topology::load(&options.topology)?;
     println!(
         "\n== Topology {:?}\n{}",
         options.topology,
@@ -110,7 +98,7 @@ impl DemoSystem for OnLab {
         let path = path.to_str().context("the heat map's path is not UTF-8")?;
         tokio::task::block_in_place(|| {
             self.system
-                .ask(&["matrix", "--format", "svg", "--output", path])
+                .ask(&["matrix", "--format", "svg", "--file", path])
                 .map(drop)
         })
     }

@@ -37,9 +37,9 @@ pub struct CertsOptions {
     /// Validity of the certificates, in days.
     #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=3650))]
     pub days: u32,
-    /// Print the files written as JSON.
-    #[arg(long)]
-    pub json: bool,
+    /// How to print the files written.
+    #[command(flatten)]
+    pub output: crate::output::OutputArgs,
 }
 
 /// One certificate to issue: where, for which names, for what use.
@@ -272,6 +272,14 @@ pub fn run(options: &CertsOptions) -> anyhow::Result<CertsReport> {
         ca_reused,
         issued,
     })
+}
+
+/// Makes the certificates and prints what was written.
+pub fn print(options: &CertsOptions) -> anyhow::Result<()> {
+    let report = run(options)?;
+    options
+        .output
+        .print(&report, |_| render(&report, &options.namespace))
 }
 
 /// What to do with the files, for people.

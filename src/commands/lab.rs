@@ -3,20 +3,28 @@
 
 use std::time::Duration;
 
-use netaware_lab::Lab;
+use netaware_lab::{Lab, Topology};
 use std::sync::atomic::Ordering::Relaxed;
 use tokio_util::sync::CancellationToken;
 
-use crate::demo::lab::load_topology;
-
-/// Builds the lab of `topology`, prints its hosts, and waits for `shutdown`
-/// or `duration`; then prints what the emulator did and removes the lab.
-pub async fn run(
-    topology: &str,
+/// The flags of `lab`.
+#[derive(Debug, clap::Args)]
+pub struct LabArgs {
+    /// A shipped topology (default, small, bench) or a YAML file.
+    #[arg(long, default_value = "default")]
+    topology: String,
+    /// Remove the lab after this long; default: at Ctrl-C.
+    #[arg(long, value_parser = humantime::parse_duration)]
     duration: Option<Duration>,
-    shutdown: CancellationToken,
-) -> anyhow::Result<()> {
-    let spec = load_topology(topology)?;
+}
+
+/// Builds the lab of the topology, prints its hosts, and waits for
+/// `shutdown` or the duration; then prints what the emulator did and
+/// removes the lab.
+pub async fn run(args: LabArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let LabArgs { topology, duration } = args;
+    let topology = topology.as_str();
+    let spec = Topology::load(topology)?;
     println!("== Topology {topology:?}\n{}", spec.describe());
     let lab = tokio::task::block_in_place(|| Lab::start(spec))?;
     println!("{:<10} {:<12} {:<14} NAMESPACE", "HOST", "ZONE", "ADDRESS");

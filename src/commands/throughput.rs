@@ -60,9 +60,9 @@ pub enum ThroughputCommand {
         /// Local address to send from.
         #[arg(long)]
         source: Option<IpAddr>,
-        /// Print JSON for programs instead of a line for people.
-        #[arg(long)]
-        json: bool,
+        /// How to print the result: a line for people, or JSON or YAML.
+        #[command(flatten)]
+        output: crate::output::OutputArgs,
     },
 }
 
@@ -108,7 +108,7 @@ pub async fn run(command: ThroughputCommand, shutdown: CancellationToken) -> any
             streams,
             buffer,
             source,
-            json,
+            output,
         } => {
             let plan = Plan {
                 server,
@@ -124,12 +124,7 @@ pub async fn run(command: ThroughputCommand, shutdown: CancellationToken) -> any
                 .await
                 .map_err(|e| anyhow::anyhow!("throughput test to {server} failed: {e}"))?;
             let report = ThroughputJson::new(server, &outcome, started.elapsed());
-            if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                println!("{report}");
-            }
-            Ok(())
+            output.print(&report, |_| format!("{report}\n"))
         }
     }
 }

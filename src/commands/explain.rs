@@ -10,14 +10,16 @@
 //! placed workers are the nodes its running pods are bound to.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 use k8s_openapi::api::core::v1::Pod;
 use netaware_proto::v1 as pb;
 use netaware_scheduler::job::{GROUP_SIZE_LABEL, JOB_LABELS};
 use serde::{Deserialize, Serialize};
 
+use super::Target;
 use crate::json::{RankJson, RankedJson};
+use crate::output::OutputArgs;
+use crate::render::{figure, keep, table, text};
 use netaware_core::placement::PlacementConfig;
 
 /// A gap between a node's term and the best of its zone below which the
@@ -144,38 +146,83 @@ impl ExplainJson {
     }
 }
 
-/// The explanation as text for people.
-pub fn render(explain: &ExplainJson) -> String {
-    let mut out = String::new();
+/// The flags of `explain`.
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    output: OutputArgs,
+    /// The job by name, `[NAMESPACE/]NAME`: its size and placed workers
+    /// read from the Kubernetes API (its pods, by their job labels).
+    #[arg(long, conflicts_with_all = ["size", "peers"])]
+    job: Option<String>,
+    /// Workers in the job.
+    #[arg(long, required_unless_present = "job")]
+    size: Option<usize>,
+    /// A node where a worker already runs (repeat for more).
+    #[arg(long = "peer")]
+    peers: Vec<String>,
+}
+
+/// Explains what the extender would decide for the job now: the
+/// collector's Rank runs the extender's decision code on its snapshot, by
+/// the settings the extender places by.
+pub async fn run(args: ExplainArgs) -> anyhow::Result<()> {
+    let (size, placed) = match &args.job {
+        Some(job) => {
+            let client = kube::Client::try_default().await.map_err(|err| {
+                anyhow::anyhow!("--job reads the job's pods from the Kubernetes API: {err}")
+            })?;
+            job_from_pods(&job_pods(client, job).await?)
+        }
+        None => (args.size.unwrap_or(1), args.peers.clone()),
+    };
+    anyhow::ensure!(size >= 1, "--size must be at least 1");
+    let ranking = args.target.connect().await?.rank(size, &placed).await?;
+    let answer = ExplainJson::new(size, placed, &ranking);
+    args.output.print(&answer, |wide| render(&answer, wide))
+}
+
+/// The explanation as text for people: the job, the zone and the next
+/// worker's node, then every candidate with its score, the extender's
+/// priority and what holds it back (`wide`: whether it passes the
+/// extender's filter too).
+pub fn render(explain: &ExplainJson, wide: bool) -> String {
     let placed = if explain.placed.is_empty() {
         String::new()
     } else {
         format!(" ({})", explain.placed.join(", "))
     };
-    let _ = writeln!(
-        out,
-        "job of {} workers, {} placed{placed}",
+    let mut out = format!(
+        "job of {} workers, {} placed{placed}
+",
         explain.size,
         explain.placed.len()
     );
-    match &explain.zone {
-        Some(zone) => {
-            let _ = writeln!(out, "zone {zone}: {}", explain.zone_reason);
-        }
-        None => {
-            let _ = writeln!(out, "no zone: {}", explain.zone_reason);
-        }
-    }
-    let _ = writeln!(
-        out,
-        "next worker: {}\n",
+    out.push_str(&match &explain.zone {
+        Some(zone) => format!("zone {zone}: {}\n", explain.zone_reason),
+        None => format!("no zone: {}\n", explain.zone_reason),
+    });
+    out.push_str(&format!(
+        "next worker: {}\n\n",
         explain
             .next
             .as_deref()
             .unwrap_or("nowhere (no node may take it)")
+    ));
+    let columns = keep(
+        wide,
+        &[
+            (text("NODE"), false),
+            (text("ZONE"), false),
+            (figure("SCORE"), false),
+            (figure("EXTENDER"), false),
+            (text("FILTER"), true),
+            (text("WHY"), false),
+        ],
     );
-    let _ = writeln!(out, "{:<16} {:<12} {:>6}  WHY", "NODE", "ZONE", "SCORE");
-    for explained in &explain.nodes {
+    let rows = explain.nodes.iter().map(|explained| {
         let node = &explained.node;
         let t = &node.terms;
         let why = match (&node.reason, &explained.weakest) {
@@ -198,12 +245,24 @@ pub fn render(explain: &ExplainJson) -> String {
         } else {
             "-".to_owned()
         };
-        let _ = writeln!(
-            out,
-            "{:<16} {:<12} {:>6}  {why}",
-            node.name, node.zone, score
-        );
-    }
+        let filter = if node.passes_filter {
+            "passes"
+        } else {
+            "fails"
+        };
+        keep(
+            wide,
+            &[
+                (node.name.clone(), false),
+                (node.zone.clone(), false),
+                (score, false),
+                (node.extender_score.to_string(), false),
+                (filter.to_owned(), true),
+                (why, false),
+            ],
+        )
+    });
+    out.push_str(&table(&columns, rows));
     out
 }
 
@@ -304,7 +363,7 @@ mod tests {
             })
         );
         assert_eq!(explain.nodes[1].weakest, None, "b3 is within 0.05 of b1");
-        let text = render(&explain);
+        let text = render(&explain, false);
         assert!(
             text.contains("held back by delay 0.40 (its zone's best 0.97)"),
             "{text}"

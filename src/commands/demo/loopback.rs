@@ -140,16 +140,21 @@ impl DemoSystem for Loopback {
     }
 
     async fn report(&mut self, job_size: usize) -> anyhow::Result<String> {
-        let zones = render::zones(&self.scores.zones().await?);
-        let matrix = render::matrix(&self.scores.matrix().await?);
-        let ranking = render::rank(&self.scores.rank(job_size, &[]).await?, job_size);
+        let zones = render::zones(&self.scores.zones().await?, false);
+        let matrix = render::matrix(&self.scores.matrix().await?, false);
+        let ranking = render::rank(
+            &crate::json::RankJson::from(&self.scores.rank(job_size, &[]).await?),
+            job_size,
+            false,
+        );
         let topology = super::topology_when_ready(|| {
             let mut scores = self.scores.clone();
             async move {
-                let (topology, observed) = crate::topology_command::fetch(&mut scores).await?;
-                Ok(render::topology(&crate::json::TopologyJson::new(
-                    &topology, observed,
-                )))
+                let (topology, observed) = crate::commands::topology::fetch(&mut scores).await?;
+                Ok(render::topology(
+                    &crate::json::TopologyJson::new(&topology, observed),
+                    false,
+                ))
             }
         })
         .await;

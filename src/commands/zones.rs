@@ -1,0 +1,23 @@
+//! `netaware zones`: each zone and its freshness, and the aggregates of
+//! every zone pair.
+
+use super::Target;
+use crate::output::OutputArgs;
+use crate::{json, render};
+
+/// The flags of `zones`.
+#[derive(Debug, clap::Args)]
+pub struct ZonesArgs {
+    #[command(flatten)]
+    target: Target,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// Prints the collector's zone summary.
+pub async fn run(args: ZonesArgs) -> anyhow::Result<()> {
+    let zones = args.target.connect().await?.zones().await?;
+    args.output.print(&json::ZonesJson::from(&zones), |wide| {
+        render::zones(&zones, wide)
+    })
+}
