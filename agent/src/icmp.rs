@@ -55,6 +55,7 @@ pub enum ProbeError {
 type Pending = Mutex<HashMap<(IpAddr, u16), oneshot::Sender<SystemTime>>>;
 
 /// One ICMP socket, its receive task and the probes waiting for replies.
+#[derive(Debug)]
 struct EchoSocket {
     socket: AsyncFd<Socket>,
     family: Family,
@@ -65,6 +66,7 @@ struct EchoSocket {
 }
 
 /// The agent's ICMP sockets.
+#[derive(Debug)]
 pub struct Icmp {
     v4: Arc<EchoSocket>,
     v6: Option<Arc<EchoSocket>>,

@@ -211,6 +211,7 @@ pub fn check_icmp_permission() -> Result<(), AgentError> {
 }
 
 /// A running agent.
+#[derive(Debug)]
 pub struct Agent {
     counters: Arc<Counters>,
     tasks: tokio::task::JoinSet<()>,

@@ -6,6 +6,7 @@ use sysinfo::{MemoryRefreshKind, Networks, System};
 
 /// Samples node statistics; keeps sysinfo's state between samples so that
 /// CPU usage covers the time since the previous sample.
+#[derive(Debug)]
 pub struct NodeStatsSampler {
     system: System,
     networks: Networks,

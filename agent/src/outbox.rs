@@ -19,12 +19,14 @@ use std::collections::VecDeque;
 use netaware_proto::v1::{Ack, Window};
 
 /// One window held, and whether the collector has acknowledged it.
+#[derive(Debug)]
 struct Held {
     window: Window,
     acked: bool,
 }
 
 /// Windows not yet safe at the collector, oldest first.
+#[derive(Debug)]
 pub struct Outbox {
     windows: VecDeque<Held>,
     capacity: usize,

@@ -25,9 +25,10 @@ use crate::counters::Counters;
 use crate::outbox::Outbox;
 use crate::throughput::orders::Orders;
 
-/// First and longest pause between two connection attempts.
-const BACKOFF_MIN: Duration = Duration::from_millis(200);
-const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// First and longest pause between two connection attempts, before the
+/// jitter: a wait lasts 100 to 200 ms at first and 15 to 30 s at most.
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(15);
 
 /// Why a session ended.
 enum Ended {
@@ -39,6 +40,7 @@ enum Ended {
 }
 
 /// What the session exchanges with the rest of the agent.
+#[derive(Debug)]
 pub struct Links {
     /// Windows from the measuring loop.
     pub windows: mpsc::Receiver<Window>,
@@ -59,7 +61,7 @@ pub async fn run(
     counters: Arc<Counters>,
     shutdown: CancellationToken,
 ) {
-    let mut backoff = BACKOFF_MIN;
+    let mut backoff = netaware_runtime::retry::backoff(BACKOFF_MIN, BACKOFF_MAX);
     let mut attempts = 0u64;
     loop {
         if attempts > 0 {
@@ -76,13 +78,13 @@ pub async fn run(
                 tracing::warn!(collector = %collector.uri(), %reason, buffered = outbox.len(), "no session; retrying");
             }
             Ended::Lost(reason) => {
-                backoff = BACKOFF_MIN;
+                // It was reached: the next waits start short again.
+                backoff = netaware_runtime::retry::backoff(BACKOFF_MIN, BACKOFF_MAX);
                 tracing::warn!(collector = %collector.uri(), %reason, buffered = outbox.len(), "session lost; reconnecting");
             }
         }
         // Wait before the next attempt, still taking in windows meanwhile.
-        let pause = backoff.mul_f64(0.5 + rand::random::<f64>() / 2.0);
-        backoff = (backoff * 2).min(BACKOFF_MAX);
+        let pause = backoff.next().unwrap_or(BACKOFF_MAX);
         let deadline = tokio::time::Instant::now() + pause;
         loop {
             tokio::select! {

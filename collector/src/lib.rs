@@ -6,7 +6,7 @@
 //! session service, gRPC health and reflection, and over HTTP (/healthz).
 //!
 //! It also plans throughput tests between agents and sends the orders down
-//! their sessions ([`throughput`]).
+//! their sessions ([`tasks::throughput`]).
 //!
 //! Layout, each layer reading only those below it:
 //!

@@ -117,8 +117,7 @@ impl Distances {
                     .fold(f64::INFINITY, f64::min)
             })
             .collect();
-        nearest.sort_unstable_by(f64::total_cmp);
-        Some(nearest[(nearest.len() - 1) / 2])
+        crate::stats::lower_median(&mut nearest)
     }
 }
 

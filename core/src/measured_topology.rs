@@ -21,6 +21,7 @@ use crate::blocks::{self, BlockConfig, Distances, MAX_GOODPUT_STRETCH};
 use crate::node_estimate::End;
 use crate::placement::PlacementConfig;
 use crate::scored::ScoredMatrix;
+use crate::stats::upper_median as median;
 
 /// What one look at the matrix shows.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -243,23 +244,9 @@ fn zone_distances(matrix: &ScoredMatrix, members: &[usize], config: &BlockConfig
     Distances::new(n, |_, _| values.next().flatten().unwrap_or(fill))
 }
 
-/// The median (upper for even counts); `None` when empty.
-fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_unstable_by(f64::total_cmp);
-    Some(values[values.len() / 2])
-}
-
 /// The 90th percentile, nearest rank; `None` when empty.
-fn p90(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_unstable_by(f64::total_cmp);
-    let rank = (0.9 * values.len() as f64).ceil() as usize;
-    Some(values[rank.clamp(1, values.len()) - 1])
+fn p90(values: &[f64]) -> Option<f64> {
+    crate::stats::quantile(values, 0.9)
 }
 
 /// The costs between zones and between regions, from the fresh measured
@@ -294,12 +281,12 @@ fn network_costs(matrix: &ScoredMatrix) -> NetworkCosts {
     }
     let costs = |map: BTreeMap<(&str, &str), Figures>| {
         map.into_iter()
-            .filter_map(|((origin, destination), (mut rtts, mut goodputs))| {
+            .filter_map(|((origin, destination), (rtts, mut goodputs))| {
                 Some(LinkCost {
                     origin: origin.to_owned(),
                     destination: destination.to_owned(),
                     pairs: u32::try_from(rtts.len()).unwrap_or(u32::MAX),
-                    rtt_p90_ms: p90(&mut rtts)?,
+                    rtt_p90_ms: p90(&rtts)?,
                     goodput_bps: median(&mut goodputs),
                 })
             })

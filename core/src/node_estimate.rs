@@ -35,9 +35,10 @@
 
 use crate::coordinates::{self, Coordinate, DIMENSIONS, Residuals, difference, magnitude};
 use crate::estimate::Estimate;
-use crate::node_health::{NodeHealth, lower_median};
+use crate::node_health::NodeHealth;
 use crate::score::{Fallback, Source, Terms};
 use crate::scored_pair::ScoredPair;
+use crate::stats::lower_median;
 
 /// One end of a pair nobody probes.
 #[derive(Debug, Clone, Copy, PartialEq)]

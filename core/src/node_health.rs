@@ -18,6 +18,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::scored_pair::ScoredPair;
+use crate::stats::{lower_median, upper_median};
 use crate::verdict::Degradation;
 
 /// Zone-mates a node must have fresh links with before it can be judged.
@@ -131,18 +132,6 @@ fn judged(values: &[(usize, f64)], median: fn(&mut [f64]) -> Option<f64>) -> Opt
 
 fn distinct_mates<T>(links: impl Iterator<Item = (usize, T)>) -> usize {
     links.map(|(mate, _)| mate).collect::<BTreeSet<_>>().len()
-}
-
-/// The lower of the two middle values (the middle one for an odd count).
-pub(crate) fn lower_median(values: &mut [f64]) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len().checked_sub(1)? / 2).copied()
-}
-
-/// The higher of the two middle values (the middle one for an odd count).
-fn upper_median(values: &mut [f64]) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied()
 }
 
 #[cfg(test)]

@@ -675,11 +675,7 @@ fn placed_medians(matrix: &ScoredMatrix, placed: &[usize]) -> Vec<Option<f64>> {
             .links(peer)
             .filter_map(ScoredPair::fresh_goodput)
             .collect();
-        if goodputs.is_empty() {
-            continue;
-        }
-        goodputs.sort_by(f64::total_cmp);
-        medians[peer] = Some(goodputs[goodputs.len() / 2]);
+        medians[peer] = crate::stats::upper_median(&mut goodputs);
     }
     medians
 }

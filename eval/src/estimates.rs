@@ -190,10 +190,9 @@ fn judge(
         .collect()
 }
 
-/// The q-quantile of sorted values.
+/// The nearest-rank q-quantile of sorted, non-empty values.
 fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
+    netaware_core::stats::nearest_rank(sorted, q)
 }
 
 #[cfg(test)]

@@ -1,25 +1,19 @@
-//! Summary figures of a sample, and bootstrap intervals of a mean.
+//! The evaluation's summaries: bootstrap intervals of a mean, and the
+//! core's statistics ([`netaware_core::stats`]) with an empty sample
+//! read as 0, as the evaluation's tables print it.
 
+use netaware_core::stats;
 use rand::Rng;
 
 /// The mean; 0 for an empty sample.
 pub fn mean(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    values.iter().sum::<f64>() / values.len() as f64
+    stats::mean(values).unwrap_or(0.0)
 }
 
 /// The `q` quantile (0 to 1) by the nearest-rank method; 0 for an empty
 /// sample.
 pub fn quantile(values: &[f64], q: f64) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let rank = (q.clamp(0.0, 1.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+    stats::quantile(values, q).unwrap_or(0.0)
 }
 
 /// The median.

@@ -68,6 +68,7 @@ impl Stats {
 }
 
 /// One host's end of the emulator.
+#[derive(Debug)]
 pub struct Port {
     /// The host's TUN device.
     pub device: File,
@@ -81,6 +82,7 @@ enum Control {
 }
 
 /// A running emulator thread.
+#[derive(Debug)]
 pub struct Emulator {
     control: Sender<Control>,
     thread: Option<JoinHandle<()>>,

@@ -22,6 +22,7 @@ struct IfReq {
 }
 
 /// An open TUN device.
+#[derive(Debug)]
 pub struct Tun {
     /// The device; reads and writes are whole IP packets.
     pub file: File,

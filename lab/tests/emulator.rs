@@ -21,8 +21,7 @@ fn ping(lab: &Lab, host: &str, address: &str, count: u32) -> (u32, u32, Vec<f64>
 }
 
 fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+    netaware_core::stats::upper_median(values).expect("replies")
 }
 
 fn install_ping() {

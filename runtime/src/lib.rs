@@ -15,12 +15,14 @@
 //!   priority.
 //! - [`node_labels`]: a node's zone and region from its Node's labels.
 //! - [`latest`]: the latest value of something many readers share.
+//! - [`retry`]: how long to wait before reaching a peer again.
 
 pub mod background;
 pub mod clock;
 pub mod http;
 pub mod latest;
 pub mod node_labels;
+pub mod retry;
 pub mod tls;
 
 use tokio_util::sync::CancellationToken;

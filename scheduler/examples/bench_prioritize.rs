@@ -71,11 +71,11 @@ fn matrix(nodes: usize) -> pb::Matrix {
     }
 }
 
-fn quantiles(mut samples: Vec<Duration>) -> (f64, f64) {
-    samples.sort();
-    let at =
-        |q: f64| samples[((samples.len() as f64 * q).ceil() as usize).clamp(1, samples.len()) - 1];
-    (at(0.5).as_secs_f64() * 1e3, at(0.99).as_secs_f64() * 1e3)
+/// The median and the 99th percentile (nearest rank), in ms.
+fn quantiles(samples: Vec<Duration>) -> (f64, f64) {
+    let ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    let at = |q| netaware_core::stats::quantile(&ms, q).unwrap_or(f64::NAN);
+    (at(0.5), at(0.99))
 }
 
 async fn post(addr: std::net::SocketAddr, body: &[u8]) -> usize {

@@ -41,6 +41,9 @@ pub const MAX_PAGES_PER_UPDATE: usize = 256;
 /// stream's pages stay under 4 MiB (`netaware_proto::follow`).
 pub const MAX_UPDATE_BYTES: usize = 4 * 1024 * 1024;
 
+/// What the cache holds: a placer, once the first matrix came.
+type Held = Option<Arc<Placer>>;
+
 /// The latest scores and when they came.
 #[derive(Debug, Clone)]
 pub struct ScoreCache {
@@ -48,7 +51,7 @@ pub struct ScoreCache {
     /// by), swapped without a lock: a call never waits for the feed, which
     /// runs at a lower priority and, holding a lock, could be kept off the
     /// CPU for tens of milliseconds.
-    latest: Arc<Latest<Option<Arc<Placer>>>>,
+    latest: Arc<Latest<Held>>,
     /// When the stream last confirmed the matrix, in milliseconds since
     /// `epoch` (an atomic for the same reason).
     confirmed_ms: Arc<AtomicU64>,
@@ -57,7 +60,7 @@ pub struct ScoreCache {
     /// that took it just before the swap has long finished by then, so no
     /// call ever frees a matrix (milliseconds at 5,000 nodes). Only the
     /// feed touches it.
-    replaced: Arc<Mutex<Option<Arc<Option<Arc<Placer>>>>>>,
+    replaced: Arc<Mutex<Option<Arc<Held>>>>,
     max_age: Duration,
     /// The extender's own placement flags, each overriding the
     /// collector's setting of the same name.
@@ -127,10 +130,11 @@ impl ScoreCache {
     fn store_placer(&self, placer: Placer) {
         let previous = self.latest.replace(Arc::new(Some(Arc::new(placer))));
         self.touch();
-        let older = std::mem::replace(
-            &mut *self.replaced.lock().unwrap_or_else(PoisonError::into_inner),
-            Some(previous),
-        );
+        let older = self
+            .replaced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(previous);
         // Freed here, by the feed: calls wait neither for a lock nor for
         // the freeing.
         drop(older);
@@ -160,23 +164,27 @@ impl ScoreCache {
         collector: tonic::transport::Endpoint,
         shutdown: CancellationToken,
     ) {
-        let mut backoff = Duration::from_millis(200);
+        // With its jitter, a wait lasts 200 to 400 ms at first, 10 to 20 s
+        // at most.
+        let new_backoff = || {
+            netaware_runtime::retry::backoff(Duration::from_millis(200), Duration::from_secs(10))
+        };
+        let mut backoff = new_backoff();
         loop {
             let followed = tokio::select! {
                 () = shutdown.cancelled() => return,
                 result = self.follow_once(&collector) => result,
             };
             match followed {
-                Ok(()) => backoff = Duration::from_millis(200),
+                Ok(()) => backoff = new_backoff(),
                 Err(err) => {
                     tracing::warn!(collector = %collector.uri(), %err, "score stream lost; answering neutrally until it is back")
                 }
             }
             tokio::select! {
                 () = shutdown.cancelled() => return,
-                () = tokio::time::sleep(backoff) => {}
+                () = tokio::time::sleep(backoff.next().unwrap_or(Duration::from_secs(10))) => {}
             }
-            backoff = (backoff * 2).min(Duration::from_secs(10));
         }
     }
 

@@ -153,7 +153,7 @@ async fn sessions_without_a_valid_hello_are_refused() {
     let first = pb::AgentMessage {
         body: Some(agent_message::Body::Window(window(1, vec![good_peer()]))),
     };
-    let status = Session::open(&url, first).await.err().expect("refused");
+    let status = Session::open(&url, first).await.expect_err("refused");
     assert_eq!(status.code(), Code::InvalidArgument);
 
     for broken in [
@@ -173,7 +173,7 @@ async fn sessions_without_a_valid_hello_are_refused() {
         let first = pb::AgentMessage {
             body: Some(agent_message::Body::Hello(broken.clone())),
         };
-        let status = Session::open(&url, first).await.err().expect("refused");
+        let status = Session::open(&url, first).await.expect_err("refused");
         assert_eq!(status.code(), Code::InvalidArgument, "{broken:?}");
     }
     let mut scores = ScoresClient::connect(url).await.unwrap();

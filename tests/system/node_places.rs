@@ -75,13 +75,13 @@ async fn a_hello_must_name_the_zone_of_its_node() {
         async move { Session::open(&url, hello_in(node, zone)).await }
     };
     open("gpu-1", "zone-a").await.expect("gpu-1 is in zone-a");
-    let claimed = open("gpu-2", "zone-a").await.err().expect("gpu-2 is not");
+    let claimed = open("gpu-2", "zone-a").await.expect_err("gpu-2 is not");
     assert_eq!(claimed.code(), tonic::Code::PermissionDenied, "{claimed:?}");
     assert!(
         claimed.message().contains("zone-a") && claimed.message().contains("zone-b"),
         "{claimed:?}"
     );
-    let unknown = open("gpu-3", "zone-a").await.err().expect("no such Node");
+    let unknown = open("gpu-3", "zone-a").await.expect_err("no such Node");
     assert_eq!(unknown.code(), tonic::Code::PermissionDenied, "{unknown:?}");
     assert!(unknown.message().contains("gpu-3"), "{unknown:?}");
     // A reconnect is checked against the Node read before.

@@ -130,7 +130,6 @@ async fn a_state_dir_that_cannot_be_written_stops_the_start() {
     };
     let err = netaware_collector::Collector::start(config, CancellationToken::new())
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(err.to_string().contains("file"), "{err}");
 }

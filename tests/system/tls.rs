@@ -137,7 +137,7 @@ async fn an_agent_reports_only_for_the_node_its_certificate_names() {
     assert_eq!((ack.code, ack.message.as_str()), (0, ""), "{ack:?}");
 
     // a's certificate, saying hello as b: refused, and b's state untouched.
-    let impostor = open(&url, Some(&a), "b").await.err().expect("refused");
+    let impostor = open(&url, Some(&a), "b").await.expect_err("refused");
     assert_eq!(
         impostor.code(),
         tonic::Code::PermissionDenied,
@@ -154,8 +154,7 @@ async fn an_agent_reports_only_for_the_node_its_certificate_names() {
     };
     let pointed = Session::open_with(tls::endpoint(&url, Some(&a)).unwrap(), elsewhere)
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!(pointed.code(), tonic::Code::PermissionDenied, "{pointed:?}");
     assert!(pointed.message().contains("10.9.9.9"), "{pointed:?}");
     // A certificate from another CA: refused in the handshake.
@@ -532,8 +531,7 @@ async fn certificates_from_netaware_certs_give_nodes_their_identity() {
         .expect("a as a");
     let impostor = Session::open_with(endpoint("nodes/a"), first_message("b"))
         .await
-        .err()
-        .expect("a as b refused");
+        .expect_err("a as b refused");
     assert_eq!(impostor.code(), tonic::Code::PermissionDenied);
     Session::open_with(endpoint("nodes/b"), first_message("b"))
         .await

@@ -30,7 +30,7 @@ const PAUSE_BEFORE_MS: u64 = 200;
 const PAUSE_AFTER_MS: u64 = 500;
 
 /// Carries out orders.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Orders {
     /// The local server, if this agent runs one.
     pub server: Option<ServerHandle>,

@@ -32,7 +32,7 @@ type Running = Mutex<HashMap<Token, Arc<AtomicU64>>>;
 
 /// The throughput server's token book, shared by its listeners (one per
 /// address family); clone it to add expected tests.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ServerHandle {
     book: Arc<Mutex<TokenBook>>,
     /// Connection slots, shared by the listeners.

@@ -56,13 +56,7 @@ impl Tally {
 
     /// The `q` quantile (0 to 1) of the ack latency, in ms.
     pub fn latency_ms(&self, q: f64) -> Option<f64> {
-        if self.latencies_us.is_empty() {
-            return None;
-        }
-        let mut sorted = self.latencies_us.clone();
-        sorted.sort_unstable();
-        let at = ((sorted.len() - 1) as f64 * q.clamp(0.0, 1.0)).round() as usize;
-        Some(f64::from(sorted[at]) / 1e3)
+        netaware_core::stats::quantile_u32(&self.latencies_us, q).map(|us| f64::from(us) / 1e3)
     }
 }
 
