@@ -80,6 +80,24 @@ impl PassInput {
         }
     }
 
+    /// Fresh medians given directly: `names` by node index, `zones`
+    /// zones, each median with its ends (for callers, such as the
+    /// evaluation's fabric, that hold medians rather than a scored matrix).
+    pub fn of_medians(names: Vec<String>, zones: usize, medians: &[(End, End, f64)]) -> Self {
+        Self {
+            names,
+            zones,
+            samples: medians
+                .iter()
+                .filter(|(src, dst, _)| src.zone < zones && dst.zone < zones)
+                .map(|&(src, dst, rtt_ms)| Sample {
+                    ends: (src, dst),
+                    rtt_ms,
+                })
+                .collect(),
+        }
+    }
+
     /// The samples in the order of pass number `pass`.
     fn in_order(&self, pass: u64) -> Vec<&Sample> {
         let mut keyed: Vec<(u64, &Sample)> = self
@@ -126,7 +144,7 @@ pub fn run(coordinates: &mut Coordinates, input: &PassInput, pass: u64) -> PassE
     let mut errors = PassErrors::default();
     for (sample, predicted) in samples.iter().zip(predicted) {
         if let Some(predicted) = predicted {
-            let estimate = residuals.correct(sample.ends.0, sample.ends.1, predicted);
+            let (estimate, _) = residuals.estimate(sample.ends.0, sample.ends.1, predicted);
             let error = (estimate.rtt_ms - sample.rtt_ms).abs() / sample.rtt_ms;
             if sample.ends.0.zone == sample.ends.1.zone {
                 errors.intra_zone.push(error);

@@ -21,6 +21,8 @@
 //! - [`peers`]: which nodes each agent probes, and how the sets rotate.
 //! - [`coordinates`]: network coordinates, for the RTT of pairs nobody probes.
 //! - [`coordinate_pass`]: one pass of the coordinates over a scored matrix.
+//! - [`host_model`]: an additive model of the measured RTTs (a base per zone
+//!   pair, a delay per node), where the coordinates cannot follow.
 //! - [`pair_rtt`]: any pair's RTT, measured or estimated, and on what basis.
 //! - [`window`]: an agent's probes folded into the windows it reports.
 //! - [`stats`]: quantiles, medians and means, one definition for all.
@@ -38,6 +40,7 @@ pub mod coordinate_pass;
 pub mod coordinates;
 pub mod estimate;
 pub mod extender;
+pub mod host_model;
 pub mod labels;
 pub mod matrix;
 pub mod measured_topology;

@@ -335,11 +335,17 @@ impl EndEstimates {
         Some(self.shape(src)?.rtt_ms(self.shape(dst)?))
     }
 
-    /// The RTT (ms) the coordinates put between the ends, corrected by the
+    /// The RTT (ms) between the ends as a pair of nodes is estimated: the
+    /// additive model's where that predicts their zone pair better
+    /// ([`Residuals::host_model`]; a group's delay is its members' mean),
+    /// else what the coordinates put between them, corrected by the
     /// residuals as [`Residuals::correct`] corrects a pair of nodes.
     pub fn rtt_ms(&self, src: End<'_>, dst: End<'_>) -> Option<f64> {
         let predicted = self.coordinate_rtt(src, dst)?;
         let (src_zone, dst_zone) = (self.zone(src)?, self.zone(dst)?);
+        if let Some(rtt) = self.host_model_rtt(src, dst, src_zone, dst_zone) {
+            return Some(rtt);
+        }
         let shift = Residuals::shift(
             self.towards(src, dst_zone),
             self.towards(dst, src_zone),
@@ -347,6 +353,43 @@ impl EndEstimates {
         );
         let rtt = shift.map_or(predicted, |shift| coordinates::corrected(predicted, shift));
         rtt.is_finite().then_some(rtt)
+    }
+
+    /// The additive model's RTT between the ends, where it predicts their
+    /// zone pair better than the coordinates: a node as itself, a group as
+    /// a member of its zone with its members' mean delay.
+    fn host_model_rtt(
+        &self,
+        src: End<'_>,
+        dst: End<'_>,
+        src_zone: usize,
+        dst_zone: usize,
+    ) -> Option<f64> {
+        // Judged on a stand-in of each end (a group's delay is added below).
+        let stand_in = |end: End<'_>, zone| coordinates::End {
+            node: match end {
+                End::Node(node) => node,
+                End::Group(_) => usize::MAX,
+            },
+            zone,
+        };
+        let base = self
+            .residuals
+            .host_model(stand_in(src, src_zone), stand_in(dst, dst_zone))?
+            .rtt_ms;
+        let model = self.residuals.host_model_fit();
+        let group_delay = |end: End<'_>| match end {
+            End::Node(_) => 0.0,
+            End::Group(group) => {
+                let delays: Vec<f64> = group
+                    .members
+                    .iter()
+                    .filter_map(|&m| model.delay(m))
+                    .collect();
+                crate::stats::mean(&delays).unwrap_or(0.0)
+            }
+        };
+        Some(base + group_delay(src) + group_delay(dst))
     }
 
     fn path(&self, src: End<'_>, dst: End<'_>) -> Option<&Path> {

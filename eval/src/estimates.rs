@@ -1,16 +1,19 @@
-//! How well network coordinates estimate the pairs that bounded peer sets
-//! never probe: agents probe their rotating sets (the agents' own rule,
-//! `netaware_core::peers::choose`) on a [`Fabric`], the collector's pair
-//! medians feed the coordinates (`netaware_core::coordinates`) pass after
-//! pass as the collector does, and the estimates of never-probed pairs are
-//! compared with what probing them would have measured.
+//! How well the estimates of the pairs that bounded peer sets never probe
+//! hold: agents probe their rotating sets (the agents' own rule,
+//! `netaware_core::peers::choose`) on a [`Fabric`], the collector's own
+//! coordinate pass (`netaware_core::coordinate_pass`) moves the
+//! coordinates over the pair medians, and the collector's estimate
+//! (`netaware_core::coordinates::Residuals::estimate`: the coordinates
+//! corrected, or the additive model where it fits a zone pair better) of
+//! each never-probed pair is compared with what probing it would have
+//! measured.
 
 use std::collections::{BTreeMap, HashSet};
 
+use netaware_core::coordinate_pass::{self, PassInput};
 use netaware_core::coordinates::{Coordinates, Residuals};
 use netaware_core::peers::{self, PeerBound};
 use rand::Rng;
-use rand::seq::SliceRandom;
 
 use crate::fabric::{Fabric, PairClass};
 
@@ -74,6 +77,7 @@ pub fn run(fabric: &Fabric, run: EstimateRun, rng: &mut impl Rng) -> EstimateRep
     let mut coordinates = Coordinates::default();
     let mut most_peers = 0;
     let mut last_step = Vec::new();
+    let mut pass = 0;
     for epoch in 0..run.epochs {
         let bound = PeerBound {
             max: run.max_peers,
@@ -89,12 +93,14 @@ pub fn run(fabric: &Fabric, run: EstimateRun, rng: &mut impl Rng) -> EstimateRep
                 measured.push((a, b, fabric.window_median_ms(a, b, rng)));
             }
         }
+        let medians: Vec<_> = measured
+            .iter()
+            .map(|&(a, b, rtt)| (fabric.end(a), fabric.end(b), rtt))
+            .collect();
+        let input = PassInput::of_medians(fabric.names.clone(), fabric.zone_count(), &medians);
         for _ in 0..run.passes_per_epoch {
-            measured.shuffle(rng);
-            for &(a, b, rtt) in &measured {
-                // Every median here is finite and positive.
-                let _ = coordinates.observe(&fabric.names[a], &fabric.names[b], rtt);
-            }
+            pass += 1;
+            coordinate_pass::run(&mut coordinates, &input, pass);
         }
         last_step = measured;
     }
@@ -140,8 +146,16 @@ fn judge(
     // the relative error of the coordinates alone.
     let mut errors: BTreeMap<PairClass, Vec<(f64, f64, bool, f64)>> = BTreeMap::new();
     let mut attempts = 0;
-    while attempts < per_class * 200 && errors.values().map(Vec::len).sum::<usize>() < 2 * per_class
-    {
+    // Same-rack pairs are judged among the intra-zone ones, and again on
+    // their own as they come; the draws stop once the two main classes
+    // are full.
+    let main = |errors: &BTreeMap<PairClass, Vec<_>>| {
+        [PairClass::IntraZone, PairClass::InterZone]
+            .iter()
+            .map(|c| errors.get(c).map_or(0, Vec::len))
+            .sum::<usize>()
+    };
+    while attempts < per_class * 200 && main(&errors) < 2 * per_class {
         attempts += 1;
         let (a, b) = (rng.random_range(0..n), rng.random_range(0..n));
         let class = fabric.class(a, b);
@@ -153,18 +167,25 @@ fn judge(
         let Some(plain) = estimator.coordinates.estimate(names.0, names.1) else {
             continue;
         };
-        let estimate = estimator
+        let (estimate, _) = estimator
             .residuals
-            .correct(fabric.end(a), fabric.end(b), plain);
+            .estimate(fabric.end(a), fabric.end(b), plain);
         let expected = fabric.expected_median_ms(a, b);
         let error = (estimate.rtt_ms - expected).abs();
         let plain_error = (plain.rtt_ms - expected).abs() / expected;
-        judged.push((
+        let judgement = (
             error / expected,
             error,
             error <= estimate.error_ms,
             plain_error,
-        ));
+        );
+        judged.push(judgement);
+        if fabric.same_rack(a, b) {
+            let rack = errors.entry(PairClass::SameRack).or_default();
+            if rack.len() < per_class {
+                rack.push(judgement);
+            }
+        }
     }
     errors
         .into_iter()

@@ -71,7 +71,8 @@ pub struct Fabric {
     zone_detour: Vec<f64>,
 }
 
-/// Whether a pair is inside one zone or between two.
+/// Whether a pair is inside one zone or between two; and, of the pairs
+/// inside a zone, those inside one rack (counted among both).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PairClass {
@@ -79,6 +80,9 @@ pub enum PairClass {
     IntraZone,
     /// The nodes in different zones.
     InterZone,
+    /// Both nodes under one top-of-rack switch (also intra-zone): the one
+    /// path that is not the sum of what its two ends add.
+    SameRack,
 }
 
 impl Fabric {
@@ -156,6 +160,12 @@ impl Fabric {
     }
 
     /// Whether the pair is inside a zone.
+    /// Whether `a` and `b` sit under one top-of-rack switch.
+    pub fn same_rack(&self, a: usize, b: usize) -> bool {
+        self.rack[a] == self.rack[b]
+    }
+
+    /// Whether a pair is inside one zone or between two.
     pub fn class(&self, a: usize, b: usize) -> PairClass {
         if self.zone[a] == self.zone[b] {
             PairClass::IntraZone

@@ -18,21 +18,13 @@ use netaware_publish::{Format, Publisher, PublisherOptions};
 use tokio_util::sync::CancellationToken;
 
 use super::topology::{RenderArgs, fetch};
-use crate::client::ScoresConnection;
 
 /// The flags of `publish-topology`.
 #[derive(Debug, clap::Args)]
 pub struct PublishArgs {
-    /// Collector URL.
-    #[arg(
-        long,
-        env = "NETAWARE_COLLECTOR",
-        default_value = "http://127.0.0.1:7470"
-    )]
-    pub collector: String,
-    /// TLS towards the collector.
+    /// The collector, and TLS towards it.
     #[command(flatten)]
-    pub tls: netaware_runtime::tls::TlsArgs,
+    pub target: super::Target,
     /// What to publish (repeat for more): labels, kueue, volcano, diktyo.
     #[arg(long = "format", value_enum, required = true)]
     pub formats: Vec<Format>,
@@ -50,7 +42,6 @@ pub struct PublishArgs {
 /// Reads the collector's topology every interval and applies what changed,
 /// until `shutdown`.
 pub async fn run(args: PublishArgs, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let tls = args.tls.load()?;
     let client = kube::Client::try_default().await.map_err(|err| {
         anyhow::anyhow!("no Kubernetes API to publish to (in a pod, or a kubeconfig): {err}")
     })?;
@@ -60,11 +51,11 @@ pub async fn run(args: PublishArgs, shutdown: CancellationToken) -> anyhow::Resu
         min_write_gap: args.min_write_gap,
     };
     let mut publisher = Publisher::start(client, options).await?;
-    tracing::info!(formats = ?args.formats, collector = %args.collector, "publishing the measured topology");
+    tracing::info!(formats = ?args.formats, collector = %args.target.collector, "publishing the measured topology");
     let mut last_observed = 0;
     loop {
         let round = async {
-            let mut scores = ScoresConnection::connect_with(&args.collector, tls.as_ref()).await?;
+            let mut scores = args.target.connect().await?;
             let (topology, observed) = fetch(&mut scores).await?;
             if observed == last_observed {
                 return anyhow::Ok(None);

@@ -2,7 +2,8 @@
 //! hello and one window ([`fixtures`]), a collector and an agent started
 //! on loopback ([`collector`], [`agent`]), a hand-driven agent session
 //! ([`session`]), polling ([`wait`]), HTTP requests and the extender served
-//! on loopback ([`http`]), a real Prometheus ([`prometheus`]), and the
+//! on loopback ([`http`]), the extender following a collector as in its
+//! pod ([`extender`]), a real Prometheus ([`prometheus`]), and the
 //! checks that a test may use root or a tool, which CI
 //! (`NETAWARE_REQUIRE_ROOT=1`) turns from a skip into a failure
 //! ([`require`]), with the lock that keeps labs one at a time.
@@ -11,6 +12,7 @@
 
 pub mod agent;
 pub mod collector;
+pub mod extender;
 pub mod fixtures;
 pub mod http;
 pub mod prometheus;

@@ -6,5 +6,6 @@
 mod demo;
 mod measurement;
 mod observability;
+mod one_placement;
 mod recovery;
 mod throughput_lab;

@@ -585,12 +585,6 @@ control_link: {delay_ms: 0.5}
 
 #[test]
 fn a_job_scheduled_one_worker_at_a_time_lands_in_one_zone_on_its_best_hosts() {
-    use std::sync::Arc;
-
-    use http::{Request, Response};
-    use netaware_scheduler::cache::ScoreCache;
-    use netaware_scheduler::placements::Placements;
-    use netaware_scheduler::server::Extender;
     use serde_json::{Value, json};
 
     if !root_or_skip("lab scheduling") {
@@ -623,33 +617,14 @@ fn a_job_scheduled_one_worker_at_a_time_lands_in_one_zone_on_its_best_hosts() {
     runtime.block_on(async {
         // The extender as in its pod: scores from the collector's watch, and
         // the API server (for bind) played by a tower-test mock.
-        let cache = ScoreCache::new(Duration::from_secs(5));
         let shutdown = tokio_util::sync::CancellationToken::new();
-        tokio::spawn(cache.clone().follow(format!("http://{access}:7470"), shutdown.clone()));
-        let (service, mut api) = tower_test::mock::pair::<Request<kube::client::Body>, Response<kube::client::Body>>();
-        tokio::spawn(async move {
-            while let Some((_, respond)) = api.next_request().await {
-                let ok = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
-                respond.send_response(
-                    Response::builder().status(201).body(kube::client::Body::from(ok.to_string().into_bytes())).unwrap(),
-                );
-            }
-        });
-        let extender = Arc::new(Extender::new(
-            cache.clone(),
-            Arc::new(tokio::sync::RwLock::new(Placements::new())),
-            Some(kube::Client::new(service, "default")),
-        ));
-        let addr = netaware_testkit::serve_extender(extender, &shutdown).await;
-        let post = |path: &'static str, body: Value| async move {
-            let (_, answer) = netaware_testkit::post(addr, path, body.to_string().as_bytes()).await;
-            serde_json::from_str::<Value>(&answer).unwrap()
-        };
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while cache.fresh().is_none() {
-            assert!(tokio::time::Instant::now() < deadline, "no scores reached the extender");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let extender = netaware_testkit::extender::FollowingExtender::start(
+            format!("http://{access}:7470"),
+            Duration::from_secs(5),
+            &shutdown,
+        )
+        .await;
+        let post = |path: &'static str, body: Value| extender.post(path, body);
 
         // kube-scheduler's loop, one worker at a time: filter, prioritize,
         // take the best node that passed, bind.

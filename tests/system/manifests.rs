@@ -781,7 +781,7 @@ fn the_topology_publisher_reaches_the_collector_and_may_write_only_what_it_publi
         .as_u64()
         .unwrap();
     assert_eq!(
-        args.collector,
+        args.target.collector,
         format!("http://netaware-collector.netaware.svc:{grpc_port}")
     );
     let pod = &deployment["spec"]["template"]["spec"];

@@ -97,6 +97,7 @@ fn table(report: &EstimateReport) -> String {
         let name = match class.class {
             PairClass::IntraZone => "inside a zone",
             PairClass::InterZone => "between zones",
+            PairClass::SameRack => "inside a rack (of those inside a zone)",
         };
         let _ = writeln!(
             out,

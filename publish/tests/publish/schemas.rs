@@ -1,5 +1,5 @@
 //! Every object netaware renders, checked against its kind's CRD schema
-//! (tests/crds/, written from the upstream CRDs) the way an API server
+//! (tests/publish/crds/, written from the upstream CRDs) the way an API server
 //! with strict field validation would: unknown fields rejected, types,
 //! patterns, enums and bounds held, and the CEL rules that concern what
 //! netaware writes checked by hand. Nodes' labels are checked against
