@@ -13,7 +13,8 @@
 
 use std::collections::HashSet;
 
-use crate::coordinates::{Coordinates, End, Residuals};
+use crate::coordinates::{Coordinates, End};
+use crate::residuals::Residuals;
 use crate::scored::ScoredMatrix;
 
 /// How far off the coordinates' corrected predictions of the measured

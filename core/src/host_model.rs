@@ -8,7 +8,7 @@
 //! often break (fibre that detours): where a few nodes probe few peers each,
 //! network coordinates wander as the peer sets rotate while this model
 //! stays put, and it still sees a slow host, which is slow on every pair
-//! it is in. [`crate::coordinates::Residuals`] uses it for the pairs of a
+//! it is in. [`crate::residuals::Residuals`] uses it for the pairs of a
 //! zone pair where it predicts that zone pair's measured pairs better than
 //! the coordinates do.
 

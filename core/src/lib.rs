@@ -21,6 +21,8 @@
 //! - [`peers`]: which nodes each agent probes, and how the sets rotate.
 //! - [`coordinates`]: network coordinates, for the RTT of pairs nobody probes.
 //! - [`coordinate_pass`]: one pass of the coordinates over a scored matrix.
+//! - [`residuals`]: what the coordinates get wrong on the measured pairs,
+//!   and the estimate of a pair nobody measured.
 //! - [`host_model`]: an additive model of the measured RTTs (a base per zone
 //!   pair, a delay per node), where the coordinates cannot follow.
 //! - [`pair_rtt`]: any pair's RTT, measured or estimated, and on what basis.
@@ -51,6 +53,7 @@ pub mod pair_rtt;
 pub mod peers;
 pub mod placement;
 pub mod registry;
+pub mod residuals;
 pub mod score;
 pub mod scored;
 pub mod scored_pair;

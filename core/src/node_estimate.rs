@@ -10,7 +10,7 @@
 //! - delay: the RTT the coordinates put between the two ends, corrected by
 //!   what they got wrong on the measured pairs (each node's mean residual
 //!   towards the other end's zone, else the zone pair's, as the `Estimate`
-//!   call corrects: [`crate::coordinates::Residuals`]), scored with the
+//!   call corrects: [`crate::residuals::Residuals`]), scored with the
 //!   delay term;
 //! - loss: each end's own loss ([`crate::node_health`]: the lower median
 //!   over its links inside its zone), combined, and at least the median
@@ -33,9 +33,10 @@
 //! is built from the scored matrix alone, so a consumer of the collector's
 //! matrix works out the same estimates.
 
-use crate::coordinates::{self, Coordinate, DIMENSIONS, Residuals, difference, magnitude};
+use crate::coordinates::{self, Coordinate, DIMENSIONS, difference, magnitude};
 use crate::estimate::Estimate;
 use crate::node_health::NodeHealth;
+use crate::residuals::{self, Residuals};
 use crate::score::{Fallback, Source, Terms};
 use crate::scored_pair::ScoredPair;
 use crate::stats::lower_median;
@@ -351,7 +352,7 @@ impl EndEstimates {
             self.towards(dst, src_zone),
             || self.residuals.zone_pair(src_zone, dst_zone),
         );
-        let rtt = shift.map_or(predicted, |shift| coordinates::corrected(predicted, shift));
+        let rtt = shift.map_or(predicted, |shift| residuals::corrected(predicted, shift));
         rtt.is_finite().then_some(rtt)
     }
 

@@ -9,8 +9,9 @@
 
 use foldhash::{HashMap, HashMapExt};
 
-use crate::coordinates::{End, Model, Residuals, RttEstimate};
+use crate::coordinates::{End, RttEstimate};
 use crate::estimate::Mean;
+use crate::residuals::{Model, Residuals};
 use crate::scored::ScoredMatrix;
 
 /// What an RTT rests on.

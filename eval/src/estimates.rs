@@ -3,7 +3,7 @@
 //! `netaware_core::peers::choose`) on a [`Fabric`], the collector's own
 //! coordinate pass (`netaware_core::coordinate_pass`) moves the
 //! coordinates over the pair medians, and the collector's estimate
-//! (`netaware_core::coordinates::Residuals::estimate`: the coordinates
+//! (`netaware_core::residuals::Residuals::estimate`: the coordinates
 //! corrected, or the additive model where it fits a zone pair better) of
 //! each never-probed pair is compared with what probing it would have
 //! measured.
@@ -11,8 +11,9 @@
 use std::collections::{BTreeMap, HashSet};
 
 use netaware_core::coordinate_pass::{self, PassInput};
-use netaware_core::coordinates::{Coordinates, Residuals};
+use netaware_core::coordinates::Coordinates;
 use netaware_core::peers::{self, PeerBound};
+use netaware_core::residuals::Residuals;
 use rand::Rng;
 
 use crate::fabric::{Fabric, PairClass};
