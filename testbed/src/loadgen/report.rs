@@ -220,7 +220,8 @@ mod tests {
         }
         tally.add(Outcome::Rejected, 0);
         tally.add(Outcome::Lost, 0);
-        assert_eq!(tally.latency_ms(0.5), Some(51.0));
+        // Nearest rank: the 50th of 100.
+        assert_eq!(tally.latency_ms(0.5), Some(50.0));
         assert_eq!(tally.latency_ms(0.99), Some(99.0));
         assert_eq!(tally.latency_ms(1.0), Some(100.0));
         let report = LoadReport::new((10, 5, 1_000), 0.5, 10.0, &tally, &tally, 100, None);
