@@ -21,6 +21,8 @@ use crate::json::{EstimateJson, MatrixJson, RankJson, TopologyJson, ZonesJson};
 pub const COLLECTOR_PORT: u16 = 7470;
 /// The collector's HTTP port (/metrics, /healthz) in the control host.
 pub const METRICS_PORT: u16 = 9470;
+/// Each agent's /metrics port, on its host's address.
+pub const AGENT_METRICS_PORT: u16 = 9471;
 
 /// How the agents measure.
 #[derive(Debug, Clone, Copy)]
@@ -99,12 +101,45 @@ impl LabSystem {
                     &duration_arg(timing.window),
                 ])
                 .args(["--probe-timeout", &duration_arg(timing.probe_timeout)])
+                .args(["--metrics-port", &AGENT_METRICS_PORT.to_string()])
                 .env("RUST_LOG", "error")
                 .stdout(Stdio::null());
             let pid = system.lab.spawn(agent)?;
             system.agents.insert(host.name.clone(), pid);
         }
         Ok(system)
+    }
+
+    /// Starts `netaware lab-forge` in `host`: it answers echo requests
+    /// ahead of time until stopped (with the lab). Returns its pid.
+    pub fn start_forger(&self, host: &str) -> anyhow::Result<u32> {
+        let exe = self
+            .exe
+            .to_str()
+            .context("the netaware binary's path is not UTF-8")?;
+        let mut forger = self.lab.command(host, exe)?;
+        forger.arg("lab-forge").stdout(Stdio::null());
+        Ok(self.lab.spawn(forger)?)
+    }
+
+    /// The text of `host`'s agent's /metrics, read from inside its host.
+    pub fn agent_metrics(&self, host: &str) -> anyhow::Result<String> {
+        let address = self.lab.host(host)?.spec.address;
+        let output = self
+            .lab
+            .command(host, "curl")?
+            .args([
+                "-s",
+                &format!("http://{address}:{AGENT_METRICS_PORT}/metrics"),
+            ])
+            .output()?;
+        if !output.status.success() {
+            bail!(
+                "reading {host}'s agent metrics: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(String::from_utf8(output.stdout)?)
     }
 
     /// The lab underneath.
@@ -142,7 +177,22 @@ impl LabSystem {
             .env("RUST_LOG", "error")
             .stdout(Stdio::null());
         self.collector = Some(self.lab.spawn(collector)?);
-        Ok(())
+        self.wait_for_collector()
+    }
+
+    /// Waits until the collector answers, so that a test's first question
+    /// does not race its start.
+    fn wait_for_collector(&self) -> anyhow::Result<()> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            match self.ask(&["zones", "-o", "json"]) {
+                Ok(_) => return Ok(()),
+                Err(error) if std::time::Instant::now() > deadline => {
+                    return Err(error.context("the collector never answered"));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
     }
 
     /// Stops the collector (SIGTERM).

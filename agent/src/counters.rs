@@ -3,6 +3,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use crate::replies::Refusal;
+
 /// Monotonic counters of the agent's work.
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -31,6 +33,8 @@ pub struct Counters {
     /// Throughput orders that could not be carried out (bad order, token
     /// book full).
     pub throughput_orders_refused: AtomicU64,
+    /// Replies refused, by [`Refusal`] (in the order of [`Refusal::ALL`]).
+    pub replies_refused: [AtomicU64; 4],
 }
 
 impl Counters {
@@ -46,6 +50,19 @@ impl Counters {
         self.receive_errors.fetch_add(1, Relaxed);
     }
 
+    pub(crate) fn reply_refused(&self, reason: Refusal) {
+        let index = Refusal::ALL.iter().position(|r| *r == reason).unwrap_or(0);
+        self.replies_refused[index].fetch_add(1, Relaxed);
+    }
+
+    /// Replies refused for `reason`.
+    pub fn refused(&self, reason: Refusal) -> u64 {
+        Refusal::ALL
+            .iter()
+            .position(|r| *r == reason)
+            .map_or(0, |i| Self::get(&self.replies_refused[i]))
+    }
+
     /// The current value of a counter.
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Relaxed)
@@ -55,7 +72,7 @@ impl Counters {
     pub fn summary(&self) -> String {
         let get = Self::get;
         format!(
-            "probes_sent={} probe_errors={} receive_errors={} windows_sent={} windows_acked={} windows_rejected={} windows_dropped={} reconnects={} throughput_tests={} throughput_failures={} throughput_orders_refused={}",
+            "probes_sent={} probe_errors={} receive_errors={} windows_sent={} windows_acked={} windows_rejected={} windows_dropped={} reconnects={} throughput_tests={} throughput_failures={} throughput_orders_refused={} replies_forged={}",
             get(&self.probes_sent),
             get(&self.probe_errors),
             get(&self.receive_errors),
@@ -66,7 +83,8 @@ impl Counters {
             get(&self.reconnects),
             get(&self.throughput_tests),
             get(&self.throughput_failures),
-            get(&self.throughput_orders_refused)
+            get(&self.throughput_orders_refused),
+            self.refused(Refusal::Forged) + self.refused(Refusal::Early)
         )
     }
 }

@@ -9,6 +9,14 @@
 //! (SO_TIMESTAMPNS, as ping does), and the request is stamped just before
 //! it is sent, while the agent is awake anyway.
 //!
+//! Each request carries a random nonce in its payload, which its reply
+//! must carry back: a reply is the probe's only when it comes from the
+//! probed address with the probe's sequence number and nonce, stamped
+//! after the probe left. Anything else is refused and counted
+//! ([`crate::replies`]): a reply nobody can send before it has seen the
+//! request, so that no node can answer ahead of the probes and look closer
+//! than it is.
+//!
 //! Raw sockets need CAP_NET_RAW; without it the unprivileged datagram ICMP
 //! socket is used, which Linux allows only to the groups in
 //! `net.ipv4.ping_group_range` (the kernel then picks the identifier). A
@@ -19,7 +27,6 @@
 // Unsafe is allowed here only for the kernel interface: recvmsg with control messages (the kernel's receive timestamps) and registering raw sockets with tokio.
 #![allow(unsafe_code)]
 
-use std::collections::HashMap;
 use std::io::{self, ErrorKind};
 use std::mem::MaybeUninit;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -37,6 +44,7 @@ use crate::counters::Counters;
 use crate::icmp_packet::{
     Family, echo_reply_filter, echo_request, ipv4_header_len, parse_echo_reply,
 };
+use crate::replies::{Outstanding, Verdict};
 
 /// SO_TIMESTAMPNS and its control message type (include/uapi/asm-generic/socket.h).
 const SO_TIMESTAMPNS: libc::c_int = 35;
@@ -52,7 +60,7 @@ pub enum ProbeError {
     Failed(String),
 }
 
-type Pending = Mutex<HashMap<(IpAddr, u16), oneshot::Sender<SystemTime>>>;
+type Pending = Mutex<Outstanding<(IpAddr, u16), oneshot::Sender<SystemTime>>>;
 
 /// One ICMP socket, its receive task and the probes waiting for replies.
 #[derive(Debug)]
@@ -134,23 +142,24 @@ impl Icmp {
                 .ok_or_else(|| ProbeError::Failed("no IPv6 socket".into()))?,
         };
         let (tx, rx) = oneshot::channel();
-        lock(&socket.pending).insert((host, seq), tx);
-        let packet = echo_request(socket.family, self.ident, seq);
-        let target = SockAddr::from(SocketAddr::new(host, 0));
+        let nonce: u64 = rand::random();
         let sent_at = SystemTime::now();
+        lock(&socket.pending).insert((host, seq), nonce, sent_at, tx);
+        let packet = echo_request(socket.family, self.ident, seq, nonce);
+        let target = SockAddr::from(SocketAddr::new(host, 0));
         let sent = socket
             .socket
             .async_io(Interest::WRITABLE, |s| s.send_to(&packet, &target))
             .await;
         if let Err(err) = sent {
-            lock(&socket.pending).remove(&(host, seq));
+            lock(&socket.pending).forget(&(host, seq));
             return Err(ProbeError::Failed(err.to_string()));
         }
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(received_at)) => Ok(received_at.duration_since(sent_at).unwrap_or_default()),
             Ok(Err(_)) => Err(ProbeError::Failed("receiver stopped".into())),
             Err(_) => {
-                lock(&socket.pending).remove(&(host, seq));
+                lock(&socket.pending).expire(&(host, seq));
                 Err(ProbeError::Timeout)
             }
         }
@@ -159,7 +168,7 @@ impl Icmp {
 
 fn lock(
     pending: &Pending,
-) -> std::sync::MutexGuard<'_, HashMap<(IpAddr, u16), oneshot::Sender<SystemTime>>> {
+) -> std::sync::MutexGuard<'_, Outstanding<(IpAddr, u16), oneshot::Sender<SystemTime>>> {
     // A panic while holding this lock leaves the map usable.
     pending
         .lock()
@@ -210,7 +219,7 @@ impl EchoSocket {
             socket,
             family,
             raw,
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Outstanding::default()),
         })
     }
 }
@@ -241,16 +250,21 @@ async fn receive(socket: Arc<EchoSocket>, ident: u16, counters: Arc<Counters>) {
         let Some(reply) = header.and_then(|h| buffer.get(h..len)) else {
             continue;
         };
-        let Some((reply_ident, seq)) = parse_echo_reply(reply, socket.family) else {
+        let Some(reply) = parse_echo_reply(reply, socket.family) else {
             continue;
         };
         // Datagram sockets only ever see their own replies, under the
         // identifier the kernel picked.
-        if socket.raw && reply_ident != ident {
+        if socket.raw && reply.ident != ident {
             continue;
         }
-        if let Some(waiter) = lock(&socket.pending).remove(&(from, seq)) {
-            let _ = waiter.send(stamped.unwrap_or_else(SystemTime::now));
+        let received_at = stamped.unwrap_or_else(SystemTime::now);
+        let verdict = lock(&socket.pending).answer(&(from, reply.seq), reply.nonce, received_at);
+        match verdict {
+            Verdict::Answered(waiter) => {
+                let _ = waiter.send(received_at);
+            }
+            Verdict::Refused(reason) => counters.reply_refused(reason),
         }
     }
 }

@@ -10,8 +10,11 @@ use std::net::Ipv4Addr;
 
 use socket2::SockFilter;
 
-/// Bytes of payload per echo request, as ping(8) sends by default.
+/// Bytes of payload per echo request, as ping(8) sends by default: the
+/// probe's nonce first, then a fixed pattern.
 const PAYLOAD_LEN: usize = 56;
+/// Bytes of the nonce at the start of the payload.
+const NONCE_LEN: usize = 8;
 /// ICMPv4 echo request and reply types (RFC 792).
 const ICMPV4_ECHO_REQUEST: u8 = 8;
 const ICMPV4_ECHO_REPLY: u8 = 0;
@@ -54,15 +57,32 @@ pub fn ipv4_header_len(packet: &[u8]) -> Option<usize> {
     (first >> 4 == 4).then_some(usize::from(first & 0x0f) * 4)
 }
 
-/// (identifier, sequence) of an echo reply; `None` for anything else.
-pub fn parse_echo_reply(icmp: &[u8], family: Family) -> Option<(u16, u16)> {
+/// What an echo reply carries back of its request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EchoReply {
+    /// The identifier.
+    pub ident: u16,
+    /// The sequence number.
+    pub seq: u16,
+    /// The request's nonce, when the payload is long enough to hold one.
+    pub nonce: Option<u64>,
+}
+
+/// The identifier, sequence and nonce of an echo reply; `None` for
+/// anything else.
+pub fn parse_echo_reply(icmp: &[u8], family: Family) -> Option<EchoReply> {
     if icmp.len() < 8 || icmp[0] != family.echo_reply() || icmp[1] != 0 {
         return None;
     }
-    Some((
-        u16::from_be_bytes([icmp[4], icmp[5]]),
-        u16::from_be_bytes([icmp[6], icmp[7]]),
-    ))
+    let nonce = icmp
+        .get(8..8 + NONCE_LEN)
+        .and_then(|bytes| bytes.try_into().ok())
+        .map(u64::from_be_bytes);
+    Some(EchoReply {
+        ident: u16::from_be_bytes([icmp[4], icmp[5]]),
+        seq: u16::from_be_bytes([icmp[6], icmp[7]]),
+        nonce,
+    })
 }
 
 /// (source, identifier, sequence) of an IPv4 packet carrying an ICMP echo
@@ -84,16 +104,19 @@ pub fn parse_echo_request(packet: &[u8], local: Ipv4Addr) -> Option<(Ipv4Addr, u
     ))
 }
 
-/// An echo request. The IPv4 checksum is ours to compute; for ICMPv6 the
+/// An echo request carrying `nonce`, which its reply must carry back (a
+/// peer echoes the payload): a reply nobody can send before it has seen
+/// the request. The IPv4 checksum is ours to compute; for ICMPv6 the
 /// kernel fills it in (it covers a pseudo-header only the kernel knows).
-pub fn echo_request(family: Family, ident: u16, seq: u16) -> Vec<u8> {
+pub fn echo_request(family: Family, ident: u16, seq: u16, nonce: u64) -> Vec<u8> {
     let mut packet = vec![0u8; 8 + PAYLOAD_LEN];
     packet[0] = family.echo_request();
     packet[4..6].copy_from_slice(&ident.to_be_bytes());
     packet[6..8].copy_from_slice(&seq.to_be_bytes());
-    for (i, byte) in packet[8..].iter_mut().enumerate() {
+    for (i, byte) in packet[8 + NONCE_LEN..].iter_mut().enumerate() {
         *byte = i as u8;
     }
+    packet[8..8 + NONCE_LEN].copy_from_slice(&nonce.to_be_bytes());
     if family == Family::V4 {
         let checksum = internet_checksum(&packet);
         packet[2..4].copy_from_slice(&checksum.to_be_bytes());
@@ -162,7 +185,7 @@ mod tests {
 
     #[test]
     fn echo_requests_carry_a_valid_checksum() {
-        let packet = echo_request(Family::V4, 0xbeef, 7);
+        let packet = echo_request(Family::V4, 0xbeef, 7, 0x0102_0304_0506_0708);
         assert_eq!(&packet[..2], &[8, 0]);
         assert_eq!(
             internet_checksum(&packet),
@@ -176,8 +199,20 @@ mod tests {
         );
         let mut reply = packet.clone();
         reply[0] = 0;
-        assert_eq!(parse_echo_reply(&reply, Family::V4), Some((0xbeef, 7)));
-        assert_eq!(echo_request(Family::V6, 1, 2)[0], 128);
+        assert_eq!(
+            parse_echo_reply(&reply, Family::V4),
+            Some(EchoReply {
+                ident: 0xbeef,
+                seq: 7,
+                nonce: Some(0x0102_0304_0506_0708)
+            })
+        );
+        // A reply that carries no payload carries no nonce.
+        assert_eq!(
+            parse_echo_reply(&reply[..8], Family::V4).map(|r| r.nonce),
+            Some(None)
+        );
+        assert_eq!(echo_request(Family::V6, 1, 2, 3)[0], 128);
     }
 
     #[test]

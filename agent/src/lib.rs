@@ -10,7 +10,8 @@
 //! collector orders.
 //!
 //! Layout: pure parts (the probe [`schedule`], ICMP packets and kernel
-//! filters in [`icmp_packet`]; the windows themselves are folded by
+//! filters in [`icmp_packet`], which reply answers which probe in
+//! [`replies`]; the windows themselves are folded by
 //! `netaware_core::window`, the same code the simulator runs) beside thin
 //! shells ([`icmp`] sockets, the [`measure`] loop, the collector
 //! [`session`], [`node_stats`] from sysinfo, [`throughput`] tests).
@@ -26,6 +27,7 @@ pub mod metrics;
 pub mod node_stats;
 pub mod outbox;
 pub mod quiet;
+pub mod replies;
 pub mod schedule;
 pub mod session;
 pub mod throughput;

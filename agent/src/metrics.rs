@@ -16,10 +16,16 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
 use crate::counters::Counters;
+use crate::replies::Refusal;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
 }
 
 /// The metrics text for the counters now.
@@ -89,6 +95,19 @@ pub fn exposition(counters: &Counters) -> String {
         "throughput_tests",
         "Throughput tests run as the client, by outcome",
         tests,
+    );
+    let refused = Family::<ReasonLabels, Counter>::default();
+    for reason in Refusal::ALL {
+        refused
+            .get_or_create(&ReasonLabels {
+                reason: reason.as_str(),
+            })
+            .inc_by(counters.refused(reason));
+    }
+    registry.register(
+        "replies_refused",
+        "Replies that answer no probe of this agent, by reason: late or duplicate (a slow or duplicating network), forged (a nonce no probe carried) or early (before its probe was sent)",
+        refused,
     );
     let buffered = Gauge::<i64>::default();
     buffered.set(i64::try_from(get(&counters.windows_buffered)).unwrap_or(i64::MAX));

@@ -14,10 +14,13 @@
 //! - [`link`]: one direction of a link, pure.
 //! - [`tun`], [`netns`]: the kernel plumbing.
 //! - [`emulator`]: the forwarding thread.
+//! - [`forger`]: a host that answers echo requests ahead of time, for the
+//!   tests of what a lying node can do.
 //! - [`Lab`]: starts all of it and removes it again on drop; namespaces
 //!   left behind by a process that died are removed at the next start.
 
 pub mod emulator;
+pub mod forger;
 mod lab;
 pub mod link;
 pub mod netns;

@@ -14,6 +14,8 @@ pub mod estimate;
 pub mod explain;
 #[cfg(feature = "lab")]
 pub mod lab;
+#[cfg(feature = "lab")]
+pub mod lab_forge;
 pub mod matrix;
 pub mod publish_topology;
 pub mod rank;
@@ -41,6 +43,11 @@ pub enum Command {
     /// Build a lab (hosts in network namespaces, emulated links) and keep it up.
     #[cfg(feature = "lab")]
     Lab(lab::LabArgs),
+    /// In a lab host: answer ICMP echo requests ahead of time (a test
+    /// helper: a node that lies).
+    #[cfg(feature = "lab")]
+    #[command(hide = true)]
+    LabForge,
     /// Run one throughput test by hand (server and client, like iperf3).
     #[command(subcommand)]
     Throughput(throughput::ThroughputCommand),
@@ -98,6 +105,8 @@ impl Command {
             }
             #[cfg(feature = "lab")]
             Command::Lab(args) => lab::run(args, netaware_runtime::shutdown_on_signal()?).await,
+            #[cfg(feature = "lab")]
+            Command::LabForge => lab_forge::run(netaware_runtime::shutdown_on_signal()?).await,
             Command::Throughput(command) => {
                 throughput::run(command, netaware_runtime::shutdown_on_signal()?).await
             }
