@@ -33,6 +33,9 @@ pub struct Counters {
     /// Throughput orders that could not be carried out (bad order, token
     /// book full).
     pub throughput_orders_refused: AtomicU64,
+    /// Throughput tests whose server claimed more than it acknowledged, or
+    /// whose count could not be checked.
+    pub throughput_claims_refused: AtomicU64,
     /// Replies refused, by [`Refusal`] (in the order of [`Refusal::ALL`]).
     pub replies_refused: [AtomicU64; 4],
 }

@@ -78,6 +78,11 @@ pub fn exposition(counters: &Counters) -> String {
             "Throughput orders that could not be carried out",
             get(&counters.throughput_orders_refused),
         ),
+        (
+            "throughput_claims_refused",
+            "Throughput tests whose server claimed more bytes than it acknowledged (or whose count the kernel could not check): failed, the claim not taken",
+            get(&counters.throughput_claims_refused),
+        ),
     ] {
         let counter = Counter::<u64>::default();
         counter.inc_by(value);

@@ -1,15 +1,17 @@
 //! The throughput server and client over real TCP on loopback (IPv4 and
 //! IPv6): a test with a valid token measures, and a wrong, expired or
-//! replayed token, or a stranger, gets nothing.
+//! replayed token, or a stranger, gets nothing; a server that claims more
+//! bytes than it received is refused.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use netaware_agent::throughput::ThroughputError;
+use netaware_agent::throughput::claims::ClaimError;
 use netaware_agent::throughput::client::{self, Plan};
 use netaware_agent::throughput::server::{ServerHandle, bind};
 use netaware_agent::throughput::tokens::Expected;
-use netaware_agent::throughput::wire::Status;
+use netaware_agent::throughput::wire::{Counted, HEADER_LEN, Status};
 use netaware_runtime::clock::now_ms;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
@@ -65,8 +67,12 @@ async fn measures_over_ipv4_and_ipv6_with_parallel_streams() {
         assert!(outcome.goodput_bps > 100e6, "{outcome:?}");
         let measured = outcome.measured.as_secs_f64();
         assert!((0.45..0.6).contains(&measured), "measured {measured} s");
+        // Each stream is timed by its own readings, a write apart.
         let expected_bytes = outcome.goodput_bps * measured / 8.0;
-        assert!((outcome.bytes as f64 - expected_bytes).abs() < 1.0 + expected_bytes * 1e-9);
+        assert!(
+            (outcome.bytes as f64 - expected_bytes).abs() < expected_bytes * 0.05,
+            "{outcome:?}"
+        );
         assert!(outcome.retransmits.is_some() && outcome.tcp_rtt_ms.is_some());
         // The same token again is a replay.
         assert_eq!(refused_with(&plan(addr, 1, 3)).await, Status::Replayed);
@@ -162,4 +168,53 @@ async fn connections_past_the_cap_are_closed_at_once() {
         "a free slot holds the connection until its header timeout"
     );
     shutdown.cancel();
+}
+
+/// A server that takes any stream, reads all it is sent, and claims ten
+/// times what it read.
+async fn boasting_server() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut header = [0u8; HEADER_LEN];
+        stream.read_exact(&mut header).await.unwrap();
+        stream
+            .write_all(&[Status::Accepted.to_byte()])
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let mut read = 0u64;
+        let mut buffer = vec![0u8; 1 << 16];
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => read += n as u64,
+            }
+        }
+        let claim = Counted {
+            bytes: read * 10,
+            measured: started.elapsed(),
+        };
+        let _ = stream.write_all(&claim.encode()).await;
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_server_that_claims_ten_times_the_bytes_is_refused() {
+    let addr = boasting_server().await;
+    match client::run(&plan(addr, 1, 1)).await {
+        Err(ThroughputError::Claim(ClaimError::Overclaimed {
+            claimed_bps,
+            acked_bps,
+        })) => {
+            // Over its whole connection the server read about what it
+            // acknowledged in the measured part, at the same rate: its
+            // claim is some ten times the client's own count.
+            let ratio = claimed_bps / acked_bps;
+            assert!((5.0..15.0).contains(&ratio), "claimed {ratio:.1} times");
+        }
+        other => panic!("expected the claim refused, got {other:?}"),
+    }
 }

@@ -196,25 +196,15 @@ pub fn decide<'a>(
     };
     let ranking = placer.judge(&request);
     let answers = priorities(&ranking);
-    // judge() gives one verdict per place in the request, repeated names
-    // included, in the request's order: kept by position, whatever the
-    // order.
-    let mut verdicts: Vec<Option<&RankedNode<'_>>> = vec![None; candidates.len()];
-    for node in &ranking.nodes {
-        verdicts[node.candidate] = Some(node);
-    }
     let next = next_worker(&answers);
     let mut passing = Vec::with_capacity(candidates.len());
     let mut failed = BTreeMap::new();
     let mut scores = Vec::with_capacity(candidates.len());
-    for (place, (name, node)) in candidates
-        .iter()
-        .map(String::as_str)
-        .zip(verdicts)
-        .enumerate()
-    {
-        // Every place has its verdict; none is skipped.
-        let Some(node) = node else { continue };
+    // judge() gives one verdict per place in the request, repeated names
+    // included, in the request's order.
+    for node in &ranking.nodes {
+        let place = node.candidate;
+        let name = candidates[place].as_str();
         let answer = answers[place];
         scores.push((name, answer.score));
         match &node.failure {

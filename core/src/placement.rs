@@ -203,12 +203,14 @@ impl Placer {
         judge(&self.matrix, job, &self.config, &self.zone_terms)
     }
 
-    /// Works out ahead what the rankings of first workers share when every
-    /// agent is a candidate (each node's terms with its zone), so that the
-    /// first `rank` or /prioritize after a new snapshot finds it done: the
-    /// collector and the extender call this where they build a snapshot,
-    /// off the path of any request.
+    /// Works out ahead what every ranking reads (node health, what the
+    /// estimates of unprobed pairs read) and what the rankings of first
+    /// workers share when every agent is a candidate (each node's terms
+    /// with its zone), so that the first `rank` or /prioritize after a new
+    /// snapshot finds it done: the collector and the extender call this
+    /// where they build a snapshot, off the path of any request.
     pub fn warm(&self) {
+        self.matrix.prepare();
         let first_worker = JobRequest {
             size: 1,
             ..JobRequest::default()
@@ -390,6 +392,10 @@ impl<'a> Ranking<'a> {
         };
         let mut best: Vec<&RankedNode<'a>> = Vec::with_capacity(k + 1);
         for node in self.nodes.iter().filter(|n| n.feasible()) {
+            // Most nodes are no better than the last of a full list.
+            if best.len() == k && best.last().is_some_and(|last| !better(node, last)) {
+                continue;
+            }
             let at = best
                 .iter()
                 .position(|b| better(node, b))

@@ -337,6 +337,12 @@ impl ScoredMatrix {
         })
     }
 
+    /// Works out now what is otherwise worked out on first use (node
+    /// health and what estimates read), so that no request pays for it.
+    pub fn prepare(&self) {
+        self.ends();
+    }
+
     /// What is known of each node and zone for estimating pairs.
     fn ends(&self) -> &EndEstimates {
         self.ends.get_or_init(|| {

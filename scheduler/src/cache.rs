@@ -121,10 +121,11 @@ impl ScoreCache {
     /// Stores a scored matrix received now, with the collector's placement
     /// settings (the extender's overrides applied here).
     pub fn store_scored(&self, scored: ScoredMatrix, collector: PlacementConfig) {
-        // Work out node health here, once per matrix, rather than in the
-        // first kube-scheduler call that needs it.
-        scored.health();
-        self.store_placer(Placer::new(scored, self.placement(collector)));
+        // Worked out here, once per matrix, rather than in the first
+        // kube-scheduler call that needs it.
+        let placer = Placer::new(scored, self.placement(collector));
+        placer.warm();
+        self.store_placer(placer);
     }
 
     fn store_placer(&self, placer: Placer) {
@@ -231,9 +232,8 @@ impl ScoreCache {
                     .into_iter()
                     .try_for_each(|page| follower.apply(page).map(drop));
                 let scored = (applied.is_ok() && rebuild).then(|| {
-                    let scored = follower.scored();
-                    scored.health();
-                    let placer = Placer::new(scored, overrides.apply(follower.placement()));
+                    let placer =
+                        Placer::new(follower.scored(), overrides.apply(follower.placement()));
                     placer.warm();
                     placer
                 });

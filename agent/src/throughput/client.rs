@@ -1,5 +1,7 @@
 //! The throughput client: opens the streams with the token, sends for the
-//! warm-up and the measured part, and reads the server's count.
+//! warm-up and the measured part, reads on each stream how many bytes the
+//! server acknowledged over the measured part, and checks the server's
+//! count against that ([`super::claims`]).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -8,6 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::time::{Instant, timeout, timeout_at};
 
+use super::claims::{self, Acked};
 use super::wire::{Counted, Header, RESULT_LEN, Status, Token};
 use super::{CHUNK_BYTES, Outcome, ThroughputError, tcp_info};
 
@@ -51,7 +54,9 @@ pub async fn run(plan: &Plan) -> Result<Outcome, ThroughputError> {
     for index in 1..plan.streams.max(1) {
         streams.push(open(plan, header(index)).await?);
     }
-    let end = Instant::now() + plan.omit + plan.duration + TAIL;
+    let measure_from = Instant::now() + plan.omit;
+    let measure_to = measure_from + plan.duration;
+    let end = measure_to + TAIL;
     let mut senders = tokio::task::JoinSet::new();
     let mut first = None;
     for (index, stream) in streams.into_iter().enumerate() {
@@ -61,7 +66,13 @@ pub async fn run(plan: &Plan) -> Result<Outcome, ThroughputError> {
         }
         senders.spawn(async move {
             let chunk = vec![0u8; CHUNK_BYTES];
-            while Instant::now() < end {
+            let mut acked = AckedReadings::default();
+            loop {
+                let now = Instant::now();
+                acked.read_if_due(writer.as_ref(), now, measure_from, measure_to);
+                if now >= end {
+                    break;
+                }
                 match timeout_at(end, writer.write(&chunk)).await {
                     Ok(Ok(_)) | Err(_) => {}
                     Ok(Err(err)) => return Err(ThroughputError::io("sending")(err)),
@@ -69,13 +80,16 @@ pub async fn run(plan: &Plan) -> Result<Outcome, ThroughputError> {
             }
             let facts = tcp_info::read(writer.as_ref());
             let _ = writer.shutdown().await;
-            Ok(facts)
+            Ok((facts, acked.over_the_part()))
         });
     }
     let mut facts = Vec::new();
+    let mut acked = Vec::new();
     while let Some(joined) = senders.join_next().await {
         let sent = joined.map_err(|e| ThroughputError::Protocol(format!("sender: {e}")))?;
-        facts.extend(sent?);
+        let (stream_facts, stream_acked) = sent?;
+        facts.extend(stream_facts);
+        acked.push(stream_acked);
     }
     let mut raw = [0u8; RESULT_LEN];
     let mut reader = first.expect("stream 0 exists");
@@ -88,16 +102,61 @@ pub async fn run(plan: &Plan) -> Result<Outcome, ThroughputError> {
             ));
         }
     }
-    let counted = Counted::decode(&raw);
+    let own = claims::check(&Counted::decode(&raw), &acked)?;
     let known = !facts.is_empty();
     Ok(Outcome {
-        goodput_bps: counted.goodput_bps(),
-        bytes: counted.bytes,
-        measured: counted.measured,
+        goodput_bps: own.goodput_bps,
+        bytes: own.bytes,
+        measured: own.measured,
         retransmits: known.then(|| facts.iter().map(|f| f.total_retransmits).sum()),
         tcp_rtt_ms: known.then(|| facts.iter().map(|f| f.rtt_ms).sum::<f64>() / facts.len() as f64),
         streams: plan.streams.max(1),
     })
+}
+
+/// One stream's acknowledged bytes at the start and the end of the measured
+/// part, read between writes.
+#[derive(Debug, Default)]
+struct AckedReadings {
+    start: Option<(u64, Instant)>,
+    end: Option<(u64, Instant)>,
+    /// The kernel gave no count at one of the readings.
+    missing: bool,
+}
+
+impl AckedReadings {
+    fn read_if_due(
+        &mut self,
+        socket: &impl std::os::fd::AsRawFd,
+        now: Instant,
+        from: Instant,
+        to: Instant,
+    ) {
+        let due = if self.start.is_none() {
+            now >= from
+        } else {
+            self.end.is_none() && now >= to
+        };
+        if !due || self.missing {
+            return;
+        }
+        match tcp_info::read(socket).and_then(|facts| facts.bytes_acked) {
+            Some(bytes) if self.start.is_none() => self.start = Some((bytes, now)),
+            Some(bytes) => self.end = Some((bytes, now)),
+            None => self.missing = true,
+        }
+    }
+
+    /// The measured part's acknowledged bytes; `None` where the kernel
+    /// gave no count (or the part never ended, which a write's timeout at
+    /// the end rules out).
+    fn over_the_part(&self) -> Option<Acked> {
+        let ((first, from), (last, to)) = (self.start?, self.end?);
+        Some(Acked {
+            bytes: last.saturating_sub(first),
+            over: to.duration_since(from),
+        })
+    }
 }
 
 async fn open(plan: &Plan, header: Header) -> Result<TcpStream, ThroughputError> {

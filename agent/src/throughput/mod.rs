@@ -3,8 +3,9 @@
 //!
 //! A test is one client sending to one server over one or more parallel TCP
 //! streams for a warm-up (left out, like iperf3's `--omit`) and a measured
-//! part; the result is the goodput the receiver counted over the measured
-//! part, with the sender's retransmits and TCP RTT from `TCP_INFO`.
+//! part; the result is the goodput the sender saw acknowledged over the
+//! measured part (never the receiver's word alone: [`claims`]), with the
+//! sender's retransmits and TCP RTT from `TCP_INFO`.
 //!
 //! The server accepts a stream only with a token that the collector issued
 //! for this pair and time ([`tokens`]), and never sends bulk data: a
@@ -13,9 +14,11 @@
 //! Layout: [`wire`] (the stream header, status and result, pure),
 //! [`tokens`] (which tokens the server accepts, pure, time passed in),
 //! [`server`] and [`client`] (the socket shells), [`tcp_info`] (the kernel's
-//! view of a socket), [`orders`] (turning the collector's orders into tests
-//! and results).
+//! view of a socket), [`claims`] (the server's count checked against the
+//! client's own, pure), [`orders`] (turning the collector's orders into
+//! tests and results).
 
+pub mod claims;
 pub mod client;
 pub mod orders;
 pub mod server;
@@ -52,6 +55,9 @@ pub enum ThroughputError {
     /// The other end broke the protocol or went quiet.
     #[error("{0}")]
     Protocol(String),
+    /// The server's count was not taken.
+    #[error(transparent)]
+    Claim(#[from] claims::ClaimError),
 }
 
 impl ThroughputError {
@@ -63,11 +69,12 @@ impl ThroughputError {
 /// What one test measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Outcome {
-    /// Receiver goodput over the measured part, bit/s.
+    /// Goodput over the measured part, bit/s: the bytes the receiver
+    /// acknowledged, as the sender counted them.
     pub goodput_bps: f64,
-    /// Bytes the receiver counted in the measured part.
+    /// Bytes acknowledged in the measured part.
     pub bytes: u64,
-    /// Length of the measured part as the receiver timed it.
+    /// Length of the measured part as the sender timed it.
     pub measured: Duration,
     /// Retransmitted segments, summed over the sender's streams.
     pub retransmits: Option<u32>,

@@ -15,7 +15,7 @@ use super::client::{self, Plan};
 use super::server::ServerHandle;
 use super::tokens::{BookFull, Expected};
 use super::wire::MAX_TEST;
-use super::{MAX_STREAMS, Outcome};
+use super::{MAX_STREAMS, Outcome, ThroughputError};
 use crate::counters::Counters;
 use crate::quiet::QuietPeers;
 use netaware_runtime::clock::now_ms;
@@ -124,6 +124,11 @@ impl Orders {
             this.counters.throughput_tests.fetch_add(1, Relaxed);
             if outcome.is_err() {
                 this.counters.throughput_failures.fetch_add(1, Relaxed);
+            }
+            if let Err(ThroughputError::Claim(_)) = &outcome {
+                this.counters
+                    .throughput_claims_refused
+                    .fetch_add(1, Relaxed);
             }
             match &outcome {
                 Ok(o) => {

@@ -1,5 +1,6 @@
-//! The kernel's view of a TCP socket (`TCP_INFO`): retransmits and the
-//! smoothed RTT, for a throughput test's sender; and `SO_RCVLOWAT`, which
+//! The kernel's view of a TCP socket (`TCP_INFO`): retransmits, the
+//! smoothed RTT and the bytes the peer acknowledged, for a throughput
+//! test's sender; and `SO_RCVLOWAT`, which
 //! lets the receiver wake once per batch of data instead of per packet.
 
 // Unsafe is allowed here only for the kernel interface: getsockopt(TCP_INFO) reads the kernel's own structure.
@@ -14,6 +15,9 @@ pub struct TcpFacts {
     pub total_retransmits: u32,
     /// Smoothed RTT in ms.
     pub rtt_ms: f64,
+    /// Bytes the peer acknowledged over the connection's life; `None` on
+    /// kernels before 4.1, which do not count them.
+    pub bytes_acked: Option<u64>,
 }
 
 /// Reads `TCP_INFO`; `None` where the kernel does not give it.
@@ -31,11 +35,13 @@ pub fn read(socket: &impl AsRawFd) -> Option<TcpFacts> {
             &mut len,
         )
     };
-    // Older kernels fill less; the fields used here are in every version
-    // since 2.6.
-    (rc == 0 && len as usize >= 104).then(|| TcpFacts {
+    // Older kernels fill less: retransmits and RTT are in every version
+    // since 2.6, the acknowledged bytes (which end at byte 128) since 4.1.
+    let filled = len as usize;
+    (rc == 0 && filled >= 104).then(|| TcpFacts {
         total_retransmits: info.tcpi_total_retrans,
         rtt_ms: f64::from(info.tcpi_rtt) / 1e3,
+        bytes_acked: (filled >= 128).then_some(info.tcpi_bytes_acked),
     })
 }
 
