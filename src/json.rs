@@ -7,7 +7,7 @@ use netaware_core::pair_rtt::RttBasis;
 use netaware_core::placement::{Basis, PlacementConfig};
 use netaware_core::verdict::FailureCode;
 use netaware_proto::convert::{
-    basis_from_wire, failure_from_wire, placement_from_wire, rtt_basis_from_wire,
+    basis_from_wire, failure_from_wire, neutral_from_wire, placement_from_wire, rtt_basis_from_wire,
 };
 use netaware_proto::v1 as pb;
 use serde::{Deserialize, Serialize};
@@ -258,6 +258,10 @@ pub struct RankJson {
     /// Where the extender would put the job's next worker (the passing
     /// node of the highest `extender_score`); null when none passes.
     pub next: Option<String>,
+    /// Set ("cannot_measure") when the extender answers neutrally for want
+    /// of measurements: placement fails open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neutral: Option<String>,
     /// The collector's placement settings the answer was decided by: the
     /// extender places by the same.
     pub placement: PlacementConfig,
@@ -320,6 +324,7 @@ impl From<&pb::RankResponse> for RankJson {
             zone: (!rank.zone.is_empty()).then(|| rank.zone.clone()),
             zone_reason: rank.zone_reason.clone(),
             next: (!rank.next.is_empty()).then(|| rank.next.clone()),
+            neutral: neutral_from_wire(&rank.neutral).map(|n| n.as_str().to_owned()),
             placement: placement_from_wire(rank.placement),
             nodes: rank
                 .nodes

@@ -124,22 +124,65 @@ impl LabSystem {
 
     /// The text of `host`'s agent's /metrics, read from inside its host.
     pub fn agent_metrics(&self, host: &str) -> anyhow::Result<String> {
+        self.metrics_of(host, AGENT_METRICS_PORT)
+    }
+
+    /// The text of the collector's /metrics, read from the control host.
+    pub fn collector_metrics(&self) -> anyhow::Result<String> {
+        self.metrics_of(&self.lab.control().spec.name, METRICS_PORT)
+    }
+
+    fn metrics_of(&self, host: &str, port: u16) -> anyhow::Result<String> {
         let address = self.lab.host(host)?.spec.address;
         let output = self
             .lab
             .command(host, "curl")?
-            .args([
-                "-s",
-                &format!("http://{address}:{AGENT_METRICS_PORT}/metrics"),
-            ])
+            .args(["-s", &format!("http://{address}:{port}/metrics")])
             .output()?;
         if !output.status.success() {
             bail!(
-                "reading {host}'s agent metrics: {}",
+                "reading /metrics in {host}: {}",
                 String::from_utf8_lossy(&output.stderr)
             );
         }
         Ok(String::from_utf8(output.stdout)?)
+    }
+
+    /// Drops every ICMP echo request that reaches `host`, as a host
+    /// firewall or a cloud security group that lets no ICMP in would.
+    pub fn drop_echo_requests(&self, host: &str) -> anyhow::Result<()> {
+        self.iptables(
+            host,
+            &[
+                "-A",
+                "INPUT",
+                "-p",
+                "icmp",
+                "--icmp-type",
+                "echo-request",
+                "-j",
+                "DROP",
+            ],
+        )
+    }
+
+    /// Takes away every firewall rule of `host`.
+    pub fn open_firewall(&self, host: &str) -> anyhow::Result<()> {
+        self.iptables(host, &["-F", "INPUT"])
+    }
+
+    /// Runs `iptables` with `args` in `host`: a firewall the agents did
+    /// not set up.
+    fn iptables(&self, host: &str, args: &[&str]) -> anyhow::Result<()> {
+        let output = self.lab.command(host, "iptables")?.args(args).output()?;
+        if !output.status.success() {
+            bail!(
+                "iptables {} in {host}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(())
     }
 
     /// The lab underneath.

@@ -6,6 +6,7 @@
 
 use comfy_table::{CellAlignment, Table};
 
+use netaware_core::extender::Neutral;
 use netaware_core::pair_rtt::RttBasis;
 use netaware_core::placement::Basis;
 use netaware_proto::convert::node_kind_from_wire;
@@ -243,11 +244,21 @@ pub fn matrix(matrix: &pb::Matrix, wide: bool) -> String {
     format!("{nodes}\n{pairs}")
 }
 
+/// A line saying why the extender answers neutrally, for `neutral` as the
+/// JSON names it; empty when it does not.
+pub fn neutral_line(neutral: Option<&str>) -> String {
+    neutral
+        .and_then(Neutral::from_name)
+        .map(|neutral| format!("the extender answers neutrally: {neutral}\n"))
+        .unwrap_or_default()
+}
+
 /// A ranking: the zone and why, then the nodes best first, with the
 /// extender's answer for each; `*` marks the `size` workers' places.
 pub fn rank(rank: &RankJson, size: usize, wide: bool) -> String {
     let zone = rank.zone.as_deref().unwrap_or("(none)");
     let mut out = format!("zone {zone}: {}\n", rank.zone_reason);
+    out.push_str(&neutral_line(rank.neutral.as_deref()));
     let columns = keep(
         wide,
         &[

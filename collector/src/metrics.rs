@@ -18,7 +18,7 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
 use netaware_core::placement::PlacementConfig;
-use netaware_core::scored::ScoredMatrix;
+use netaware_core::scored::{ScoredMatrix, ZoneSummary};
 
 use crate::state::ThroughputCounts;
 
@@ -37,6 +37,11 @@ pub struct NodeLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ZoneNodeLabels {
     node: String,
+    zone: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ZoneLabels {
     zone: String,
 }
 
@@ -331,6 +336,39 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
     );
 }
 
+/// Whether the probes get through: placement fails open where they do not.
+fn register_reachability(registry: &mut Registry, snapshot: &ScoredMatrix, summary: &ZoneSummary) {
+    let reachability = snapshot.reachability();
+    let cannot = Gauge::<i64>::default();
+    cannot.set(i64::from(reachability.cluster_cannot_measure()));
+    registry.register(
+        "cannot_measure",
+        "1 when most nodes reach none of their peers (probes filtered, not every NIC at once): the extender answers neutrally and placement fails open",
+        cannot,
+    );
+    let unreached = Gauge::<i64>::default();
+    unreached.set(i64::try_from(reachability.cluster.unreached).unwrap_or(i64::MAX));
+    registry.register(
+        "nodes_unreached",
+        "Nodes whose every fresh pair, either way, went unanswered",
+        unreached,
+    );
+    let unmeasured: Vec<&str> = snapshot.zones_that_cannot_be_measured();
+    let zones = Family::<ZoneLabels, Gauge>::default();
+    for zone in &summary.zones {
+        zones
+            .get_or_create(&ZoneLabels {
+                zone: zone.name.clone(),
+            })
+            .set(i64::from(unmeasured.contains(&zone.name.as_str())));
+    }
+    registry.register(
+        "zone_cannot_measure",
+        "1 when most of the zone's nodes reach none of their zone-mates: its nodes are not failed for what was not measured",
+        zones,
+    );
+}
+
 fn register_matrix(registry: &mut Registry, snapshot: &ScoredMatrix, facts: &ScrapeFacts) {
     let nodes = snapshot.nodes();
     let zone_nodes = |i: usize| ZoneNodeLabels {
@@ -379,6 +417,7 @@ fn register_matrix(registry: &mut Registry, snapshot: &ScoredMatrix, facts: &Scr
     );
 
     let summary = snapshot.zones();
+    register_reachability(registry, snapshot, &summary);
     let zone_pair = |src: &str, dst: &str| ZonePairLabels {
         src_zone: src.to_owned(),
         dst_zone: dst.to_owned(),

@@ -32,6 +32,41 @@ pub enum Neutral {
     NoScores,
     /// The pod belongs to no job the extender recognises.
     NoJob,
+    /// Most nodes of the cluster reach none of their peers: the probes do
+    /// not get through, and nothing measured can be trusted
+    /// ([`crate::reachability`]).
+    CannotMeasure,
+}
+
+impl Neutral {
+    /// Every reason, in the order metrics list them.
+    pub const ALL: [Neutral; 3] = [Neutral::NoScores, Neutral::NoJob, Neutral::CannotMeasure];
+
+    /// The reason's snake_case name (metrics, JSON, the wire).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Neutral::NoScores => "no_scores",
+            Neutral::NoJob => "no_job",
+            Neutral::CannotMeasure => "cannot_measure",
+        }
+    }
+
+    /// The reason named by [`Neutral::as_str`].
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|n| n.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Neutral {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Neutral::NoScores => "no fresh scores from the collector",
+            Neutral::NoJob => "the pod belongs to no job",
+            Neutral::CannotMeasure => {
+                "netaware cannot measure: most nodes reach none of their peers (probes filtered?); placement fails open"
+            }
+        })
+    }
 }
 
 /// The verdict on a set of candidates (borrowing their names).
@@ -89,8 +124,10 @@ pub struct Priority {
 }
 
 /// The extender's answer for every node of `ranking`, by its place in the
-/// request (`RankedNode::candidate`).
-pub fn priorities(ranking: &Ranking<'_>) -> Vec<Priority> {
+/// request (`RankedNode::candidate`). A node in one of `unmeasured_zones`
+/// (where netaware cannot measure) passes the filter whatever its verdict:
+/// a measurement fault fails no node.
+pub fn priorities(ranking: &Ranking<'_>, unmeasured_zones: &[&str]) -> Vec<Priority> {
     // kube-scheduler takes whole scores from 0 to 10. Scaled to the best
     // candidate (as kube-scheduler's own plugins normalise theirs), the
     // best gets 10 and the others keep their order at the resolution left:
@@ -107,23 +144,12 @@ pub fn priorities(ranking: &Ranking<'_>) -> Vec<Priority> {
         let relative = if best > 0.0 { node.score / best } else { 0.0 };
         ((relative * MAX_EXTENDER_PRIORITY as f64).round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
     };
-    let places = ranking
-        .nodes
-        .iter()
-        .map(|n| n.candidate + 1)
-        .max()
-        .unwrap_or(0);
-    let mut answers = vec![
-        Priority {
-            score: 0,
-            passes_filter: true,
-        };
-        places
-    ];
+    let mut answers = neutral_priorities(ranking);
     for node in &ranking.nodes {
         answers[node.candidate] = Priority {
             score: scale(node),
-            passes_filter: node.failure.as_deref().is_none_or(|f| !f.fails_filter()),
+            passes_filter: node.failure.as_deref().is_none_or(|f| !f.fails_filter())
+                || unmeasured_zones.contains(&node.zone),
         };
     }
     answers
@@ -155,13 +181,26 @@ pub struct RankAnswer<'a> {
     pub priorities: Vec<Priority>,
     /// The node [`next_worker`] picks.
     pub next: Option<&'a str>,
+    /// Set when the extender would answer neutrally for want of
+    /// measurements ([`Neutral::CannotMeasure`]); the priorities are then
+    /// the neutral ones.
+    pub neutral: Option<Neutral>,
+}
+
+/// Whether placement fails open for the whole cluster.
+fn cannot_measure(placer: &Placer) -> bool {
+    placer.matrix().reachability().cluster_cannot_measure()
 }
 
 /// Ranks `job` as the collector's Rank does: the same judgement the
 /// extender's [`decide`] makes on the same candidates.
 pub fn rank_answer<'a>(placer: &'a Placer, job: &JobRequest<'a>) -> RankAnswer<'a> {
     let ranking = placer.judge(job);
-    let priorities = priorities(&ranking);
+    let neutral = cannot_measure(placer).then_some(Neutral::CannotMeasure);
+    let priorities = match neutral {
+        Some(_) => neutral_priorities(&ranking),
+        None => priorities(&ranking, &placer.matrix().zones_that_cannot_be_measured()),
+    };
     let next = next_worker(&priorities).and_then(|place| {
         ranking
             .nodes
@@ -173,8 +212,26 @@ pub fn rank_answer<'a>(placer: &'a Placer, job: &JobRequest<'a>) -> RankAnswer<'
         ranking: ranking.sorted(),
         priorities,
         next,
+        neutral,
     }
 }
+
+/// What a neutral answer gives every node of `ranking`: no opinion.
+fn neutral_priorities(ranking: &Ranking<'_>) -> Vec<Priority> {
+    let places = ranking
+        .nodes
+        .iter()
+        .map(|n| n.candidate + 1)
+        .max()
+        .unwrap_or(0);
+    vec![NEUTRAL; places]
+}
+
+/// A neutral answer for one candidate.
+const NEUTRAL: Priority = Priority {
+    score: 0,
+    passes_filter: true,
+};
 
 /// Decides for `candidates`. `placer` is `None` without fresh scores, `job`
 /// is `None` for a pod of no recognised job.
@@ -188,6 +245,9 @@ pub fn decide<'a>(
         (_, None) => return neutral(candidates, Neutral::NoJob),
         (Some(placer), Some(job)) => (placer, job),
     };
+    if cannot_measure(placer) {
+        return neutral(candidates, Neutral::CannotMeasure);
+    }
     let request = JobRequest {
         size: job.size.max(1),
         placed: &job.placed,
@@ -195,7 +255,7 @@ pub fn decide<'a>(
         strict_zone: false,
     };
     let ranking = placer.judge(&request);
-    let answers = priorities(&ranking);
+    let answers = priorities(&ranking, &placer.matrix().zones_that_cannot_be_measured());
     let next = next_worker(&answers);
     let mut passing = Vec::with_capacity(candidates.len());
     let mut failed = BTreeMap::new();
@@ -308,6 +368,17 @@ mod tests {
 
     /// a1, a2 in zone-a with a clean link; a1 <-> a3 losing 20%; b1 alone.
     fn matrix() -> ScoredMatrix {
+        matrix_with(&[
+            ("a1", "a2", 100),
+            ("a2", "a1", 100),
+            ("a1", "a3", 80),
+            ("a3", "a1", 80),
+        ])
+    }
+
+    /// a1, a2, a3 in zone-a, b1 in zone-b, with these pairs (src, dst,
+    /// replies of 100).
+    fn matrix_with(measured: &[(&str, &str, u32)]) -> ScoredMatrix {
         let mut registry = Registry::new();
         for (name, zone) in [
             ("a1", "zone-a"),
@@ -333,12 +404,7 @@ mod tests {
             jitter: 0.0,
         };
         let mut pairs = PairMatrix::new(6);
-        for (src, dst, received) in [
-            ("a1", "a2", 100),
-            ("a2", "a1", 100),
-            ("a1", "a3", 80),
-            ("a3", "a1", 80),
-        ] {
+        for &(src, dst, received) in measured {
             pairs.record(
                 src,
                 dst,
@@ -354,6 +420,73 @@ mod tests {
 
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Every directed pair among `nodes`, with `replies` of 100 each.
+    fn mesh(nodes: &[&'static str], replies: u32) -> Vec<(&'static str, &'static str, u32)> {
+        nodes
+            .iter()
+            .flat_map(|&s| {
+                nodes
+                    .iter()
+                    .filter(move |&&d| d != s)
+                    .map(move |&d| (s, d, replies))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn nothing_answered_anywhere_fails_open_in_rank_and_extender_alike() {
+        let placer = Placer::new(
+            matrix_with(&mesh(&["a1", "a2", "a3", "b1"], 0)),
+            PlacementConfig::default(),
+        );
+        let candidates = names(&["a1", "a2", "a3", "b1"]);
+        let job = JobContext {
+            size: 2,
+            placed: names(&["a1"]),
+        };
+        let decision = decide(Some(&placer), Some(&job), &candidates);
+        assert_eq!(decision.neutral, Some(Neutral::CannotMeasure));
+        assert_eq!(decision.passing, candidates[..]);
+        let request = JobRequest {
+            size: 2,
+            placed: &job.placed,
+            candidates: Some(&candidates),
+            strict_zone: false,
+        };
+        let answer = rank_answer(&placer, &request);
+        assert_eq!(answer.neutral, Some(Neutral::CannotMeasure));
+        assert!(answer.priorities.iter().all(|p| *p == NEUTRAL));
+        assert_eq!(answer.next, Some("a1"));
+        assert_eq!(decision.next, Some(0));
+    }
+
+    #[test]
+    fn a_zone_that_cannot_be_measured_has_no_node_failed_for_it() {
+        // Inside zone-a nothing answers; a1 <-> b1 does.
+        let mut measured = mesh(&["a1", "a2", "a3"], 0);
+        measured.extend([("a1", "b1", 100), ("b1", "a1", 100)]);
+        let placer = Placer::new(matrix_with(&measured), PlacementConfig::default());
+        assert!(!placer.matrix().reachability().cluster_cannot_measure());
+        assert_eq!(placer.matrix().zones_that_cannot_be_measured(), ["zone-a"]);
+        let candidates = names(&["a1", "a2", "a3", "b1"]);
+        let job = JobContext {
+            size: 2,
+            placed: Vec::new(),
+        };
+        let decision = decide(Some(&placer), Some(&job), &candidates);
+        assert_eq!(decision.neutral, None);
+        assert!(decision.failed.is_empty(), "{:?}", decision.failed);
+        // Where it can measure, a node still fails: the same pairs, with
+        // zone-a's answered but lossy to a3, fail a3.
+        let lossy = Placer::new(matrix(), PlacementConfig::default());
+        let job = JobContext {
+            size: 2,
+            placed: names(&["a1"]),
+        };
+        let decision = decide(Some(&lossy), Some(&job), &candidates);
+        assert!(decision.failed.contains_key("a3"), "{decision:?}");
     }
 
     #[test]

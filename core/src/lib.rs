@@ -52,6 +52,7 @@ pub mod node_health;
 pub mod pair_rtt;
 pub mod peers;
 pub mod placement;
+pub mod reachability;
 pub mod registry;
 pub mod residuals;
 pub mod score;

@@ -24,6 +24,7 @@ use crate::estimate::{Estimate, Mean, ZoneAverages, ZoneEstimates};
 use crate::matrix::{NodeId, PairMatrix, PairReadings, PairSummary};
 use crate::node_estimate::{End, EndEstimates, Group};
 use crate::node_health::{self, NodeHealth};
+use crate::reachability::Reachability;
 use crate::registry::{Registry, STALE_AFTER_WINDOWS};
 use crate::score::{Fallback, MeasuredTerms, ScoreConfig, Source, Terms};
 pub use crate::scored_pair::ScoredPair;
@@ -126,6 +127,9 @@ pub struct ScoredMatrix {
     /// What is known of each node and zone for the pairs nobody probes,
     /// worked out on first use (it reads the health).
     ends: OnceLock<EndEstimates>,
+    /// How many fresh pairs no probe got through on, worked out on first
+    /// use: whether placement must fail open.
+    reachability: OnceLock<Reachability>,
 }
 
 impl ScoredMatrix {
@@ -279,6 +283,7 @@ impl ScoredMatrix {
             fallback,
             health: OnceLock::new(),
             ends: OnceLock::new(),
+            reachability: OnceLock::new(),
         }
     }
 
@@ -341,6 +346,26 @@ impl ScoredMatrix {
     /// health and what estimates read), so that no request pays for it.
     pub fn prepare(&self) {
         self.ends();
+        self.reachability();
+    }
+
+    /// How many fresh pairs, in the cluster and inside each zone, no probe
+    /// got through on.
+    pub fn reachability(&self) -> &Reachability {
+        self.reachability
+            .get_or_init(|| Reachability::of(self.zone_names.len(), &self.zone_of, &self.pairs))
+    }
+
+    /// The zones whose nodes are mostly unreached inside them (by name):
+    /// placement fails open there ([`Reachability`]). Usually none.
+    pub fn zones_that_cannot_be_measured(&self) -> Vec<&str> {
+        let reachability = self.reachability();
+        self.zone_names
+            .iter()
+            .enumerate()
+            .filter(|(zone, _)| reachability.zone_cannot_measure(*zone))
+            .map(|(_, name)| name.as_str())
+            .collect()
     }
 
     /// What is known of each node and zone for estimating pairs.

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use netaware_core::coordinates::{Coordinate, DIMENSIONS};
-use netaware_core::extender::{Priority, RankAnswer};
+use netaware_core::extender::{Neutral, Priority, RankAnswer};
 use netaware_core::matrix::RttStats;
 use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::measured_topology::{
@@ -677,9 +677,15 @@ pub fn topology_from_wire(topology: pb::Topology) -> MeasuredTopology {
     }
 }
 
+/// The neutral answer a Rank response names; `None` for an empty field
+/// (or one this version does not know).
+pub fn neutral_from_wire(name: &str) -> Option<Neutral> {
+    Neutral::from_name(name)
+}
+
 /// The wire form of a Rank answer: every verdict with its reason for
 /// people and its code for programs, what the extender answers for each
-/// node, and the settings it was decided by.
+/// node, the settings it was decided by, and whether it is neutral.
 pub fn rank_answer_to_wire(
     answer: &RankAnswer<'_>,
     placement: &PlacementConfig,
@@ -688,6 +694,7 @@ pub fn rank_answer_to_wire(
         ranking,
         priorities,
         next,
+        neutral,
     } = answer;
     let priority = |candidate: usize| {
         priorities.get(candidate).copied().unwrap_or(Priority {
@@ -700,6 +707,7 @@ pub fn rank_answer_to_wire(
         zone_reason: ranking.zone_reason.to_string(),
         placement: Some(placement_to_wire(placement)),
         next: next.unwrap_or_default().to_owned(),
+        neutral: neutral.map(Neutral::as_str).unwrap_or_default().to_owned(),
         nodes: ranking
             .nodes
             .iter()

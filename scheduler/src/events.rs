@@ -7,7 +7,8 @@
 //! attempt, and retries a pod that does not fit).
 //!
 //! Only pods of a job the extender recognises, and only when it had
-//! scores to decide with: a neutral answer explains nothing. Recording
+//! scores to decide with, or could not trust them (netaware cannot
+//! measure: the pod is told that placement failed open). Recording
 //! never holds up an answer to kube-scheduler: the Event is posted on a
 //! task of its own, and a refusal is logged.
 

@@ -3,6 +3,7 @@
 //! gave (and why), so that a dashboard shows when it stops having an
 //! opinion.
 
+use netaware_core::extender::Neutral;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -28,7 +29,7 @@ pub struct OutcomeLabels {
 /// Why an answer was neutral.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabels {
-    /// no_scores or no_job.
+    /// [`Neutral::as_str`]: no_scores, no_job or cannot_measure.
     pub reason: &'static str,
 }
 
@@ -36,8 +37,6 @@ pub struct ReasonLabels {
 pub const VERBS: [&str; 3] = ["filter", "prioritize", "bind"];
 /// How a call can end.
 pub const OUTCOMES: [&str; 3] = ["ok", "bad_request", "error"];
-/// Why an answer can be neutral.
-pub const NEUTRAL_REASONS: [&str; 2] = ["no_scores", "no_job"];
 
 /// The extender's metrics and their registry.
 #[derive(Debug)]
@@ -84,8 +83,10 @@ impl Metrics {
                 drop(requests.get_or_create(&OutcomeLabels { verb, outcome }));
             }
         }
-        for reason in NEUTRAL_REASONS {
-            drop(neutral.get_or_create(&ReasonLabels { reason }));
+        for reason in Neutral::ALL {
+            drop(neutral.get_or_create(&ReasonLabels {
+                reason: reason.as_str(),
+            }));
         }
         Self {
             registry,

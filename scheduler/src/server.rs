@@ -230,20 +230,28 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
         }
     }
     let decision = decide(placer.as_deref(), job.as_ref(), &candidates);
-    if let (Some(recorder), Some(explanation), Some(job), Some(pod)) =
-        (&extender.events, &decision.explanation, &job, pod_ref(pod))
-    {
-        let note = events::note(job.size, job.placed.len(), explanation, &decision.failed);
-        recorder.record(pod, note);
+    if let (Some(recorder), Some(job), Some(pod)) = (&extender.events, &job, pod_ref(pod)) {
+        match (&decision.explanation, decision.neutral) {
+            (Some(explanation), _) => {
+                let note = events::note(job.size, job.placed.len(), explanation, &decision.failed);
+                recorder.record(pod, note);
+            }
+            // A job's pods are told why nothing was weighed, so that a
+            // filtered network does not pass unseen.
+            (None, Some(neutral @ Neutral::CannotMeasure)) => {
+                recorder.record(pod, format!("placed without netaware: {neutral}"));
+            }
+            (None, _) => {}
+        }
     }
     if let Some(neutral) = decision.neutral {
-        let reason = match neutral {
-            Neutral::NoScores => {
-                tracing::warn!("no fresh scores: answering neutrally");
-                "no_scores"
+        match neutral {
+            Neutral::NoScores | Neutral::CannotMeasure => {
+                tracing::warn!(reason = %neutral, "answering neutrally");
             }
-            Neutral::NoJob => "no_job",
-        };
+            Neutral::NoJob => {}
+        }
+        let reason = neutral.as_str();
         extender
             .metrics
             .neutral

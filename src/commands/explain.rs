@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::Target;
 use crate::json::{RankJson, RankedJson};
 use crate::output::OutputArgs;
-use crate::render::{figure, keep, table, text};
+use crate::render::{figure, keep, neutral_line, table, text};
 use netaware_core::placement::PlacementConfig;
 
 /// A gap between a node's term and the best of its zone below which the
@@ -88,6 +88,10 @@ pub struct ExplainJson {
     /// Where the extender would put the next worker; null when no node
     /// may take it.
     pub next: Option<String>,
+    /// Set ("cannot_measure") when the extender answers neutrally for want
+    /// of measurements: placement fails open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neutral: Option<String>,
     /// The collector's placement settings, which the extender places by.
     pub placement: PlacementConfig,
     /// The chosen zone; null if none.
@@ -138,6 +142,7 @@ impl ExplainJson {
             size,
             placed,
             next: rank.next,
+            neutral: rank.neutral,
             placement: rank.placement,
             zone: rank.zone,
             zone_reason: rank.zone_reason,
@@ -200,6 +205,7 @@ pub fn render(explain: &ExplainJson, wide: bool) -> String {
         explain.size,
         explain.placed.len()
     );
+    out.push_str(&neutral_line(explain.neutral.as_deref()));
     out.push_str(&match &explain.zone {
         Some(zone) => format!("zone {zone}: {}\n", explain.zone_reason),
         None => format!("no zone: {}\n", explain.zone_reason),
@@ -350,6 +356,7 @@ mod tests {
             ],
             next: "b1".into(),
             placement: None,
+            neutral: String::new(),
         };
         let explain = ExplainJson::new(3, vec![], &ranking);
         assert_eq!(explain.next.as_deref(), Some("b1"));

@@ -1,12 +1,14 @@
 //! The extender as it runs in its pod, for tests: following a collector's
-//! watch stream, served on loopback, with its bindings going to an API
-//! server played by a tower-test mock that accepts every one.
+//! watch stream, served on loopback, with its bindings and Events going to
+//! an API server played by a tower-test mock that accepts every one and
+//! keeps what it was sent.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::{Request, Response};
+use http_body_util::BodyExt;
 use netaware_scheduler::cache::ScoreCache;
 use netaware_scheduler::placements::Placements;
 use netaware_scheduler::server::Extender;
@@ -20,6 +22,8 @@ pub struct FollowingExtender {
     pub addr: SocketAddr,
     /// Its copy of the scores.
     pub cache: ScoreCache,
+    /// What it sent the API server: "METHOD path body", in order.
+    pub api_calls: Arc<Mutex<Vec<String>>>,
 }
 
 impl FollowingExtender {
@@ -31,8 +35,22 @@ impl FollowingExtender {
         tokio::spawn(cache.clone().follow(collector, shutdown.clone()));
         let (service, mut api) =
             tower_test::mock::pair::<Request<kube::client::Body>, Response<kube::client::Body>>();
+        let api_calls = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&api_calls);
         tokio::spawn(async move {
-            while let Some((_, respond)) = api.next_request().await {
+            while let Some((request, respond)) = api.next_request().await {
+                let (parts, body) = request.into_parts();
+                let body = body
+                    .collect()
+                    .await
+                    .map(|b| b.to_bytes())
+                    .unwrap_or_default();
+                kept.lock().expect("not poisoned").push(format!(
+                    "{} {} {}",
+                    parts.method,
+                    parts.uri.path(),
+                    String::from_utf8_lossy(&body)
+                ));
                 let ok = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                     "status": "Success", "code": 201});
                 respond.send_response(
@@ -57,7 +75,16 @@ impl FollowingExtender {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        Self { addr, cache }
+        Self {
+            addr,
+            cache,
+            api_calls,
+        }
+    }
+
+    /// Its /metrics.
+    pub async fn metrics(&self) -> String {
+        crate::http::get(self.addr, "/metrics").await.1
     }
 
     /// POSTs `body` to `path` and reads the JSON answer.

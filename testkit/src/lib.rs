@@ -3,7 +3,8 @@
 //! on loopback ([`collector`], [`agent`]), a hand-driven agent session
 //! ([`session`]), polling ([`wait`]), HTTP requests and the extender served
 //! on loopback ([`http`]), the extender following a collector as in its
-//! pod ([`extender`]), a real Prometheus ([`prometheus`]), and the
+//! pod ([`extender`]), a real Prometheus ([`prometheus`]), one sample
+//! read out of a service's /metrics ([`metrics`]), and the
 //! checks that a test may use root or a tool, which CI
 //! (`NETAWARE_REQUIRE_ROOT=1`) turns from a skip into a failure
 //! ([`require`]), with the lock that keeps labs one at a time.
@@ -15,6 +16,7 @@ pub mod collector;
 pub mod extender;
 pub mod fixtures;
 pub mod http;
+pub mod metrics;
 pub mod prometheus;
 pub mod require;
 pub mod session;

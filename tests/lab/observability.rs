@@ -9,8 +9,8 @@
 //!   the control host scrapes the real collector, the nine agents and a
 //!   scheduler extender that is being called; every query of every panel
 //!   returns data, and every alert fires in the scenario built for it (a
-//!   lossy host and its links, a zone cut off, an agent killed, the
-//!   collector killed),
+//!   lossy host and its links, a zone cut off, ICMP dropped in every host,
+//!   an agent killed, the collector killed),
 //!   with the rules' `for` shortened to seconds (the unit tests hold the
 //!   real ones).
 
@@ -434,6 +434,26 @@ fn a_real_prometheus_answers_every_panel_and_fires_every_alert() {
                 .then_some(())
         })
         .await;
+
+        // ICMP dropped in every host: netaware cannot measure, and says so.
+        let hosts: Vec<String> = system
+            .lab()
+            .workers()
+            .map(|h| h.spec.name.clone())
+            .collect();
+        for host in &hosts {
+            system.drop_echo_requests(host).unwrap();
+        }
+        wait_for_alert(
+            prometheus,
+            "NetawareCannotMeasure",
+            Duration::from_secs(90),
+            |a| !a.contains_key("zone"),
+        )
+        .await;
+        for host in &hosts {
+            system.open_firewall(host).unwrap();
+        }
 
         // b3's agent killed: stale.
         tokio::task::block_in_place(|| system.stop_agent("b3")).unwrap();

@@ -1,0 +1,121 @@
+//! A firewall the agents did not set up: every worker host drops ICMP echo
+//! requests (iptables in its namespace), so no probe gets through. The
+//! matrix shows every pair unanswered, and netaware says it cannot
+//! measure instead of failing nodes for loss it never saw: the collector's
+//! `netaware_cannot_measure` is 1, `rank` answers neutrally, and the
+//! extender's /filter fails no node, counts the neutral answer and tells
+//! the pod in an Event.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use netaware::lab_system::{AgentTiming, LabSystem};
+use netaware_lab::{Topology, root_or_skip};
+use netaware_testkit::metrics::sample;
+use serde_json::json;
+
+const TIMING: AgentTiming = AgentTiming {
+    interval: Duration::from_millis(100),
+    window: Duration::from_secs(2),
+    probe_timeout: Duration::from_millis(500),
+};
+
+#[test]
+fn with_icmp_dropped_everywhere_placement_fails_open_and_says_why() {
+    if !root_or_skip("lab: ICMP filtered") {
+        return;
+    }
+    let _one = netaware_testkit::one_lab_at_a_time();
+    let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
+    let flags = vec!["--throughput-budget".to_owned(), "0".to_owned()];
+    let system = LabSystem::start(Topology::named("default").unwrap(), exe, TIMING, &flags)
+        .expect("the lab system");
+    let hosts: Vec<String> = system
+        .lab()
+        .workers()
+        .map(|h| h.spec.name.clone())
+        .collect();
+    for host in &hosts {
+        system.drop_echo_requests(host).expect("the firewall");
+    }
+
+    // Every pair probed over full windows, and nothing answered.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let matrix = system.matrix().expect("the matrix");
+        let probed = matrix.pairs.iter().filter(|p| p.samples >= 50).count();
+        if probed == hosts.len() * (hosts.len() - 1) {
+            for pair in &matrix.pairs {
+                assert_eq!(pair.loss_ratio, Some(1.0), "{pair:?}");
+            }
+            break;
+        }
+        assert!(Instant::now() < deadline, "only {probed} pairs probed");
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let collector = system.collector_metrics().expect("the collector's metrics");
+    assert_eq!(
+        sample(&collector, "netaware_cannot_measure"),
+        Some(1.0),
+        "{collector}"
+    );
+    let unreached = sample(&collector, "netaware_nodes_unreached");
+    assert_eq!(unreached, Some(hosts.len() as f64));
+    let rank = system.rank(3, &[]).expect("rank");
+    assert_eq!(rank.neutral.as_deref(), Some("cannot_measure"));
+    assert!(
+        rank.nodes.iter().all(|n| n.passes_filter),
+        "rank says the extender fails a node: {:?}",
+        rank.nodes
+    );
+
+    let access = system.lab().open_access("control").unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let shutdown = tokio_util::sync::CancellationToken::new();
+        let extender = netaware_testkit::extender::FollowingExtender::start(
+            format!("http://{access}:7470"),
+            Duration::from_secs(10),
+            &shutdown,
+        )
+        .await;
+        let pod = json!({"metadata": {"name": "w-0", "namespace": "ml", "uid": "uid-0",
+            "labels": {"netaware.io/group": "job", "netaware.io/group-size": "3"}}});
+        let filtered = extender
+            .post("/filter", json!({"Pod": pod, "NodeNames": hosts}))
+            .await;
+        let passing: Vec<String> = serde_json::from_value(filtered["NodeNames"].clone()).unwrap();
+        assert_eq!(passing, hosts, "{filtered}");
+        let failed = &filtered["FailedNodes"];
+        assert!(
+            failed.is_null() || failed.as_object().is_some_and(|f| f.is_empty()),
+            "{filtered}"
+        );
+        let metrics = extender.metrics().await;
+        let neutral = sample(
+            &metrics,
+            "netaware_scheduler_neutral_answers_total{reason=\"cannot_measure\"}",
+        );
+        assert!(neutral.is_some_and(|n| n >= 1.0), "{metrics}");
+        // The Event is posted on a task of its own.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let told = extender
+                .api_calls
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|call| call.contains("/events") && call.contains("cannot measure"));
+            if told {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no Event: {:?}",
+                extender.api_calls.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        shutdown.cancel();
+    });
+}
