@@ -181,6 +181,13 @@ pub struct ZonesJson {
     pub zones: Vec<ZoneJson>,
     /// Every zone pair with pairs.
     pub zone_pairs: Vec<ZonePairJson>,
+    /// Nodes whose every fresh pair went unanswered.
+    #[serde(default)]
+    pub unreached_nodes: u32,
+    /// Most nodes are unreached: netaware cannot measure, placement fails
+    /// open.
+    #[serde(default)]
+    pub cannot_measure: bool,
 }
 
 /// One zone.
@@ -194,6 +201,12 @@ pub struct ZoneJson {
     pub nodes: u32,
     /// Nodes not stale.
     pub fresh_nodes: u32,
+    /// Nodes that none of their zone-mates reach, nor they them.
+    #[serde(default)]
+    pub unreached_nodes: u32,
+    /// Most of its nodes are unreached: netaware cannot measure the zone.
+    #[serde(default)]
+    pub cannot_measure: bool,
 }
 
 /// One zone pair.
@@ -228,8 +241,12 @@ impl From<&pb::ZoneSummary> for ZonesJson {
                     region: z.region.clone(),
                     nodes: z.nodes,
                     fresh_nodes: z.fresh_nodes,
+                    unreached_nodes: z.unreached_nodes,
+                    cannot_measure: z.cannot_measure,
                 })
                 .collect(),
+            unreached_nodes: summary.unreached_nodes,
+            cannot_measure: summary.cannot_measure,
             zone_pairs: summary
                 .zone_pairs
                 .iter()

@@ -265,16 +265,7 @@ impl LabSystem {
     /// Runs `netaware ARGS --collector URL` in the control host and returns
     /// what it printed.
     pub fn ask(&self, args: &[&str]) -> anyhow::Result<String> {
-        let exe = self
-            .exe
-            .to_str()
-            .context("the netaware binary's path is not UTF-8")?;
-        let output = self
-            .lab
-            .command(&self.lab.control().spec.name, exe)?
-            .args(args)
-            .args(["--collector", &self.url])
-            .output()?;
+        let output = self.run_cli(args)?;
         if !output.status.success() {
             bail!(
                 "netaware {}: {}",
@@ -283,6 +274,30 @@ impl LabSystem {
             );
         }
         Ok(String::from_utf8(output.stdout)?)
+    }
+
+    /// `netaware doctor -o json` against the collector: whether it passed,
+    /// and what it printed.
+    pub fn doctor(&self) -> anyhow::Result<(bool, serde_json::Value)> {
+        let output = self.run_cli(&["doctor", "-o", "json"])?;
+        Ok((
+            output.status.success(),
+            serde_json::from_slice(&output.stdout)?,
+        ))
+    }
+
+    /// Runs the CLI in the control host against the collector.
+    fn run_cli(&self, args: &[&str]) -> anyhow::Result<std::process::Output> {
+        let exe = self
+            .exe
+            .to_str()
+            .context("the netaware binary's path is not UTF-8")?;
+        Ok(self
+            .lab
+            .command(&self.lab.control().spec.name, exe)?
+            .args(args)
+            .args(["--collector", &self.url])
+            .output()?)
     }
 
     /// The matrix.

@@ -175,19 +175,59 @@ fn lock(
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Which ICMP echo socket this process may open, as the agent opens them:
+/// raw (needs CAP_NET_RAW) or else datagram (needs the process's group in
+/// `net.ipv4.ping_group_range`).
+#[derive(Debug)]
+pub enum EchoAccess {
+    /// A raw socket.
+    Raw,
+    /// A datagram socket; the raw one was refused.
+    Datagram {
+        /// Why the raw socket was refused.
+        raw_refused: io::Error,
+    },
+    /// Neither: the agent cannot probe.
+    Neither {
+        /// Why the raw socket was refused.
+        raw_refused: io::Error,
+        /// Why the datagram socket was refused.
+        datagram_refused: io::Error,
+    },
+}
+
+/// What [`EchoSocket::open`] would get for `family`, without keeping it.
+pub fn echo_access(family: Family) -> EchoAccess {
+    match new_echo_socket(family) {
+        Ok((_, None)) => EchoAccess::Raw,
+        Ok((_, Some(raw_refused))) => EchoAccess::Datagram { raw_refused },
+        Err((raw_refused, datagram_refused)) => EchoAccess::Neither {
+            raw_refused,
+            datagram_refused,
+        },
+    }
+}
+
+/// A raw ICMP socket (with no error), or else a datagram one (with why the
+/// raw one was refused); both errors when neither opens.
+fn new_echo_socket(family: Family) -> Result<(Socket, Option<io::Error>), (io::Error, io::Error)> {
+    let (domain, protocol) = match family {
+        Family::V4 => (Domain::IPV4, Protocol::ICMPV4),
+        Family::V6 => (Domain::IPV6, Protocol::ICMPV6),
+    };
+    match Socket::new(domain, Type::RAW, Some(protocol)) {
+        Ok(socket) => Ok((socket, None)),
+        Err(raw_err) => match Socket::new(domain, Type::DGRAM, Some(protocol)) {
+            Ok(socket) => Ok((socket, Some(raw_err))),
+            Err(dgram_err) => Err((raw_err, dgram_err)),
+        },
+    }
+}
+
 impl EchoSocket {
     fn open(family: Family, bind: Option<IpAddr>, ident: u16) -> io::Result<Self> {
-        let (domain, protocol) = match family {
-            Family::V4 => (Domain::IPV4, Protocol::ICMPV4),
-            Family::V6 => (Domain::IPV6, Protocol::ICMPV6),
-        };
-        let (socket, raw) = match Socket::new(domain, Type::RAW, Some(protocol)) {
-            Ok(socket) => (socket, true),
-            Err(raw_err) => match Socket::new(domain, Type::DGRAM, Some(protocol)) {
-                Ok(socket) => (socket, false),
-                Err(_) => return Err(raw_err),
-            },
-        };
+        let (socket, raw_refused) = new_echo_socket(family).map_err(|(raw_err, _)| raw_err)?;
+        let raw = raw_refused.is_none();
         if let Some(ip) = bind {
             socket.bind(&SockAddr::from(SocketAddr::new(ip, 0)))?;
         }

@@ -56,6 +56,11 @@ pub struct ZoneView {
     pub nodes: u32,
     /// Nodes that are not stale.
     pub fresh_nodes: u32,
+    /// Nodes that none of their zone-mates reach, nor they them.
+    pub unreached_nodes: u32,
+    /// Most of its nodes are unreached: netaware cannot measure the zone
+    /// ([`Reachability`]).
+    pub cannot_measure: bool,
 }
 
 /// Aggregates of the pairs from one zone to another (or within one).
@@ -87,6 +92,11 @@ pub struct ZoneSummary {
     pub zones: Vec<ZoneView>,
     /// Every zone pair that has pairs, by (src, dst).
     pub zone_pairs: Vec<ZonePairView>,
+    /// Nodes of the cluster whose every fresh pair went unanswered.
+    pub unreached_nodes: u32,
+    /// Most nodes of the cluster are unreached: netaware cannot measure,
+    /// and placement fails open.
+    pub cannot_measure: bool,
 }
 
 /// The terms of a pair scored on its own figures alone, with no zone
@@ -501,14 +511,19 @@ impl ScoredMatrix {
     /// all: measured ones with their own, the others with the estimate.
     pub fn zones(&self) -> ZoneSummary {
         let zone_count = self.zone_names.len();
+        let reachability = self.reachability();
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         let mut zones: Vec<ZoneView> = self
             .zone_names
             .iter()
-            .map(|name| ZoneView {
+            .enumerate()
+            .map(|(zone, name)| ZoneView {
                 name: name.clone(),
                 region: String::new(),
                 nodes: 0,
                 fresh_nodes: 0,
+                unreached_nodes: count(reachability.zones[zone].unreached),
+                cannot_measure: reachability.zone_cannot_measure(zone),
             })
             .collect();
         let mut agents = vec![0u64; zone_count];
@@ -546,7 +561,12 @@ impl ScoredMatrix {
                 ));
             }
         }
-        ZoneSummary { zones, zone_pairs }
+        ZoneSummary {
+            zones,
+            zone_pairs,
+            unreached_nodes: count(reachability.cluster.unreached),
+            cannot_measure: reachability.cluster_cannot_measure(),
+        }
     }
 }
 

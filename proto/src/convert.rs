@@ -545,8 +545,12 @@ pub fn zones_to_wire(summary: &ZoneSummary) -> pb::ZoneSummary {
                 region: z.region.clone(),
                 nodes: z.nodes,
                 fresh_nodes: z.fresh_nodes,
+                unreached_nodes: z.unreached_nodes,
+                cannot_measure: z.cannot_measure,
             })
             .collect(),
+        unreached_nodes: summary.unreached_nodes,
+        cannot_measure: summary.cannot_measure,
         zone_pairs: summary
             .zone_pairs
             .iter()

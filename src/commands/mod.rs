@@ -1,7 +1,8 @@
 //! Every `netaware` command, one file each: the three services
 //! ([`agent`], [`collector`], [`scheduler`]: the one way to start each),
 //! the questions an operator asks a running collector ([`matrix`],
-//! [`zones`], [`estimate`], [`rank`], [`explain`], [`topology`]), the
+//! [`zones`], [`estimate`], [`rank`], [`explain`], [`topology`],
+//! [`doctor`]), the
 //! tools ([`publish_topology`], [`certs`], [`throughput`]) and, with the
 //! `lab` feature (on by default, off in the image), [`demo`] and [`lab`].
 
@@ -10,6 +11,7 @@ pub mod certs;
 pub mod collector;
 #[cfg(feature = "lab")]
 pub mod demo;
+pub mod doctor;
 pub mod estimate;
 pub mod explain;
 #[cfg(feature = "lab")]
@@ -78,6 +80,11 @@ pub enum Command {
     /// Rank nodes for a job of K workers, with what the extender answers
     /// for each.
     Rank(rank::RankArgs),
+    /// Check the installation, one line each with the fix: agents known,
+    /// zone labels, stale nodes, whether probes get through (with --local,
+    /// on a node: whether the agent may open an ICMP socket). Exits
+    /// non-zero when something blocks placement.
+    Doctor(doctor::DoctorArgs),
 }
 
 impl Command {
@@ -120,6 +127,7 @@ impl Command {
             }
             Command::Explain(args) => explain::run(args).await,
             Command::Rank(args) => rank::run(args).await,
+            Command::Doctor(args) => doctor::run(args).await,
         }
     }
 }

@@ -1,10 +1,11 @@
-//! A firewall the agents did not set up: every worker host drops ICMP echo
-//! requests (iptables in its namespace), so no probe gets through. The
-//! matrix shows every pair unanswered, and netaware says it cannot
-//! measure instead of failing nodes for loss it never saw: the collector's
-//! `netaware_cannot_measure` is 1, `rank` answers neutrally, and the
-//! extender's /filter fails no node, counts the neutral answer and tells
-//! the pod in an Event.
+//! A firewall the agents did not set up: once `netaware doctor` has found
+//! the healthy lab healthy, every worker host drops ICMP echo requests
+//! (iptables in its namespace), so no probe gets through. The matrix shows
+//! every pair unanswered, and netaware says it cannot measure instead of
+//! failing nodes for loss it never saw: the collector's
+//! `netaware_cannot_measure` is 1, `rank` answers neutrally, `doctor`
+//! fails and says what to open, and the extender's /filter fails no node,
+//! counts the neutral answer and tells the pod in an Event.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -35,24 +36,62 @@ fn with_icmp_dropped_everywhere_placement_fails_open_and_says_why() {
         .workers()
         .map(|h| h.spec.name.clone())
         .collect();
+    let pairs = hosts.len() * (hosts.len() - 1);
+    let wait_for_pairs = |what: &str, done: &dyn Fn(&netaware::json::PairJson) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let matrix = system.matrix().expect("the matrix");
+            let ready = matrix
+                .pairs
+                .iter()
+                .filter(|p| p.samples >= 50 && done(p))
+                .count();
+            if ready == pairs {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "only {ready} of {pairs} pairs {what}"
+            );
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    };
+    let status = |doctor: &serde_json::Value, check: &str| {
+        doctor["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["check"] == check)
+            .map(|f| f["status"].as_str().unwrap().to_owned())
+    };
+
+    // Healthy first: the doctor passes and finds the probes getting through.
+    wait_for_pairs("answered", &|p| p.loss_ratio.is_some_and(|l| l < 1.0));
+    let (passed, doctor) = system.doctor().expect("doctor");
+    assert!(passed, "{doctor}");
+    assert_eq!(
+        status(&doctor, "probes_get_through").as_deref(),
+        Some("ok"),
+        "{doctor}"
+    );
+
     for host in &hosts {
         system.drop_echo_requests(host).expect("the firewall");
     }
-
     // Every pair probed over full windows, and nothing answered.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let matrix = system.matrix().expect("the matrix");
-        let probed = matrix.pairs.iter().filter(|p| p.samples >= 50).count();
-        if probed == hosts.len() * (hosts.len() - 1) {
-            for pair in &matrix.pairs {
-                assert_eq!(pair.loss_ratio, Some(1.0), "{pair:?}");
-            }
-            break;
-        }
-        assert!(Instant::now() < deadline, "only {probed} pairs probed");
-        std::thread::sleep(Duration::from_secs(1));
-    }
+    wait_for_pairs("unanswered", &|p| p.loss_ratio == Some(1.0));
+    let (passed, doctor) = system.doctor().expect("doctor");
+    assert!(!passed, "{doctor}");
+    assert_eq!(
+        status(&doctor, "probes_get_through").as_deref(),
+        Some("fail"),
+        "{doctor}"
+    );
+    let zones = system.zones().expect("zones");
+    assert!(
+        zones.cannot_measure && zones.zones.iter().all(|z| z.cannot_measure),
+        "{zones:?}"
+    );
     let collector = system.collector_metrics().expect("the collector's metrics");
     assert_eq!(
         sample(&collector, "netaware_cannot_measure"),

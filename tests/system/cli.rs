@@ -335,3 +335,55 @@ async fn topology_says_when_it_has_none_yet_then_shows_the_blocks() {
     waiting.wait().await;
     collector.wait().await;
 }
+
+/// `netaware doctor --local` as a process without CAP_NET_RAW, in a
+/// network namespace of its own (where `ping_group_range` starts closed):
+/// it fails and says what to grant; once the namespace admits every group
+/// to datagram ICMP sockets, it passes.
+#[test]
+fn doctor_local_finds_a_node_where_the_agent_cannot_probe() {
+    if !netaware_testkit::have_root("doctor --local") {
+        return;
+    }
+    let namespace = format!("nadoc-{}", std::process::id());
+    let ip = |args: &[&str]| {
+        let status = Command::new("ip").args(args).status().unwrap();
+        assert!(status.success(), "ip {args:?}");
+    };
+    ip(&["netns", "add", &namespace]);
+    let doctor = || {
+        let output = Command::new("ip")
+            .args(["netns", "exec", &namespace, "runuser", "-u", "nobody", "--"])
+            .arg(env!("CARGO_BIN_EXE_netaware"))
+            .args(["doctor", "--local", "-o", "json"])
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        (output.status.success(), report)
+    };
+    let closed = doctor();
+    ip(&[
+        "netns",
+        "exec",
+        &namespace,
+        "sh",
+        "-c",
+        "echo 0 2147483647 > /proc/sys/net/ipv4/ping_group_range",
+    ]);
+    let open = doctor();
+    ip(&["netns", "del", &namespace]);
+
+    let (passed, report) = closed;
+    assert!(!passed, "{report}");
+    assert_eq!(report["findings"][0]["check"], "echo_socket", "{report}");
+    assert_eq!(report["findings"][0]["status"], "fail", "{report}");
+    assert!(
+        report["findings"][0]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("CAP_NET_RAW")
+    );
+    let (passed, report) = open;
+    assert!(passed, "{report}");
+    assert_eq!(report["findings"][0]["status"], "ok", "{report}");
+}

@@ -1,0 +1,362 @@
+//! What `netaware doctor` concludes, pure: each check one finding (ok,
+//! warn or fail) with what it saw and, when it is not ok, the fix. The
+//! cluster's checks read what the collector answers; the node's read what
+//! the node lets a process do. Nothing here opens a socket.
+
+use serde::Serialize;
+
+use crate::json::{NodeJson, ZonesJson};
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// As it should be.
+    Ok,
+    /// Worth fixing; placement works.
+    Warn,
+    /// Placement is blocked, or runs blind to the network.
+    Fail,
+}
+
+impl Status {
+    /// The word printed for people.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Warn => "warn",
+            Status::Fail => "FAIL",
+        }
+    }
+}
+
+/// What is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Check {
+    /// Agents have said hello to the collector.
+    Agents,
+    /// Every node has a zone.
+    ZoneLabels,
+    /// Every agent reports.
+    StaleNodes,
+    /// Probes get through between nodes.
+    ProbesGetThrough,
+    /// This node lets the agent open an ICMP echo socket.
+    EchoSocket,
+}
+
+impl Check {
+    /// The check's name, as printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Check::Agents => "agents",
+            Check::ZoneLabels => "zone labels",
+            Check::StaleNodes => "stale nodes",
+            Check::ProbesGetThrough => "probes get through",
+            Check::EchoSocket => "echo socket",
+        }
+    }
+}
+
+/// One check's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// What was checked.
+    pub check: Check,
+    /// How it came out.
+    pub status: Status,
+    /// What was seen.
+    pub detail: String,
+    /// What to do, when it is not ok.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    fn ok(check: Check, detail: String) -> Self {
+        Self {
+            check,
+            status: Status::Ok,
+            detail,
+            fix: None,
+        }
+    }
+
+    fn not_ok(check: Check, status: Status, detail: String, fix: &str) -> Self {
+        Self {
+            check,
+            status,
+            detail,
+            fix: Some(fix.to_owned()),
+        }
+    }
+}
+
+/// At most this many names in one finding's detail.
+const NAMED: usize = 5;
+
+fn some_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let names: Vec<&str> = names.collect();
+    let mut text = names
+        .iter()
+        .take(NAMED)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > NAMED {
+        text.push_str(&format!(" and {} more", names.len() - NAMED));
+    }
+    text
+}
+
+/// The cluster's checks, from the collector's nodes and zone summary.
+pub fn cluster(nodes: &[NodeJson], zones: &ZonesJson) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    if nodes.is_empty() {
+        findings.push(Finding::not_ok(
+            Check::Agents,
+            Status::Fail,
+            "no node has said hello to the collector".into(),
+            "check that the agent DaemonSet runs (kubectl -n netaware get ds,pods) and that its pods reach the collector's port 7470",
+        ));
+        return findings;
+    }
+    findings.push(Finding::ok(
+        Check::Agents,
+        format!("{} nodes known", nodes.len()),
+    ));
+
+    let unzoned: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n.zone.is_empty())
+        .map(|n| n.name.as_str())
+        .collect();
+    findings.push(if unzoned.is_empty() {
+        Finding::ok(Check::ZoneLabels, format!("every node in one of {} zones", zones.zones.len()))
+    } else {
+        Finding::not_ok(
+            Check::ZoneLabels,
+            Status::Warn,
+            format!(
+                "{} nodes without a zone: {}",
+                unzoned.len(),
+                some_names(unzoned.iter().copied())
+            ),
+            "label them topology.kubernetes.io/zone (the agent reads it through the downward API), or set the agent's --zone",
+        )
+    });
+
+    let stale: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n.stale)
+        .map(|n| n.name.as_str())
+        .collect();
+    findings.push(if stale.is_empty() {
+        Finding::ok(Check::StaleNodes, "every node reports".into())
+    } else {
+        Finding::not_ok(
+            Check::StaleNodes,
+            Status::Warn,
+            format!("{} of {} nodes stale: {}", stale.len(), nodes.len(), some_names(stale.iter().copied())),
+            "their agents are down or cannot reach the collector: kubectl -n netaware logs on those nodes' agent pods",
+        )
+    });
+
+    let unmeasured: Vec<&str> = zones
+        .zones
+        .iter()
+        .filter(|z| z.cannot_measure)
+        .map(|z| z.name.as_str())
+        .collect();
+    const OPEN_PROBES: &str = "allow ICMP echo (type 8 and 0) between the nodes in the host firewall and the cloud security group; docs/troubleshooting.md";
+    findings.push(if zones.cannot_measure {
+        Finding::not_ok(
+            Check::ProbesGetThrough,
+            Status::Fail,
+            format!(
+                "{} of {} nodes reach none of their peers: netaware cannot measure, and the extender answers neutrally",
+                zones.unreached_nodes,
+                nodes.len()
+            ),
+            OPEN_PROBES,
+        )
+    } else if !unmeasured.is_empty() {
+        Finding::not_ok(
+            Check::ProbesGetThrough,
+            Status::Fail,
+            format!(
+                "netaware cannot measure inside {}: most of their nodes reach none of their zone-mates",
+                some_names(unmeasured.iter().copied())
+            ),
+            OPEN_PROBES,
+        )
+    } else if zones.unreached_nodes > 0 {
+        Finding::not_ok(
+            Check::ProbesGetThrough,
+            Status::Warn,
+            format!("{} nodes reach none of their peers", zones.unreached_nodes),
+            "a node fault (NIC, cable, port) or a firewall on those hosts alone: netaware matrix shows which pairs",
+        )
+    } else {
+        Finding::ok(Check::ProbesGetThrough, "every node reaches its peers".into())
+    });
+    findings
+}
+
+/// What this node lets a process do for probing, as found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EchoSocketSeen {
+    /// A raw ICMP socket opens.
+    Raw,
+    /// Only a datagram ICMP socket opens.
+    Datagram,
+    /// Neither opens; with the two errors and the ping group range.
+    Neither {
+        /// Why the raw socket was refused.
+        raw: String,
+        /// Why the datagram socket was refused.
+        datagram: String,
+        /// `net.ipv4.ping_group_range`, when readable.
+        ping_group_range: Option<String>,
+    },
+}
+
+/// The node's checks.
+pub fn node(echo: &EchoSocketSeen) -> Vec<Finding> {
+    vec![match echo {
+        EchoSocketSeen::Raw => {
+            Finding::ok(Check::EchoSocket, "raw ICMP socket (CAP_NET_RAW)".into())
+        }
+        EchoSocketSeen::Datagram => Finding::ok(
+            Check::EchoSocket,
+            "datagram ICMP socket (net.ipv4.ping_group_range admits this group)".into(),
+        ),
+        EchoSocketSeen::Neither {
+            raw,
+            datagram,
+            ping_group_range,
+        } => Finding::not_ok(
+            Check::EchoSocket,
+            Status::Fail,
+            format!(
+                "no ICMP echo socket: raw: {raw}; datagram: {datagram} (ping_group_range {})",
+                ping_group_range.as_deref().unwrap_or("unreadable")
+            ),
+            "give the agent CAP_NET_RAW (deploy/ does), or widen net.ipv4.ping_group_range to its group",
+        ),
+    }]
+}
+
+/// Whether anything found blocks placement or leaves it blind.
+pub fn any_failed(findings: &[Finding]) -> bool {
+    findings.iter().any(|f| f.status == Status::Fail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::ZoneJson;
+
+    fn node(name: &str, zone: &str, stale: bool) -> NodeJson {
+        NodeJson {
+            name: name.into(),
+            zone: zone.into(),
+            region: String::new(),
+            address: "10.0.0.1".into(),
+            stale,
+        }
+    }
+
+    fn zones(unreached: u32, cannot: bool, zone_cannot: &[&str]) -> ZonesJson {
+        ZonesJson {
+            zones: ["a", "b"]
+                .map(|name| ZoneJson {
+                    name: name.into(),
+                    region: String::new(),
+                    nodes: 3,
+                    fresh_nodes: 3,
+                    unreached_nodes: 0,
+                    cannot_measure: zone_cannot.contains(&name),
+                })
+                .to_vec(),
+            zone_pairs: Vec::new(),
+            unreached_nodes: unreached,
+            cannot_measure: cannot,
+        }
+    }
+
+    fn status_of(findings: &[Finding], check: Check) -> Status {
+        findings.iter().find(|f| f.check == check).unwrap().status
+    }
+
+    #[test]
+    fn a_healthy_cluster_is_all_ok() {
+        let nodes = [node("a1", "a", false), node("b1", "b", false)];
+        let findings = cluster(&nodes, &zones(0, false, &[]));
+        assert!(
+            findings.iter().all(|f| f.status == Status::Ok),
+            "{findings:?}"
+        );
+        assert!(!any_failed(&findings));
+    }
+
+    #[test]
+    fn filtered_probes_fail_and_say_what_to_open() {
+        let nodes = [node("a1", "a", false), node("b1", "b", false)];
+        let everywhere = cluster(&nodes, &zones(2, true, &["a", "b"]));
+        assert_eq!(
+            status_of(&everywhere, Check::ProbesGetThrough),
+            Status::Fail
+        );
+        assert!(any_failed(&everywhere));
+        let probes = everywhere
+            .iter()
+            .find(|f| f.check == Check::ProbesGetThrough)
+            .unwrap();
+        assert!(
+            probes.fix.as_deref().unwrap().contains("ICMP"),
+            "{probes:?}"
+        );
+        let one_zone = cluster(&nodes, &zones(1, false, &["b"]));
+        assert_eq!(status_of(&one_zone, Check::ProbesGetThrough), Status::Fail);
+        // One node cut off is a warning: a node fault, placement avoids it.
+        let one_node = cluster(&nodes, &zones(1, false, &[]));
+        assert_eq!(status_of(&one_node, Check::ProbesGetThrough), Status::Warn);
+        assert!(!any_failed(&one_node));
+    }
+
+    #[test]
+    fn missing_zones_and_stale_nodes_warn_with_names() {
+        let nodes: Vec<NodeJson> = (0..8).map(|i| node(&format!("n{i}"), "", i == 0)).collect();
+        let findings = cluster(&nodes, &zones(0, false, &[]));
+        let labels = findings
+            .iter()
+            .find(|f| f.check == Check::ZoneLabels)
+            .unwrap();
+        assert_eq!(labels.status, Status::Warn);
+        assert!(
+            labels.detail.contains("n0, n1, n2, n3, n4 and 3 more"),
+            "{labels:?}"
+        );
+        assert_eq!(status_of(&findings, Check::StaleNodes), Status::Warn);
+    }
+
+    #[test]
+    fn no_agents_at_all_fails() {
+        let findings = cluster(&[], &zones(0, false, &[]));
+        assert_eq!(findings.len(), 1);
+        assert!(any_failed(&findings));
+    }
+
+    #[test]
+    fn a_node_without_an_echo_socket_fails() {
+        let neither = EchoSocketSeen::Neither {
+            raw: "Operation not permitted".into(),
+            datagram: "Permission denied".into(),
+            ping_group_range: Some("1\t0".into()),
+        };
+        assert!(any_failed(&super::node(&neither)));
+        assert!(!any_failed(&super::node(&EchoSocketSeen::Datagram)));
+    }
+}
