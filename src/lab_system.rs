@@ -35,6 +35,16 @@ pub struct AgentTiming {
     pub probe_timeout: Duration,
 }
 
+impl AgentTiming {
+    /// What the lab's tests run: a probe to each peer every 100 ms, 2 s
+    /// windows, so that a test sees full windows within seconds.
+    pub const FAST: AgentTiming = AgentTiming {
+        interval: Duration::from_millis(100),
+        window: Duration::from_secs(2),
+        probe_timeout: Duration::from_millis(500),
+    };
+}
+
 /// A running system on a lab.
 #[derive(Debug)]
 pub struct LabSystem {

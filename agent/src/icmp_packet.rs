@@ -124,8 +124,8 @@ pub fn echo_request(family: Family, ident: u16, seq: u16, nonce: u64) -> Vec<u8>
     packet
 }
 
-/// The RFC 1071 checksum.
-fn internet_checksum(data: &[u8]) -> u16 {
+/// The RFC 1071 checksum (the one ICMPv4 carries).
+pub fn internet_checksum(data: &[u8]) -> u16 {
     let mut sum: u32 = data
         .chunks(2)
         .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))

@@ -16,6 +16,7 @@ use std::io::Read;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::{Duration, Instant};
 
+use netaware_agent::icmp_packet::internet_checksum;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 /// How far either side of a predicted probe the forged replies go on:
@@ -114,14 +115,8 @@ fn echo_reply(ident: u16, seq: u16, payload: &[u8]) -> Vec<u8> {
     packet[4..6].copy_from_slice(&ident.to_be_bytes());
     packet[6..8].copy_from_slice(&seq.to_be_bytes());
     packet[8..].copy_from_slice(payload);
-    let mut sum: u32 = packet
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    packet[2..4].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let checksum = internet_checksum(&packet);
+    packet[2..4].copy_from_slice(&checksum.to_be_bytes());
     packet
 }
 

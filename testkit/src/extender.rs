@@ -82,6 +82,21 @@ impl FollowingExtender {
         }
     }
 
+    /// An extender following the collector of a lab `system`, through a
+    /// side door into the lab's control host (as in [`Self::start`]).
+    pub async fn following_lab(
+        system: &netaware::lab_system::LabSystem,
+        max_age: Duration,
+        shutdown: &CancellationToken,
+    ) -> Self {
+        let access = system
+            .lab()
+            .open_access("control")
+            .expect("a side door into the lab");
+        let collector = format!("http://{access}:{}", netaware::lab_system::COLLECTOR_PORT);
+        Self::start(collector, max_age, shutdown).await
+    }
+
     /// Its /metrics.
     pub async fn metrics(&self) -> String {
         crate::http::get(self.addr, "/metrics").await.1

@@ -15,11 +15,7 @@ use netaware_lab::{Topology, root_or_skip};
 use netaware_testkit::metrics::sample;
 use serde_json::json;
 
-const TIMING: AgentTiming = AgentTiming {
-    interval: Duration::from_millis(100),
-    window: Duration::from_secs(2),
-    probe_timeout: Duration::from_millis(500),
-};
+const TIMING: AgentTiming = AgentTiming::FAST;
 
 #[test]
 fn with_icmp_dropped_everywhere_placement_fails_open_and_says_why() {
@@ -108,12 +104,11 @@ fn with_icmp_dropped_everywhere_placement_fails_open_and_says_why() {
         rank.nodes
     );
 
-    let access = system.lab().open_access("control").unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let shutdown = tokio_util::sync::CancellationToken::new();
-        let extender = netaware_testkit::extender::FollowingExtender::start(
-            format!("http://{access}:7470"),
+        let extender = netaware_testkit::extender::FollowingExtender::following_lab(
+            &system,
             Duration::from_secs(10),
             &shutdown,
         )

@@ -10,11 +10,7 @@ use std::time::{Duration, Instant};
 use netaware::lab_system::{AgentTiming, LabSystem};
 use netaware_lab::{Topology, root_or_skip};
 
-const TIMING: AgentTiming = AgentTiming {
-    interval: Duration::from_millis(100),
-    window: Duration::from_secs(2),
-    probe_timeout: Duration::from_millis(500),
-};
+const TIMING: AgentTiming = AgentTiming::FAST;
 
 /// The count of forged replies an agent's /metrics reports.
 fn forged(metrics: &str) -> f64 {

@@ -12,11 +12,7 @@ use netaware_core::pair_rtt::RttBasis;
 use netaware_lab::{Faults, LinkProfile, Topology, root_or_skip};
 use serde::Deserialize;
 
-const TIMING: AgentTiming = AgentTiming {
-    interval: Duration::from_millis(100),
-    window: Duration::from_secs(2),
-    probe_timeout: Duration::from_millis(500),
-};
+const TIMING: AgentTiming = AgentTiming::FAST;
 
 /// These tests hold RTT and loss to the truth, so the collector plans no
 /// throughput tests here (tests/throughput_lab.rs and tests/demo.rs cover
@@ -611,15 +607,14 @@ fn a_job_scheduled_one_worker_at_a_time_lands_in_one_zone_on_its_best_hosts() {
         Duration::from_secs(60),
         |m| m.pairs.len() == pairs && m.pairs.iter().all(|p| p.samples >= 50),
     );
-    let access = system.lab().open_access("control").unwrap();
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         // The extender as in its pod: scores from the collector's watch, and
         // the API server (for bind) played by a tower-test mock.
         let shutdown = tokio_util::sync::CancellationToken::new();
-        let extender = netaware_testkit::extender::FollowingExtender::start(
-            format!("http://{access}:7470"),
+        let extender = netaware_testkit::extender::FollowingExtender::following_lab(
+            &system,
             Duration::from_secs(5),
             &shutdown,
         )

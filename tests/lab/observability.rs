@@ -215,11 +215,7 @@ async fn wait_for_alert(
     alerts
 }
 
-const TIMING: AgentTiming = AgentTiming {
-    interval: Duration::from_millis(100),
-    window: Duration::from_secs(2),
-    probe_timeout: Duration::from_millis(500),
-};
+const TIMING: AgentTiming = AgentTiming::FAST;
 
 /// Prometheus's configuration: every second, the collector, the agents and
 /// the extender, under the job names the dashboard and the rules use (the

@@ -14,11 +14,7 @@ use netaware::lab_system::{AgentTiming, LabSystem};
 use netaware_lab::{Topology, root_or_skip};
 use serde_json::{Value, json};
 
-const TIMING: AgentTiming = AgentTiming {
-    interval: Duration::from_millis(100),
-    window: Duration::from_secs(2),
-    probe_timeout: Duration::from_millis(500),
-};
+const TIMING: AgentTiming = AgentTiming::FAST;
 
 /// What the extender answered for a job's next worker: the nodes that
 /// pass its filter, every candidate's priority, and the one it picks.
@@ -80,15 +76,14 @@ fn rank_explain_and_the_extender_agree_on_settings_other_than_the_defaults() {
         assert!(Instant::now() < deadline, "the matrix never filled");
         std::thread::sleep(Duration::from_secs(1));
     }
-    let access = system.lab().open_access("control").unwrap();
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         // The extender as in its pod, on its default flags: scores from the
         // collector's watch, binds to a mock API server.
         let shutdown = tokio_util::sync::CancellationToken::new();
-        let extender = netaware_testkit::extender::FollowingExtender::start(
-            format!("http://{access}:7470"),
+        let extender = netaware_testkit::extender::FollowingExtender::following_lab(
+            &system,
             Duration::from_secs(10),
             &shutdown,
         )

@@ -22,11 +22,7 @@ use netaware_lab::{Faults, Topology, root_or_skip};
 /// One lab at a time: two would share two cores and blur the timing.
 static ONE_LAB_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-const TIMING: AgentTiming = AgentTiming {
-    interval: Duration::from_millis(100),
-    window: Duration::from_secs(2),
-    probe_timeout: Duration::from_millis(500),
-};
+const TIMING: AgentTiming = AgentTiming::FAST;
 
 /// The collector's /metrics, through the side door.
 fn scrape(collector: SocketAddr) -> Option<String> {
