@@ -196,7 +196,7 @@ pub enum EchoAccess {
     },
 }
 
-/// What [`EchoSocket::open`] would get for `family`, without keeping it.
+/// What the agent's echo sockets would get for `family`, without keeping one.
 pub fn echo_access(family: Family) -> EchoAccess {
     match new_echo_socket(family) {
         Ok((_, None)) => EchoAccess::Raw,

@@ -479,10 +479,12 @@ mod tests {
 
     /// Each node of `ZONE` probing the next two in a ring, with the RTT
     /// and loss `figures` gives the pair.
+    /// Each node probes its two neighbours on a ring, so that each pair of
+    /// neighbours is measured both ways and no other pair either way.
     fn ring(figures: impl Fn(&str, &str) -> (f64, f64)) -> ScoredMatrix {
         let mut measured = Vec::new();
         for (i, (src, _)) in ZONE.iter().enumerate() {
-            for step in 1..=2 {
+            for step in [1, ZONE.len() - 1] {
                 let dst = ZONE[(i + step) % ZONE.len()].0;
                 let (rtt, loss) = figures(src, dst);
                 measured.push((*src, dst, rtt, loss));

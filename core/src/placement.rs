@@ -30,7 +30,7 @@ use crate::NodeKind;
 use crate::estimate::Estimate;
 use crate::memo::LastAnswer;
 use crate::node_estimate::{End, Group};
-use crate::score::Terms;
+use crate::score::{Fallback, Source, Terms};
 use crate::scored::{ScoredMatrix, ScoredPair};
 use crate::verdict::Failure;
 
@@ -603,6 +603,25 @@ impl TermSums {
         self.add(pair.quality, &pair.terms, pair.is_fallback(), 1);
     }
 
+    /// A pair nobody probes whose reverse was measured: the reverse's
+    /// delay and loss, and `throughput` (term and source) as estimated.
+    fn add_reversed(
+        &mut self,
+        reverse: &ScoredPair,
+        throughput: Option<(f64, Source)>,
+        fallback: Fallback,
+    ) {
+        let (throughput, throughput_source) = throughput.unwrap_or((0.0, Source::Unknown));
+        let terms = Terms::of(
+            (reverse.terms.delay, reverse.terms.delay_source),
+            (reverse.terms.loss, reverse.terms.loss_source),
+            (throughput, throughput_source),
+            reverse.terms.dead,
+        );
+        let fallback_pair = reverse.is_fallback();
+        self.add(fallback.quality(&terms), &terms, fallback_pair, 1);
+    }
+
     /// `count` pairs nobody measured, each taken to be `estimate`.
     fn add_estimates(&mut self, estimate: &Estimate, count: u32) {
         self.add(estimate.quality, &estimate.terms, true, count);
@@ -849,12 +868,69 @@ fn zone_terms(
     };
     let mate = |j: usize| feasible_set[j] && matrix.zone_index(j) == Some(zone);
     let mut sums = TermSums::default();
-    let (mut measured_out, mut measured_in) = (0u32, 0u32);
-    for pair in matrix.links(node).filter(|pair| mate(pair.other_end(node))) {
-        sums.add_pair(pair);
-        if pair.src == node {
-            measured_out += 1;
-        } else {
+    // Each direction's pairs with mates, by the mate at the other end.
+    let (mut outgoing, mut incoming): (Vec<&ScoredPair>, Vec<&ScoredPair>) = matrix
+        .links(node)
+        .filter(|pair| mate(pair.other_end(node)))
+        .partition(|pair| pair.src == node);
+    outgoing.sort_unstable_by_key(|p| p.other_end(node));
+    incoming.sort_unstable_by_key(|p| p.other_end(node));
+    // Where the pair with `other` sits in `pairs`.
+    let reverse_of = |pairs: &[&ScoredPair], other: usize| {
+        pairs
+            .binary_search_by_key(&other, |p| p.other_end(node))
+            .ok()
+    };
+    // A round trip takes the same path either way: a direction without
+    // fresh figures (nobody probes it now, or its data went stale) whose
+    // reverse was measured takes the reverse's delay and loss (goodput,
+    // which is one-way, is its own). Otherwise which of a node's pairs the
+    // rotating peer sets probe now, not the node, would decide how many
+    // estimates (and their penalty) it carries.
+    let fallback = matrix.fallback();
+    for (pairs, reverses) in [(&outgoing, &incoming), (&incoming, &outgoing)] {
+        for pair in pairs.iter() {
+            let reverse = reverse_of(reverses, pair.other_end(node))
+                .map(|i| reverses[i])
+                .filter(|reverse| pair.is_fallback() && !reverse.is_fallback());
+            match reverse {
+                Some(reverse) => sums.add_reversed(
+                    reverse,
+                    Some((pair.terms.throughput, pair.terms.throughput_source)),
+                    fallback,
+                ),
+                None => sums.add_pair(pair),
+            }
+        }
+    }
+    let mut measured_out = u32::try_from(outgoing.len()).unwrap_or(u32::MAX);
+    let mut measured_in = u32::try_from(incoming.len()).unwrap_or(u32::MAX);
+    let mates_group = matrix.zone_group(zone);
+    let throughput_estimate = |me_first: bool| {
+        mates_group.map(|mates| {
+            let (me, mates) = (End::Node(node), End::Group(mates));
+            let estimate = if me_first {
+                matrix.estimate_between(me, mates)
+            } else {
+                matrix.estimate_between(mates, me)
+            };
+            (estimate.terms.throughput, estimate.terms.throughput_source)
+        })
+    };
+    // The directions nobody probes at all, where the reverse is measured.
+    if matrix.probes(node) {
+        let throughput = throughput_estimate(true);
+        for reverse in incoming.iter().filter(|r| !r.is_fallback()) {
+            if reverse_of(&outgoing, reverse.src).is_none() {
+                sums.add_reversed(reverse, throughput, fallback);
+                measured_out += 1;
+            }
+        }
+    }
+    let throughput = throughput_estimate(false);
+    for reverse in outgoing.iter().filter(|r| !r.is_fallback()) {
+        if matrix.probes(reverse.dst) && reverse_of(&incoming, reverse.dst).is_none() {
+            sums.add_reversed(reverse, throughput, fallback);
             measured_in += 1;
         }
     }
@@ -1036,6 +1112,36 @@ mod tests {
             placed,
             ..JobRequest::default()
         }
+    }
+
+    #[test]
+    fn a_direction_nobody_probes_takes_its_reverse_round_trip() {
+        // b2 is 2 ms slower than its mates; the rotating peer sets probe
+        // b1 <-> b2 both ways, b3 -> b1 and b3 -> b2 only.
+        let nodes = [("b1", "zone-b"), ("b2", "zone-b"), ("b3", "zone-b")];
+        let measured = [
+            ("b1", "b2", 2.2, 0.0),
+            ("b2", "b1", 2.2, 0.0),
+            ("b3", "b1", 0.2, 0.0),
+            ("b3", "b2", 2.2, 0.0),
+        ];
+        let placer = Placer::new(
+            scored(&nodes, &measured, 1_000_000),
+            PlacementConfig::default(),
+        );
+        let ranking = placer.rank(&job(1, &[]));
+        let node = |name: &str| ranking.nodes.iter().find(|n| n.name == name).unwrap();
+        // Every pair is measured one way or the other: nothing estimated,
+        // and b1 -> b3 is as good as b3 -> b1.
+        for name in ["b1", "b2", "b3"] {
+            assert_eq!(node(name).terms.fallback_pairs, 0, "{:?}", node(name));
+            assert_eq!(node(name).terms.pairs, 4);
+        }
+        assert!(node("b1").terms.delay > node("b2").terms.delay);
+        assert!(node("b3").terms.delay > node("b2").terms.delay);
+        assert_eq!(names(&ranking).last(), Some(&"b2"), "{ranking:?}");
+        // b1 and b3 see the same links: their delay terms agree.
+        assert!((node("b1").terms.delay - node("b3").terms.delay).abs() < 1e-9);
     }
 
     fn names<'a>(ranking: &Ranking<'a>) -> Vec<&'a str> {
