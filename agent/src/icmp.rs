@@ -143,10 +143,13 @@ impl Icmp {
         };
         let (tx, rx) = oneshot::channel();
         let nonce: u64 = rand::random();
-        let sent_at = SystemTime::now();
-        lock(&socket.pending).insert((host, seq), nonce, sent_at, tx);
         let packet = echo_request(socket.family, self.ident, seq, nonce);
         let target = SockAddr::from(SocketAddr::new(host, 0));
+        // The probe waits before it leaves (its reply may come back before
+        // this task runs again), stamped for the early check no later
+        // than it leaves; the RTT starts after the map, at the send.
+        lock(&socket.pending).insert((host, seq), nonce, SystemTime::now(), tx);
+        let sent_at = SystemTime::now();
         let sent = socket
             .socket
             .async_io(Interest::WRITABLE, |s| s.send_to(&packet, &target))

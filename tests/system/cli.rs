@@ -101,8 +101,15 @@ async fn json_contracts_and_tables() {
     assert!(pairs.iter().all(|p| p["src"] != "b"), "{pairs:?}");
 
     let zones: Value = serde_json::from_str(&zones).unwrap();
-    assert_eq!(keys(&zones), ["zone_pairs", "zones"]);
+    assert_eq!(
+        keys(&zones),
+        ["cannot_measure", "unreached_nodes", "zone_pairs", "zones"]
+    );
+    // Every pair answered: netaware measures.
+    assert_eq!(zones["cannot_measure"], false);
+    assert_eq!(zones["unreached_nodes"], 0);
     assert_eq!(zones["zones"][0]["name"], "zone-a");
+    assert_eq!(zones["zones"][0]["cannot_measure"], false);
     assert_eq!(zones["zone_pairs"][0]["measured_pairs"], 1);
 
     let rank: Value = serde_json::from_str(&rank).unwrap();
