@@ -327,8 +327,11 @@ fn matrix_matches_the_topology_and_ping_and_placement_follows_it() {
     );
 
     // RTT: every pair against the configured truth plus the emulator's
-    // overhead, and against ping over the same pair, pinged after the
-    // matrix was read.
+    // overhead, and against ping over the same pair. The agents' medians
+    // are read once the pings are done, so that the windows they come
+    // from (the last 12 s) hold the pings' 7 s: the two cross the
+    // emulator at the same time and under the same load, which drifts
+    // from one stretch of seconds to the next on a shared machine.
     let all_pairs: Vec<(&str, &str)> = workers
         .iter()
         .flat_map(|src| {
@@ -339,7 +342,8 @@ fn matrix_matches_the_topology_and_ping_and_placement_follows_it() {
         })
         .collect();
     let pinged = ping_pairs(&system, &all_pairs);
-    let readings = rtt_readings(&system, &matrix, &all_pairs, &pinged, overhead);
+    let during_pings = system.matrix().unwrap();
+    let readings = rtt_readings(&system, &during_pings, &all_pairs, &pinged, overhead);
     let stats = system.lab().stats().unwrap();
     eprintln!(
         "{}\nemulator: {} delayed packets left {:.1} us late on average, {} us at most",
