@@ -233,18 +233,35 @@ impl LabSystem {
         self.wait_for_collector()
     }
 
-    /// Waits until the collector answers, so that a test's first question
-    /// does not race its start.
+    /// Waits until the collector's gRPC port answers HTTP/2 (asked by
+    /// curl from the control host, whatever binary the system runs), so
+    /// that a test's first question does not race its start.
     fn wait_for_collector(&self) -> anyhow::Result<()> {
+        let control = &self.lab.control().spec;
+        let url = format!("http://{}:{COLLECTOR_PORT}/", control.address);
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         loop {
-            match self.ask(&["zones", "-o", "json"]) {
-                Ok(_) => return Ok(()),
-                Err(error) if std::time::Instant::now() > deadline => {
-                    return Err(error.context("the collector never answered"));
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            let answered = self
+                .lab
+                .command(&control.name, "curl")?
+                .args([
+                    "-s",
+                    "-o",
+                    "/dev/null",
+                    "--http2-prior-knowledge",
+                    "--max-time",
+                    "1",
+                    &url,
+                ])
+                .status()?
+                .success();
+            if answered {
+                return Ok(());
             }
+            if std::time::Instant::now() > deadline {
+                bail!("the collector never answered on {url}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
     }
 
