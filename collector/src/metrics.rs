@@ -353,14 +353,13 @@ fn register_reachability(registry: &mut Registry, snapshot: &ScoredMatrix, summa
         "Nodes whose every fresh pair, either way, went unanswered",
         unreached,
     );
-    let unmeasured: Vec<&str> = snapshot.zones_that_cannot_be_measured();
     let zones = Family::<ZoneLabels, Gauge>::default();
     for zone in &summary.zones {
         zones
             .get_or_create(&ZoneLabels {
                 zone: zone.name.clone(),
             })
-            .set(i64::from(unmeasured.contains(&zone.name.as_str())));
+            .set(i64::from(zone.cannot_measure));
     }
     registry.register(
         "zone_cannot_measure",
