@@ -7,7 +7,8 @@ use netaware_core::pair_rtt::RttBasis;
 use netaware_core::placement::{Basis, PlacementConfig};
 use netaware_core::verdict::FailureCode;
 use netaware_proto::convert::{
-    basis_from_wire, failure_from_wire, neutral_from_wire, placement_from_wire, rtt_basis_from_wire,
+    self, basis_from_wire, failure_from_wire, neutral_from_wire, placement_from_wire,
+    rtt_basis_from_wire,
 };
 use netaware_proto::v1 as pb;
 use serde::{Deserialize, Serialize};
@@ -67,6 +68,12 @@ pub struct PairJson {
     pub age_s: Option<f64>,
     /// q(src, dst) in [0, 1].
     pub quality: f64,
+    /// The transport of the figures (`icmp`, `udp`, `tcp`), null when no
+    /// window carried the pair.
+    pub probe: Option<String>,
+    /// Transports found filtered towards dst (no reply while `probe` got
+    /// through).
+    pub filtered: Vec<String>,
 }
 
 impl From<&pb::Matrix> for MatrixJson {
@@ -107,8 +114,18 @@ impl From<&pb::Pair> for PairJson {
             samples: p.samples,
             age_s: (p.age_s >= 0.0).then_some(p.age_s),
             quality: p.quality,
+            probe: p.probe.and_then(transport_name),
+            filtered: p
+                .filtered
+                .iter()
+                .filter_map(|t| transport_name(*t))
+                .collect(),
         }
     }
+}
+
+fn transport_name(wire: i32) -> Option<String> {
+    convert::transport_from_wire(wire).map(|t| t.as_str().to_owned())
 }
 
 /// Writes `matrix --json` page by page, as the pages arrive: a large

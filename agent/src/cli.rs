@@ -80,6 +80,15 @@ pub struct AgentArgs {
     /// HTTPS on /metrics and /healthz (with --tls-cert).
     #[command(flatten)]
     pub http_tls: netaware_runtime::tls::HttpTlsArgs,
+    /// Which transports probe the peers: `auto` (ICMP where it gets
+    /// through, else UDP, else a TCP handshake, per peer), or one of
+    /// `icmp`, `udp`, `tcp` alone.
+    #[arg(long, env = "NETAWARE_PROBE", default_value = "auto", value_parser = parse_probe_mode)]
+    pub probe: crate::transport_choice::ProbeMode,
+    /// UDP port of the STAMP reflector that answers peers' UDP probes on
+    /// this node's addresses (0: run none).
+    #[arg(long, env = "NETAWARE_UDP_PORT", default_value_t = crate::reflector::DEFAULT_PORT)]
+    pub udp_port: u16,
     /// Port of /metrics and /healthz on this node's first address (0: none).
     #[arg(long, env = "NETAWARE_METRICS_PORT", default_value_t = crate::DEFAULT_METRICS_PORT)]
     pub metrics_port: u16,
@@ -117,7 +126,14 @@ impl AgentArgs {
             throughput_port: (self.throughput_port != 0).then_some(self.throughput_port),
             throughput_buffer: (self.throughput_buffer != 0).then_some(self.throughput_buffer),
             metrics_port: (self.metrics_port != 0).then_some(self.metrics_port),
+            probe: self.probe,
+            udp_port: (self.udp_port != 0).then_some(self.udp_port),
             ..AgentConfig::new(&self.node, self.addresses, zone, &self.collector)
         }
     }
+}
+
+fn parse_probe_mode(name: &str) -> Result<crate::transport_choice::ProbeMode, String> {
+    crate::transport_choice::ProbeMode::from_name(name)
+        .ok_or_else(|| format!("{name:?} is none of auto, icmp, udp, tcp"))
 }

@@ -3,6 +3,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use netaware_core::transport::Transport;
+
 use crate::replies::Refusal;
 
 /// Monotonic counters of the agent's work.
@@ -38,11 +40,28 @@ pub struct Counters {
     pub throughput_claims_refused: AtomicU64,
     /// Replies refused, by [`Refusal`] (in the order of [`Refusal::ALL`]).
     pub replies_refused: [AtomicU64; 4],
+    /// UDP replies whose reflector claimed to hold the probe longer than
+    /// the prober takes out.
+    pub holds_cut: AtomicU64,
+    /// UDP probes of peers this agent's reflector answered.
+    pub reflected: AtomicU64,
+    /// Packets to the reflector that were no STAMP request.
+    pub reflector_refused: AtomicU64,
+    /// Probes the reflector left unanswered, over its rate.
+    pub reflector_limited: AtomicU64,
+    /// Probes sent, by transport (in the order of [`Transport::ALL`]).
+    pub probes_by_transport: [AtomicU64; 3],
 }
 
 impl Counters {
-    pub(crate) fn probe_sent(&self) {
+    pub(crate) fn probe_sent(&self, transport: Transport) {
         self.probes_sent.fetch_add(1, Relaxed);
+        self.probes_by_transport[transport as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Probes sent by `transport`.
+    pub fn sent_by(&self, transport: Transport) -> u64 {
+        Self::get(&self.probes_by_transport[transport as usize])
     }
 
     pub(crate) fn probe_error(&self) {

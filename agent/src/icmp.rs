@@ -24,43 +24,25 @@
 //! filter in the kernel passes only echo replies carrying this agent's
 //! identifier: the agent never wakes up for the rest.
 
-// Unsafe is allowed here only for the kernel interface: recvmsg with control messages (the kernel's receive timestamps) and registering raw sockets with tokio.
-#![allow(unsafe_code)]
-
 use std::io::{self, ErrorKind};
-use std::mem::MaybeUninit;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::fd::AsRawFd;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
-use tokio::sync::oneshot;
 
 use crate::AgentError;
 use crate::counters::Counters;
 use crate::icmp_packet::{
     Family, echo_reply_filter, echo_request, ipv4_header_len, parse_echo_reply,
 };
-use crate::replies::{Outstanding, Verdict};
+use crate::kernel_stamps;
+use crate::pending::Pending;
+pub use crate::pending::ProbeError;
 
-/// SO_TIMESTAMPNS and its control message type (include/uapi/asm-generic/socket.h).
-const SO_TIMESTAMPNS: libc::c_int = 35;
-
-/// What a single probe can end in besides a reply.
-#[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
-    /// No reply within the timeout: counted as loss.
-    #[error("no reply within the timeout")]
-    Timeout,
-    /// The probe could not be sent (counted as loss too).
-    #[error("probe failed: {0}")]
-    Failed(String),
-}
-
-type Pending = Mutex<Outstanding<(IpAddr, u16), oneshot::Sender<SystemTime>>>;
+type EchoPending = Pending<(IpAddr, u16), SystemTime>;
 
 /// One ICMP socket, its receive task and the probes waiting for replies.
 #[derive(Debug)]
@@ -70,7 +52,7 @@ struct EchoSocket {
     /// Raw sockets see IPv4 headers and need our identifier checked;
     /// datagram ICMP sockets get only their own replies, without header.
     raw: bool,
-    pending: Pending,
+    pending: EchoPending,
 }
 
 /// The agent's ICMP sockets.
@@ -141,41 +123,25 @@ impl Icmp {
                 .as_ref()
                 .ok_or_else(|| ProbeError::Failed("no IPv6 socket".into()))?,
         };
-        let (tx, rx) = oneshot::channel();
         let nonce: u64 = rand::random();
         let packet = echo_request(socket.family, self.ident, seq, nonce);
         let target = SockAddr::from(SocketAddr::new(host, 0));
-        // The probe waits before it leaves (its reply may come back before
-        // this task runs again), stamped for the early check no later
-        // than it leaves; the RTT starts after the map, at the send.
-        lock(&socket.pending).insert((host, seq), nonce, SystemTime::now(), tx);
+        let key = (host, seq);
+        // Stamped for the early check no later than the probe leaves; the
+        // RTT starts after the map, at the send.
+        let waiter = socket.pending.expect(key, nonce, SystemTime::now());
         let sent_at = SystemTime::now();
         let sent = socket
             .socket
             .async_io(Interest::WRITABLE, |s| s.send_to(&packet, &target))
             .await;
         if let Err(err) = sent {
-            lock(&socket.pending).forget(&(host, seq));
+            socket.pending.forget(&key);
             return Err(ProbeError::Failed(err.to_string()));
         }
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(received_at)) => Ok(received_at.duration_since(sent_at).unwrap_or_default()),
-            Ok(Err(_)) => Err(ProbeError::Failed("receiver stopped".into())),
-            Err(_) => {
-                lock(&socket.pending).expire(&(host, seq));
-                Err(ProbeError::Timeout)
-            }
-        }
+        let received_at = socket.pending.wait(&key, waiter, timeout).await?;
+        Ok(received_at.duration_since(sent_at).unwrap_or_default())
     }
-}
-
-fn lock(
-    pending: &Pending,
-) -> std::sync::MutexGuard<'_, Outstanding<(IpAddr, u16), oneshot::Sender<SystemTime>>> {
-    // A panic while holding this lock leaves the map usable.
-    pending
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Which ICMP echo socket this process may open, as the agent opens them:
@@ -237,32 +203,12 @@ impl EchoSocket {
         if raw {
             socket.attach_filter(&echo_reply_filter(family, ident))?;
         }
-        let on: libc::c_int = 1;
-        // SAFETY: setsockopt reads an int from a valid pointer for its size.
-        let result = unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                SO_TIMESTAMPNS,
-                (&on as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if result != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        socket.set_nonblocking(true)?;
-        // SAFETY: the socket owns its descriptor, which stays open and the
-        // same for as long as the AsyncFd that owns the socket.
-        let socket = unsafe {
-            AsyncFd::register_with_interest(socket, Interest::READABLE | Interest::WRITABLE)
-        }
-        .map_err(io::Error::from)?;
+        let socket = kernel_stamps::register(socket)?;
         Ok(Self {
             socket,
             family,
             raw,
-            pending: Mutex::new(Outstanding::default()),
+            pending: Pending::default(),
         })
     }
 }
@@ -273,9 +219,9 @@ async fn receive(socket: Arc<EchoSocket>, ident: u16, counters: Arc<Counters>) {
     loop {
         let received = socket
             .socket
-            .async_io(Interest::READABLE, |s| recv_with_timestamp(s, &mut buffer))
+            .async_io(Interest::READABLE, |s| kernel_stamps::recv(s, &mut buffer))
             .await;
-        let (len, from, stamped) = match received {
+        let (len, from, stamped) = match received.map(|(len, from, at)| (len, from.ip(), at)) {
             Ok(received) => received,
             Err(err) if err.kind() == ErrorKind::Interrupted => continue,
             Err(err) => {
@@ -302,72 +248,12 @@ async fn receive(socket: Arc<EchoSocket>, ident: u16, counters: Arc<Counters>) {
             continue;
         }
         let received_at = stamped.unwrap_or_else(SystemTime::now);
-        let verdict = lock(&socket.pending).answer(&(from, reply.seq), reply.nonce, received_at);
-        match verdict {
-            Verdict::Answered(waiter) => {
-                let _ = waiter.send(received_at);
-            }
-            Verdict::Refused(reason) => counters.reply_refused(reason),
-        }
+        socket.pending.answer(
+            &(from, reply.seq),
+            reply.nonce,
+            received_at,
+            received_at,
+            &counters,
+        );
     }
-}
-
-/// recvmsg: the packet, its source, and the kernel's receive timestamp.
-fn recv_with_timestamp(
-    socket: &Socket,
-    buffer: &mut [u8],
-) -> io::Result<(usize, IpAddr, Option<SystemTime>)> {
-    let mut name = MaybeUninit::<libc::sockaddr_storage>::zeroed();
-    let mut control = [0u8; 128];
-    let mut iov = libc::iovec {
-        iov_base: buffer.as_mut_ptr().cast(),
-        iov_len: buffer.len(),
-    };
-    // SAFETY: an all-zero msghdr is valid; its pointers are set below to
-    // buffers that outlive the call.
-    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
-    message.msg_name = name.as_mut_ptr().cast();
-    message.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-    message.msg_iov = &mut iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control.as_mut_ptr().cast();
-    message.msg_controllen = control.len() as _;
-    // SAFETY: every buffer in `message` is valid for writing for its length.
-    let len = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut message, 0) };
-    if len < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the storage was zeroed and the kernel wrote a sockaddr of the
-    // family it names into it; each family's struct fits in the storage.
-    let from = unsafe {
-        let storage = name.assume_init();
-        match libc::c_int::from(storage.ss_family) {
-            libc::AF_INET => {
-                let v4: libc::sockaddr_in =
-                    std::ptr::read_unaligned((&storage as *const libc::sockaddr_storage).cast());
-                IpAddr::V4(Ipv4Addr::from(u32::from_be(v4.sin_addr.s_addr)))
-            }
-            libc::AF_INET6 => {
-                let v6: libc::sockaddr_in6 =
-                    std::ptr::read_unaligned((&storage as *const libc::sockaddr_storage).cast());
-                IpAddr::V6(Ipv6Addr::from(v6.sin6_addr.s6_addr))
-            }
-            _ => return Err(io::Error::other("reply from an address that is not IP")),
-        }
-    };
-    let mut stamped = None;
-    // SAFETY: walking the control messages the kernel wrote into `control`,
-    // with the kernel's own CMSG macros; the data of SCM_TIMESTAMPNS is a
-    // struct timespec, read unaligned.
-    unsafe {
-        let mut cmsg = libc::CMSG_FIRSTHDR(&message);
-        while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == SO_TIMESTAMPNS {
-                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
-                stamped = Some(UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
-            }
-            cmsg = libc::CMSG_NXTHDR(&message, cmsg);
-        }
-    }
-    Ok((len as usize, from, stamped))
 }

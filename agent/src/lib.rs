@@ -1,10 +1,12 @@
 //! The netaware node agent.
 //!
 //! One agent runs on every node (a DaemonSet on Kubernetes). It opens a
-//! session with the collector, learns which peers to probe, probes each with
-//! ICMP echo once per interval (spread over the interval, with jitter), and
-//! sends one window of figures per peer every window length, with the node's
-//! load.
+//! session with the collector, learns which peers to probe, probes each
+//! once per interval (spread over the interval, with jitter) by the
+//! transport that gets through (ICMP echo, else UDP in the STAMP format,
+//! else a TCP handshake: [`transport_choice`]), and sends one window of
+//! figures per peer every window length, with the node's load. It answers
+//! its peers' UDP probes with its [`reflector`].
 //!
 //! It also runs a [`throughput`] server, and runs the throughput tests the
 //! collector orders.
@@ -22,15 +24,23 @@ pub mod counters;
 pub mod icmp;
 pub mod icmp_packet;
 pub mod inbound;
+pub mod kernel_stamps;
 pub mod measure;
 pub mod metrics;
 pub mod node_stats;
 pub mod outbox;
+pub mod pending;
+pub mod probers;
 pub mod quiet;
+pub mod reflector;
 pub mod replies;
 pub mod schedule;
 pub mod session;
+pub mod stamp_packet;
+pub mod tcp_probe;
 pub mod throughput;
+pub mod transport_choice;
+pub mod udp;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -78,6 +88,19 @@ pub enum AgentError {
         "cannot open an ICMP socket ({0}); run as root, grant CAP_NET_RAW, or allow unprivileged ICMP with sysctl net.ipv4.ping_group_range"
     )]
     IcmpSocket(std::io::Error),
+    /// The UDP probe socket could not be opened.
+    #[error("cannot open a UDP socket for probes: {0}")]
+    UdpSocket(std::io::Error),
+    /// The STAMP reflector could not listen.
+    #[error(
+        "cannot open the UDP reflector on {addr}: {source} (choose another --udp-port, or 0 for none)"
+    )]
+    Reflector {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// The configuration is unusable.
     #[error("invalid agent configuration: {0}")]
     Config(#[from] ConfigError),
@@ -143,6 +166,11 @@ pub struct AgentConfig {
     /// Whether to watch the echo requests that reach this node, which is
     /// how one-way loss is measured; it takes a raw socket (CAP_NET_RAW).
     pub inbound: InboundWatch,
+    /// Which transports probe the peers.
+    pub probe: transport_choice::ProbeMode,
+    /// UDP port of the STAMP reflector on the node's addresses; `None`
+    /// runs none (peers then probe this node by ICMP or TCP only).
+    pub udp_port: Option<u16>,
 }
 
 /// Whether an agent watches the echo requests that reach its node.
@@ -175,6 +203,8 @@ impl AgentConfig {
             tls: None,
             metrics_tls: None,
             inbound: InboundWatch::Watch,
+            probe: transport_choice::ProbeMode::Auto,
+            udp_port: Some(reflector::DEFAULT_PORT),
         }
     }
 
@@ -233,7 +263,7 @@ impl Agent {
             IpAddr::V4(_) => None,
         });
         let counters = Arc::new(Counters::default());
-        let icmp = Arc::new(icmp::Icmp::open(v4, v6, Arc::clone(&counters))?);
+        let probers = Arc::new(open_probers(&config, v4, v6, &counters)?);
         let (peers_tx, peers_rx) = watch::channel(Vec::new());
         let (windows_tx, windows_rx) = mpsc::channel(16);
         let hello = Hello {
@@ -246,6 +276,7 @@ impl Agent {
             probe_interval_ms: config.interval.as_millis().try_into().unwrap_or(u32::MAX),
             instance: rand::random(),
             throughput_port: config.throughput_port.map_or(0, u32::from),
+            stamp_port: config.udp_port.map_or(0, u32::from),
         };
         let timing = measure::MeasureTiming {
             interval: config.interval,
@@ -310,8 +341,24 @@ impl Agent {
                 tracing::warn!(%err, "cannot watch inbound echo requests: one-way loss is not measured")
             }
         }
+        if let Some(port) = config.udp_port {
+            for ip in [v4.map(IpAddr::V4), v6.map(IpAddr::V6)]
+                .into_iter()
+                .flatten()
+            {
+                let addr = std::net::SocketAddr::new(ip, port);
+                let socket = reflector::bind(addr)
+                    .map_err(|source| AgentError::Reflector { addr, source })?;
+                tasks.spawn(reflector::serve(
+                    socket,
+                    Arc::clone(&counters),
+                    shutdown.clone(),
+                ));
+            }
+        }
         tasks.spawn(measure::run(
-            icmp,
+            probers,
+            config.probe,
             timing,
             peers_rx,
             requests_rx,
@@ -348,6 +395,46 @@ impl Agent {
     pub async fn wait(mut self) {
         while self.tasks.join_next().await.is_some() {}
     }
+}
+
+/// Opens the probers that `config.probe` may use. Without the right to an
+/// ICMP socket an agent that may use UDP and TCP goes on with those, and
+/// says so; one told to probe by ICMP alone stops.
+fn open_probers(
+    config: &AgentConfig,
+    v4: Option<std::net::Ipv4Addr>,
+    v6: Option<std::net::Ipv6Addr>,
+    counters: &Arc<Counters>,
+) -> Result<probers::Probers, AgentError> {
+    use netaware_core::transport::Transport;
+    use transport_choice::ProbeMode;
+    let wants =
+        |t: Transport| config.probe == ProbeMode::Auto || config.probe == ProbeMode::Only(t);
+    let icmp = if wants(Transport::Icmp) {
+        match icmp::Icmp::open(v4, v6, Arc::clone(counters)) {
+            Ok(icmp) => Some(icmp),
+            Err(err) if config.probe == ProbeMode::Auto => {
+                tracing::warn!(%err, "probing by UDP and TCP only");
+                None
+            }
+            Err(err) => return Err(err),
+        }
+    } else {
+        None
+    };
+    let udp = if wants(Transport::Udp) {
+        Some(
+            udp::Udp::open(&config.addresses, Arc::clone(counters))
+                .map_err(AgentError::UdpSocket)?,
+        )
+    } else {
+        None
+    };
+    Ok(probers::Probers {
+        icmp,
+        udp,
+        local: config.addresses.clone(),
+    })
 }
 
 /// Opens the throughput server on each of `addresses` (one per family).

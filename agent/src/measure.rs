@@ -10,7 +10,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use netaware_core::window::{OpenWindow, Probe};
+use netaware_core::transport::{Transport, TransportSet};
+use netaware_core::window::{OpenWindow, Probe, Purpose};
 use netaware_proto::convert::peer_window_to_wire;
 use netaware_proto::v1::{Peer, PeerWindow, Window};
 use tokio::sync::{mpsc, watch};
@@ -18,11 +19,13 @@ use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use crate::counters::Counters;
-use crate::icmp::{Icmp, ProbeError};
 use crate::inbound::{InboundTracker, Request};
 use crate::node_stats::NodeStatsSampler;
+use crate::pending::ProbeError;
+use crate::probers::Probers;
 use crate::quiet::QuietPeers;
 use crate::schedule::probe_offsets;
+use crate::transport_choice::{ProbeMode, TransportChoice};
 
 /// Extra time past the probe timeout before a window is closed.
 const CLOSE_GRACE: Duration = Duration::from_millis(50);
@@ -42,13 +45,15 @@ struct ProbeResult {
     window: u64,
     peer: String,
     probe: Probe,
+    usable: TransportSet,
 }
 
 /// Probes the peers from `peers` until `shutdown`, sending one [`Window`]
 /// per window length to `windows`. Peers that `quiet` pauses are skipped.
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
-    icmp: Arc<Icmp>,
+    probers: Arc<Probers>,
+    mode: ProbeMode,
     timing: MeasureTiming,
     mut peers: watch::Receiver<Vec<Peer>>,
     mut inbound: mpsc::Receiver<Request>,
@@ -69,6 +74,7 @@ pub async fn run(
     let mut stats = NodeStatsSampler::new();
     let mut tracker = InboundTracker::default();
     let mut peer_names = names_by_address(&peers.borrow());
+    let mut choice = TransportChoice::new(mode);
 
     loop {
         let close_at = started
@@ -87,13 +93,29 @@ pub async fn run(
                 }
                 let now = Instant::now();
                 let window = (now - started).as_millis() as u64 / window_ms;
+                let usable = probers.usable(&peer);
+                let Some(plan) = choice.plan(&peer.name, usable) else {
+                    counters.probe_error();
+                    continue;
+                };
                 let seq = sequences.entry(peer.name.clone()).or_default();
                 *seq = seq.wrapping_add(1);
-                order += 1;
-                counters.probe_sent();
-                spawn_probe(&icmp, peer, *seq, window, order, timing.probe_timeout, &results_tx, &counters);
+                let mut probe = |transport, purpose, seq| {
+                    order += 1;
+                    counters.probe_sent(transport);
+                    let due = Due { peer: peer.clone(), transport, purpose, seq, window, order, usable };
+                    spawn_probe(&probers, due, timing.probe_timeout, &results_tx, &counters);
+                };
+                probe(plan.measure, Purpose::Measure, *seq);
+                if let Some(scout) = plan.scout {
+                    *seq = seq.wrapping_add(1);
+                    probe(scout, Purpose::Scout, *seq);
+                }
             }
             Some(result) = results.recv() => {
+                let answered = result.probe.rtt_ms.is_some();
+                let probe = result.probe;
+                choice.observe(&result.peer, probe.transport, probe.purpose, answered, result.usable);
                 if result.window >= next_to_close {
                     open.entry(result.window).or_default().record(&result.peer, result.probe);
                 }
@@ -125,6 +147,7 @@ pub async fn run(
             }
             Ok(()) = peers.changed() => {
                 peer_names = names_by_address(&peers.borrow());
+                choice.retain(|name| peer_names.values().any(|n| n == name));
                 // A new peer set starts with the next cycle, so that no peer
                 // is probed twice within one interval.
                 let end = plan.end;
@@ -134,28 +157,44 @@ pub async fn run(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn spawn_probe(
-    icmp: &Arc<Icmp>,
+/// A probe due now, and where its outcome goes.
+struct Due {
     peer: Peer,
+    transport: Transport,
+    purpose: Purpose,
     seq: u16,
     window: u64,
     order: u64,
+    usable: TransportSet,
+}
+
+fn spawn_probe(
+    probers: &Arc<Probers>,
+    due: Due,
     timeout: Duration,
     results: &mpsc::Sender<ProbeResult>,
     counters: &Arc<Counters>,
 ) {
-    let icmp = Arc::clone(icmp);
+    let probers = Arc::clone(probers);
     let results = results.clone();
     let counters = Arc::clone(counters);
     tokio::spawn(async move {
+        let Due {
+            peer,
+            transport,
+            purpose,
+            seq,
+            window,
+            order,
+            usable,
+        } = due;
         let rtt_ms = match peer.address.parse::<IpAddr>() {
-            Ok(host) => match icmp.probe(host, seq, timeout).await {
+            Ok(host) => match probers.probe(transport, host, &peer, seq, timeout).await {
                 Ok(rtt) => Some(rtt.as_secs_f64() * 1e3),
                 Err(ProbeError::Timeout) => None,
                 Err(ProbeError::Failed(err)) => {
                     counters.probe_error();
-                    tracing::debug!(peer = %peer.name, %err, "probe failed");
+                    tracing::debug!(peer = %peer.name, %transport, %err, "probe failed");
                     None
                 }
             },
@@ -164,13 +203,19 @@ fn spawn_probe(
                 None
             }
         };
-        let probe = Probe { order, rtt_ms };
+        let probe = Probe {
+            order,
+            rtt_ms,
+            transport,
+            purpose,
+        };
         // The loop only stops at shutdown, when the outcome no longer matters.
         let _ = results
             .send(ProbeResult {
                 window,
                 peer: peer.name,
                 probe,
+                usable,
             })
             .await;
     });

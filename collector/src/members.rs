@@ -112,6 +112,7 @@ mod tests {
             address: "127.0.0.2".into(),
             zone: zone.into(),
             region: String::new(),
+            ..Peer::default()
         }
     }
 

@@ -48,6 +48,9 @@ pub struct SavedNode {
     pub window_ms: u64,
     /// Its throughput server's port (0: none).
     pub throughput_port: u32,
+    /// Its STAMP reflector's port (0: none, or saved before it was kept).
+    #[serde(default)]
+    pub stamp_port: u32,
     /// The agent process's instance, and the sequence number of its last
     /// accepted window.
     pub instance: u64,
@@ -213,6 +216,7 @@ impl SavedNode {
             probe_interval_ms: u32::try_from(self.window_ms).unwrap_or(u32::MAX),
             instance: self.instance,
             throughput_port: self.throughput_port,
+            stamp_port: self.stamp_port,
             ..Hello::default()
         }
     }

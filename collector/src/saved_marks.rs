@@ -72,6 +72,7 @@ mod tests {
             region: String::new(),
             window_ms: 1_000,
             throughput_port: 0,
+            stamp_port: 0,
             instance,
             last_seq,
             last_seen: 0,

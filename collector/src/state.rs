@@ -94,14 +94,27 @@ pub struct CollectorState {
     matrix: PairMatrix,
     seq_marks: HashMap<String, SeqMark>,
     node_stats: HashMap<String, NodeStats>,
-    throughput_ports: HashMap<String, u32>,
+    ports: HashMap<String, AgentPorts>,
     planner: Option<Planner>,
     issued: HashMap<u64, IssuedTest>,
     throughput_counts: ThroughputCounts,
     version: u64,
 }
 
+/// Where an agent answers its peers: its throughput server (which TCP
+/// probes also reach) and its STAMP reflector; 0 for none.
+#[derive(Debug, Clone, Copy, Default)]
+struct AgentPorts {
+    throughput: u32,
+    stamp: u32,
+}
+
 impl CollectorState {
+    /// The ports `node` said in its hello (none for an inventory node).
+    fn ports_of(&self, node: &str) -> AgentPorts {
+        self.ports.get(node).copied().unwrap_or_default()
+    }
+
     /// An empty state with these inventory nodes.
     pub fn new(config: ModelConfig, inventory: Vec<NodeInfo>) -> Self {
         let mut registry = Registry::new();
@@ -114,7 +127,7 @@ impl CollectorState {
             registry,
             seq_marks: HashMap::new(),
             node_stats: HashMap::new(),
-            throughput_ports: HashMap::new(),
+            ports: HashMap::new(),
             planner: config
                 .throughput
                 .map(|t| Planner::new(t.plan).expect("a ThroughputConfig is validated")),
@@ -180,11 +193,8 @@ impl CollectorState {
                     zone: entry.info.zone.clone(),
                     region: entry.info.region.clone(),
                     window_ms: entry.window_ms,
-                    throughput_port: self
-                        .throughput_ports
-                        .get(&entry.info.name)
-                        .copied()
-                        .unwrap_or(0),
+                    throughput_port: self.ports_of(&entry.info.name).throughput,
+                    stamp_port: self.ports_of(&entry.info.name).stamp,
                     instance: mark.instance,
                     last_seq: mark.last_seq,
                     last_seen: entry.last_seen.unwrap_or(0),
@@ -244,8 +254,13 @@ impl CollectorState {
                 last_seq: 0,
             };
         }
-        self.throughput_ports
-            .insert(name.clone(), hello.throughput_port);
+        self.ports.insert(
+            name.clone(),
+            AgentPorts {
+                throughput: hello.throughput_port,
+                stamp: hello.stamp_port,
+            },
+        );
         self.version += 1;
         Ok((name, changed))
     }
@@ -261,6 +276,8 @@ impl CollectorState {
                 address: entry.info.address.clone(),
                 zone: entry.info.zone.clone(),
                 region: entry.info.region.clone(),
+                stamp_port: self.ports_of(&entry.info.name).stamp,
+                tcp_port: self.ports_of(&entry.info.name).throughput,
             })
             .collect();
         Members::new(
@@ -347,13 +364,13 @@ impl CollectorState {
         };
         self.issued
             .retain(|_, test| test.end.saturating_add(ISSUED_KEPT_MS) > now);
+        let ports = &self.ports;
         let testable = self.registry.nodes().filter(|entry| {
             entry.info.kind == NodeKind::Agent
                 && !entry.agent_stale(now)
-                && self
-                    .throughput_ports
+                && ports
                     .get(&entry.info.name)
-                    .is_some_and(|&p| p > 0)
+                    .is_some_and(|p| p.throughput > 0)
         });
         planner.set_nodes(
             testable.map(|e| (e.info.name.as_str(), e.info.zone.as_str())),
@@ -381,7 +398,7 @@ impl CollectorState {
                 role: throughput_order::Role::Client.into(),
                 peer: test.server.clone(),
                 peer_address: server.info.address.clone(),
-                port: self.throughput_ports[&test.server],
+                port: self.ports_of(&test.server).throughput,
                 ..order.clone()
             };
             let server_order = ThroughputOrder {

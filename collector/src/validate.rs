@@ -147,9 +147,11 @@ pub fn window(
         if !seen.insert(peer.peer.as_str()) {
             return invalid(format!("peer {:?} appears twice in one window", peer.peer));
         }
+        let refused = |err: &dyn std::fmt::Display| Invalid(format!("peer {:?}: {err}", peer.peer));
         let (pair, one_way) = convert::peer_window_from_wire(peer)
+            .map_err(|err| refused(&err))?
             .checked(window.end_unix_ms)
-            .map_err(|err| Invalid(format!("peer {:?}: {err}", peer.peer)))?;
+            .map_err(|err| refused(&err))?;
         pairs.push(CheckedPeerWindow {
             peer: peer.peer.clone(),
             pair,
@@ -275,6 +277,7 @@ mod tests {
             probe_interval_ms: 100,
             instance: 1,
             throughput_port: 0,
+            stamp_port: 0,
         }
     }
 

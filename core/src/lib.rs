@@ -28,6 +28,8 @@
 //! - [`pair_rtt`]: any pair's RTT, measured or estimated, and on what basis.
 //! - [`window`]: an agent's probes folded into the windows it reports.
 //! - [`stats`]: quantiles, medians and means, one definition for all.
+//! - [`transport`]: how a pair was probed (ICMP, UDP, TCP), and what was
+//!   found filtered on the way.
 //! - [`throughput_plan`]: which throughput tests run when, within a budget.
 //! - [`labels`]: a node's zone and region from its Kubernetes labels.
 //! - [`blocks`]: groups of a zone's nodes close to each other, by clustering.
@@ -60,6 +62,7 @@ pub mod scored;
 pub mod scored_pair;
 pub mod stats;
 pub mod throughput_plan;
+pub mod transport;
 pub mod verdict;
 pub mod window;
 

@@ -12,6 +12,7 @@ use foldhash::HashMap;
 
 use crate::UnixMillis;
 use crate::chunked::SharedChunks;
+use crate::transport::{Transport, TransportSet};
 
 /// Longest RTT the matrix accepts, in milliseconds: anything above is a
 /// broken clock or a broken agent, not a network.
@@ -51,6 +52,11 @@ pub struct PairWindow {
     pub received: u32,
     /// RTT figures; `None` exactly when nothing was received.
     pub rtt: Option<RttStats>,
+    /// The transport of the probes.
+    pub probe: Transport,
+    /// Transports tried towards the peer that got no reply while `probe`
+    /// did: filtered on the way.
+    pub filtered: TransportSet,
 }
 
 /// Why a window was refused.
@@ -119,6 +125,8 @@ impl PairWindow {
                 sent,
                 received,
                 rtt: None,
+                probe: Transport::Icmp,
+                filtered: TransportSet::EMPTY,
             });
         }
         for (field, value) in [
@@ -151,7 +159,19 @@ impl PairWindow {
             sent,
             received,
             rtt: Some(rtt),
+            probe: Transport::Icmp,
+            filtered: TransportSet::EMPTY,
         })
+    }
+
+    /// The same window, probed by `probe`, with `filtered` tried and
+    /// unanswered beside it (a window is ICMP's unless said otherwise).
+    pub fn probed_by(self, probe: Transport, filtered: TransportSet) -> Self {
+        Self {
+            probe,
+            filtered,
+            ..self
+        }
     }
 }
 
@@ -243,6 +263,11 @@ pub struct PairSummary {
     pub throughput: Option<Throughput>,
     /// Loss from src to dst alone, over the one-way windows dst reported.
     pub one_way_loss_ratio: Option<f64>,
+    /// The transport of the windows (all of them: one transport's figures
+    /// are never averaged with another's); `None` without windows.
+    pub probe: Option<Transport>,
+    /// What the newest window found filtered on the way.
+    pub filtered: TransportSet,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -353,9 +378,19 @@ impl PairMatrix {
     }
 
     /// Adds a window to the pair src -> dst. Windows are kept in order of
-    /// their end, so a late one lands in its place.
+    /// their end, so a late one lands in its place. The windows kept are
+    /// all of one transport: a newer window of another starts the history
+    /// again, an older one of another is dropped.
     pub fn record(&mut self, src: &str, dst: &str, window: PairWindow) {
         self.change(src, dst, |history, kept| {
+            if let Some(newest) = history.windows.back()
+                && newest.probe != window.probe
+            {
+                if window.end < newest.end {
+                    return;
+                }
+                history.windows.clear();
+            }
             insert_ordered(&mut history.windows, window, |w| w.end, kept);
         });
     }
@@ -474,6 +509,8 @@ fn summarize(history: &PairHistory) -> PairSummary {
         last_end: windows.back().map(|w| w.end),
         throughput: history.throughput,
         one_way_loss_ratio: (expected > 0).then(|| (expected - arrived) as f64 / expected as f64),
+        probe: windows.back().map(|w| w.probe),
+        filtered: windows.back().map_or(TransportSet::EMPTY, |w| w.filtered),
     }
 }
 
@@ -531,6 +568,37 @@ mod tests {
             max: median,
             jitter: 0.0,
         }
+    }
+
+    #[test]
+    fn one_transports_figures_are_never_averaged_with_anothers() {
+        let mut m = PairMatrix::new(10);
+        let icmp = |end, median| PairWindow::new(end, 10, 10, rtt(median)).unwrap();
+        let udp = |end, median| icmp(end, median).probed_by(Transport::Udp, TransportSet::EMPTY);
+        m.record("a", "b", icmp(1_000, 1.0));
+        m.record("a", "b", icmp(2_000, 1.0));
+        m.record("a", "b", udp(3_000, 5.0));
+        let s = m.summary("a", "b");
+        assert_eq!(
+            (s.probe, s.rtt_median_ms, s.samples),
+            (Some(Transport::Udp), Some(5.0), 10)
+        );
+        // A late ICMP window, older than the UDP one, is dropped; a newer
+        // one starts again.
+        m.record("a", "b", icmp(2_500, 1.0));
+        assert_eq!(m.summary("a", "b").rtt_median_ms, Some(5.0));
+        let filtered = TransportSet::of([Transport::Udp]);
+        m.record(
+            "a",
+            "b",
+            icmp(4_000, 2.0).probed_by(Transport::Icmp, filtered),
+        );
+        let s = m.summary("a", "b");
+        assert_eq!(
+            (s.probe, s.rtt_median_ms, s.filtered),
+            (Some(Transport::Icmp), Some(2.0), filtered)
+        );
+        assert_eq!(PairMatrix::new(1).summary("a", "b").probe, None);
     }
 
     #[test]

@@ -174,6 +174,7 @@ mod lab_shape {
     use crate::peers::{PeerBound, choose};
     use crate::registry::Registry;
     use crate::score::ScoreConfig;
+    use crate::transport::Transport;
     use crate::window::{OpenWindow, Probe};
     use crate::{NodeInfo, NodeKind};
 
@@ -270,7 +271,10 @@ mod lab_shape {
                     for _ in 0..20 {
                         order += 1;
                         let rtt_ms = Some(rtt + jitter(0.01 + 0.002 * rtt));
-                        open.record(NODES[dst].0, Probe { order, rtt_ms });
+                        open.record(
+                            NODES[dst].0,
+                            Probe::measured(order, rtt_ms, Transport::Icmp),
+                        );
                     }
                 }
                 for peer_window in open.finish() {

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use crate::UnixMillis;
 use crate::matrix::{OneWayWindow, PairWindow, RttStats, WindowError};
 use crate::stats::nearest_rank;
+use crate::transport::{Transport, TransportSet};
 
 /// What became of one probe.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -22,6 +23,32 @@ pub struct Probe {
     pub order: u64,
     /// Round-trip time in ms, or `None` when no reply came in time.
     pub rtt_ms: Option<f64>,
+    /// How it was sent.
+    pub transport: Transport,
+    /// What it was for.
+    pub purpose: Purpose,
+}
+
+/// Why a probe was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// For the window's figures.
+    Measure,
+    /// To see whether a transport the agent prefers gets through again:
+    /// it decides which transport measures, and never enters the figures.
+    Scout,
+}
+
+impl Probe {
+    /// A probe for the window's figures.
+    pub fn measured(order: u64, rtt_ms: Option<f64>, transport: Transport) -> Self {
+        Self {
+            order,
+            rtt_ms,
+            transport,
+            purpose: Purpose::Measure,
+        }
+    }
 }
 
 /// What one agent measured towards one peer over one window: the figures
@@ -36,6 +63,11 @@ pub struct PeerWindow {
     pub received: u32,
     /// RTT figures over the replies (all zero without replies).
     pub rtt: RttStats,
+    /// The transport of the probes counted here.
+    pub probe: Transport,
+    /// Transports tried towards the peer in the window that got no reply
+    /// while `probe` did: filtered on the way, not lost.
+    pub filtered: TransportSet,
     /// Echo requests from the peer that its sequence numbers say it sent.
     pub inbound_expected: u32,
     /// Of those, the ones that arrived.
@@ -50,7 +82,8 @@ impl PeerWindow {
         &self,
         end: UnixMillis,
     ) -> Result<(PairWindow, Option<OneWayWindow>), WindowError> {
-        let pair = PairWindow::new(end, self.sent, self.received, self.rtt)?;
+        let pair = PairWindow::new(end, self.sent, self.received, self.rtt)?
+            .probed_by(self.probe, self.filtered);
         let one_way = if self.inbound_expected > 0 || self.inbound_received > 0 {
             Some(OneWayWindow::new(
                 end,
@@ -114,15 +147,50 @@ impl OpenWindow {
             .into_iter()
             .map(|(peer, mut record)| {
                 record.probes.sort_by_key(|p| p.order);
+                let (probe, filtered) = transports(&record.probes);
+                let counted: Vec<Probe> = record
+                    .probes
+                    .iter()
+                    .filter(|p| p.purpose == Purpose::Measure && p.transport == probe)
+                    .copied()
+                    .collect();
                 PeerWindow {
+                    probe,
+                    filtered,
                     // Late arrivals can outnumber the gaps seen in a window.
                     inbound_expected: record.inbound_expected,
                     inbound_received: record.inbound_received.min(record.inbound_expected),
-                    ..figures(peer, &record.probes)
+                    ..figures(peer, &counted)
                 }
             })
             .collect()
     }
+}
+
+/// The transport a peer's window counts (that of its newest measuring
+/// probe: an agent that changed transport in the window counts only the
+/// new one's probes), and the transports that got no reply in the window
+/// while that one did.
+fn transports(in_order: &[Probe]) -> (Transport, TransportSet) {
+    let counted = in_order
+        .iter()
+        .rev()
+        .find(|p| p.purpose == Purpose::Measure)
+        .map_or(Transport::default(), |p| p.transport);
+    let answered = |t: Transport| {
+        in_order
+            .iter()
+            .any(|p| p.transport == t && p.rtt_ms.is_some())
+    };
+    let mut filtered = TransportSet::EMPTY;
+    if answered(counted) {
+        for p in in_order {
+            if p.transport != counted && !answered(p.transport) {
+                filtered.insert(p.transport);
+            }
+        }
+    }
+    (counted, filtered)
 }
 
 fn figures(peer: String, probes: &[Probe]) -> PeerWindow {
@@ -166,7 +234,38 @@ mod tests {
     use proptest::prelude::*;
 
     fn probe(order: u64, rtt_ms: Option<f64>) -> Probe {
-        Probe { order, rtt_ms }
+        Probe::measured(order, rtt_ms, Transport::Icmp)
+    }
+
+    #[test]
+    fn a_window_counts_one_transport_and_names_what_was_filtered() {
+        let mut window = OpenWindow::new();
+        // ICMP lost twice, then the agent moved to UDP, which answers;
+        // a scout back to ICMP is lost too, and a TCP scout answered.
+        window.record("b", probe(1, None));
+        window.record("b", probe(2, None));
+        window.record("b", Probe::measured(3, Some(1.0), Transport::Udp));
+        window.record("b", Probe::measured(4, None, Transport::Udp));
+        let scout = |order, rtt_ms, transport| Probe {
+            purpose: Purpose::Scout,
+            ..Probe::measured(order, rtt_ms, transport)
+        };
+        window.record("b", scout(5, None, Transport::Icmp));
+        window.record("b", scout(6, Some(9.0), Transport::Tcp));
+        window.record("b", Probe::measured(7, Some(3.0), Transport::Udp));
+        let b = &window.finish()[0];
+        assert_eq!(b.probe, Transport::Udp);
+        assert_eq!((b.sent, b.received, b.rtt.max), (3, 2, 3.0));
+        assert_eq!(b.filtered, TransportSet::of([Transport::Icmp]));
+        // Nothing answered at all: nothing is called filtered, it is lost.
+        let mut silent = OpenWindow::new();
+        silent.record("c", probe(1, None));
+        silent.record("c", Probe::measured(2, None, Transport::Udp));
+        let c = &silent.finish()[0];
+        assert_eq!((c.probe, c.sent, c.received), (Transport::Udp, 1, 0));
+        assert!(c.filtered.is_empty());
+        let (pair, _) = b.checked(1).unwrap();
+        assert_eq!((pair.probe, pair.filtered), (b.probe, b.filtered));
     }
 
     #[test]

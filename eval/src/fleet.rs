@@ -38,6 +38,7 @@ use netaware_core::registry::Registry;
 use netaware_core::score::ScoreConfig;
 use netaware_core::scored::ScoredMatrix;
 use netaware_core::throughput_plan::{PLAN_EVERY_MS, PlanConfig, PlanError, Planner};
+use netaware_core::transport::Transport;
 use netaware_core::window::{OpenWindow, Probe};
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};
 use rand::rngs::StdRng;
@@ -230,7 +231,10 @@ impl<'c> Fleet<'c> {
                             && !self.rng.random_bool(back_link.loss.clamp(0.0, 1.0));
                         let rtt_ms =
                             arrives.then(|| truth.rtt_ms + exponential(jitter_mean, &mut self.rng));
-                        window.record(candidates[dst].0, Probe { order, rtt_ms });
+                        window.record(
+                            candidates[dst].0,
+                            Probe::measured(order, rtt_ms, Transport::Icmp),
+                        );
                     }
                 }
                 for peer_window in window.finish() {

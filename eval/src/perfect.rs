@@ -11,6 +11,7 @@ use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::peers::{PeerBound, choose};
 use netaware_core::score::ScoreConfig;
 use netaware_core::scored::{NodeView, ScoredMatrix, ScoredPair, own_terms};
+use netaware_core::transport::{Transport, TransportSet};
 use netaware_core::{NodeInfo, NodeKind};
 use rand::Rng;
 
@@ -52,6 +53,8 @@ pub fn matrix(
                     tcp_rtt_ms: None,
                 }),
                 one_way_loss_ratio: None,
+                probe: Some(Transport::Icmp),
+                filtered: TransportSet::EMPTY,
             };
             let terms = own_terms(config, &config.measured_terms(&summary, true, now));
             pairs.push(ScoredPair {

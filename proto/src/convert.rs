@@ -23,6 +23,7 @@ use netaware_core::pair_rtt::{PairRtt, RttBasis};
 use netaware_core::placement::{Basis, PlacementConfig, Placer};
 use netaware_core::score::{Fallback, Source, Terms, Weights};
 use netaware_core::scored::{NodeView, ScoredMatrix, ScoredPair, ZoneSummary};
+use netaware_core::transport::{Transport, TransportSet};
 use netaware_core::verdict::FailureCode;
 use netaware_core::window::PeerWindow;
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};
@@ -39,6 +40,34 @@ pub fn source_to_wire(source: Source) -> pb::Source {
         Source::ZoneAverage => pb::Source::ZoneAverage,
         Source::Unknown => pb::Source::Unknown,
     }
+}
+
+/// The wire form of a transport.
+pub fn transport_to_wire(transport: Transport) -> pb::Transport {
+    match transport {
+        Transport::Icmp => pb::Transport::Icmp,
+        Transport::Udp => pb::Transport::Udp,
+        Transport::Tcp => pb::Transport::Tcp,
+    }
+}
+
+/// A transport from the wire; `None` for a value this build does not know.
+pub fn transport_from_wire(value: i32) -> Option<Transport> {
+    Some(match pb::Transport::try_from(value).ok()? {
+        pb::Transport::Icmp => Transport::Icmp,
+        pb::Transport::Udp => Transport::Udp,
+        pb::Transport::Tcp => Transport::Tcp,
+    })
+}
+
+fn transports_to_wire(set: TransportSet) -> Vec<i32> {
+    set.iter().map(|t| transport_to_wire(t).into()).collect()
+}
+
+/// A set of transports from the wire, leaving out values this build does
+/// not know.
+fn transports_from_wire(values: &[i32]) -> TransportSet {
+    TransportSet::of(values.iter().filter_map(|v| transport_from_wire(*v)))
 }
 
 /// A term's source from the wire; anything unknown is `Unknown`.
@@ -245,14 +274,17 @@ pub fn peer_window_to_wire(window: &PeerWindow) -> pb::PeerWindow {
         jitter_ms: window.rtt.jitter,
         inbound_expected: window.inbound_expected,
         inbound_received: window.inbound_received,
+        probe: transport_to_wire(window.probe).into(),
+        filtered: transports_to_wire(window.filtered),
     }
 }
 
 /// A peer window from the wire, as sent: the collector checks it into the
 /// matrix with [`PeerWindow::checked`], which refuses what no agent can
-/// have measured.
-pub fn peer_window_from_wire(window: &pb::PeerWindow) -> PeerWindow {
-    PeerWindow {
+/// have measured. A transport this build does not know is an error
+/// there: its figures must not be taken for another transport's.
+pub fn peer_window_from_wire(window: &pb::PeerWindow) -> Result<PeerWindow, UnknownTransport> {
+    Ok(PeerWindow {
         peer: window.peer.clone(),
         sent: window.sent,
         received: window.received,
@@ -266,8 +298,15 @@ pub fn peer_window_from_wire(window: &pb::PeerWindow) -> PeerWindow {
         },
         inbound_expected: window.inbound_expected,
         inbound_received: window.inbound_received,
-    }
+        probe: transport_from_wire(window.probe).ok_or(UnknownTransport(window.probe))?,
+        filtered: transports_from_wire(&window.filtered),
+    })
 }
+
+/// A peer window names a transport this build does not know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("probe transport {0} is not one this collector knows (icmp 0, udp 1, tcp 2)")]
+pub struct UnknownTransport(pub i32);
 
 /// The wire form of a scored pair, naming its ends by `name`.
 pub fn pair_to_wire<'n>(
@@ -303,6 +342,8 @@ pub fn pair_to_wire<'n>(
         }),
         stale: pair.stale,
         one_way_loss_ratio: s.one_way_loss_ratio,
+        probe: s.probe.map(|t| transport_to_wire(t).into()),
+        filtered: transports_to_wire(s.filtered),
     }
 }
 
@@ -331,6 +372,8 @@ pub fn pair_from_wire(
                 tcp_rtt_ms: pair.throughput_tcp_rtt_ms,
             }),
             one_way_loss_ratio: pair.one_way_loss_ratio.map(unit),
+            probe: pair.probe.and_then(transport_from_wire),
+            filtered: transports_from_wire(&pair.filtered),
         },
         age_ms: seconds_to_ms(pair.age_s),
         stale: pair.stale,

@@ -215,6 +215,8 @@ fn same_figures(a: &ScoredPair, b: &ScoredPair) -> bool {
         last_end: _,
         throughput,
         one_way_loss_ratio,
+        probe,
+        filtered,
     } = summary;
     // A goodput's time goes on the wire as an age.
     let timeless = |t: Option<Throughput>| t.map(|t| Throughput { at: 0, ..t });
@@ -226,6 +228,8 @@ fn same_figures(a: &ScoredPair, b: &ScoredPair) -> bool {
         && *samples == other.samples
         && timeless(*throughput) == timeless(other.throughput)
         && *one_way_loss_ratio == other.one_way_loss_ratio
+        && *probe == other.probe
+        && *filtered == other.filtered
         && *stale == b.stale
         && *terms == b.terms
         && *quality == b.quality

@@ -19,6 +19,18 @@ pub fn start_agent(
     collector: &Collector,
     shutdown: &CancellationToken,
 ) -> Agent {
+    start_agent_with(name, address, zone, collector, shutdown, |config| config)
+}
+
+/// [`start_agent`], its configuration changed by `change` first.
+pub fn start_agent_with(
+    name: &str,
+    address: &str,
+    zone: &str,
+    collector: &Collector,
+    shutdown: &CancellationToken,
+    change: impl FnOnce(AgentConfig) -> AgentConfig,
+) -> Agent {
     let address: IpAddr = address.parse().unwrap();
     let config = AgentConfig {
         interval: Duration::from_millis(100),
@@ -32,5 +44,5 @@ pub fn start_agent(
             &format!("http://{}", collector.grpc_addr),
         )
     };
-    Agent::start(config, shutdown.clone()).expect("agent starts")
+    Agent::start(change(config), shutdown.clone()).expect("agent starts")
 }

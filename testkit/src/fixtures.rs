@@ -18,6 +18,7 @@ pub fn hello(node: &str) -> pb::Hello {
         instance: 42,
         // No throughput server: hand-driven sessions get no test orders.
         throughput_port: 0,
+        stamp_port: 0,
     }
 }
 

@@ -24,7 +24,7 @@ pub mod wait;
 
 pub use netaware_runtime::clock::now_ms;
 
-pub use agent::{AGENT_METRICS_PORT, start_agent};
+pub use agent::{AGENT_METRICS_PORT, start_agent, start_agent_with};
 pub use collector::{collector_config, start_collector, start_collector_on, start_collector_with};
 pub use fixtures::{good_peer, hello, hello_message, window};
 pub use http::{get, post, serve_extender, serve_extender_on};

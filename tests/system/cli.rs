@@ -79,9 +79,11 @@ async fn json_contracts_and_tables() {
         [
             "age_s",
             "dst",
+            "filtered",
             "jitter_ms",
             "loss_ratio",
             "one_way_loss_ratio",
+            "probe",
             "quality",
             "rtt_median_ms",
             "rtt_p99_ms",
@@ -97,6 +99,8 @@ async fn json_contracts_and_tables() {
     assert_eq!(ab["rtt_median_ms"], 0.2);
     assert_eq!(ab["loss_ratio"], 0.0);
     assert_eq!(ab["samples"], 10);
+    assert_eq!(ab["probe"], "icmp", "what the fixture's window says");
+    assert_eq!(ab["filtered"], serde_json::json!([]));
     assert!(ab["throughput_bps"].is_null(), "null until measured");
     assert!(pairs.iter().all(|p| p["src"] != "b"), "{pairs:?}");
 

@@ -15,4 +15,5 @@ mod outage;
 mod robustness;
 mod state;
 mod tls;
+mod transports;
 mod watch;

@@ -1,0 +1,113 @@
+//! Sockets whose packets the kernel stamps as they arrive: turning the
+//! stamps on (SO_TIMESTAMPNS, as ping does), registering the socket with
+//! tokio, and reading a packet with its source and stamp (recvmsg and its
+//! control messages). The ICMP prober, the UDP prober and the UDP
+//! reflector all read this way, so that none of their times carries the
+//! delay of waking the agent up.
+
+// Unsafe is allowed here only for the kernel interface: setsockopt, recvmsg with control messages, and registering raw sockets with tokio.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use socket2::Socket;
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+/// SO_TIMESTAMPNS and its control message type (include/uapi/asm-generic/socket.h).
+const SO_TIMESTAMPNS: libc::c_int = 35;
+
+/// Turns on the kernel's receive stamps, makes the socket non-blocking and
+/// registers it with tokio for reading and writing.
+pub fn register(socket: Socket) -> io::Result<AsyncFd<Socket>> {
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt reads an int from a valid pointer for its size.
+    let result = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if result != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    socket.set_nonblocking(true)?;
+    // SAFETY: the socket owns its descriptor, which stays open and the
+    // same for as long as the AsyncFd that owns the socket.
+    unsafe { AsyncFd::register_with_interest(socket, Interest::READABLE | Interest::WRITABLE) }
+        .map_err(io::Error::from)
+}
+
+/// recvmsg: the packet, its source, and the kernel's receive timestamp
+/// (`None` where the kernel gave none).
+pub fn recv(
+    socket: &Socket,
+    buffer: &mut [u8],
+) -> io::Result<(usize, SocketAddr, Option<SystemTime>)> {
+    let mut name = MaybeUninit::<libc::sockaddr_storage>::zeroed();
+    let mut control = [0u8; 128];
+    let mut iov = libc::iovec {
+        iov_base: buffer.as_mut_ptr().cast(),
+        iov_len: buffer.len(),
+    };
+    // SAFETY: an all-zero msghdr is valid; its pointers are set below to
+    // buffers that outlive the call.
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_name = name.as_mut_ptr().cast();
+    message.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    message.msg_iov = &mut iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.as_mut_ptr().cast();
+    message.msg_controllen = control.len() as _;
+    // SAFETY: every buffer in `message` is valid for writing for its length.
+    let len = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut message, 0) };
+    if len < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the storage was zeroed and the kernel wrote a sockaddr of the
+    // family it names into it; each family's struct fits in the storage.
+    let from = unsafe {
+        let storage = name.assume_init();
+        match libc::c_int::from(storage.ss_family) {
+            libc::AF_INET => {
+                let v4: libc::sockaddr_in =
+                    std::ptr::read_unaligned((&storage as *const libc::sockaddr_storage).cast());
+                SocketAddr::new(
+                    IpAddr::V4(Ipv4Addr::from(u32::from_be(v4.sin_addr.s_addr))),
+                    u16::from_be(v4.sin_port),
+                )
+            }
+            libc::AF_INET6 => {
+                let v6: libc::sockaddr_in6 =
+                    std::ptr::read_unaligned((&storage as *const libc::sockaddr_storage).cast());
+                SocketAddr::new(
+                    IpAddr::V6(Ipv6Addr::from(v6.sin6_addr.s6_addr)),
+                    u16::from_be(v6.sin6_port),
+                )
+            }
+            _ => return Err(io::Error::other("reply from an address that is not IP")),
+        }
+    };
+    let mut stamped = None;
+    // SAFETY: walking the control messages the kernel wrote into `control`,
+    // with the kernel's own CMSG macros; the data of SCM_TIMESTAMPNS is a
+    // struct timespec, read unaligned.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&message);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == SO_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
+                stamped = Some(UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
+            }
+            cmsg = libc::CMSG_NXTHDR(&message, cmsg);
+        }
+    }
+    Ok((len as usize, from, stamped))
+}
