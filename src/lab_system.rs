@@ -13,6 +13,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use netaware_core::transport::Transport;
 use netaware_lab::{Lab, Topology};
 
 use crate::json::{EstimateJson, MatrixJson, RankJson, TopologyJson, ZonesJson};
@@ -158,22 +159,29 @@ impl LabSystem {
         Ok(String::from_utf8(output.stdout)?)
     }
 
-    /// Drops every ICMP echo request that reaches `host`, as a host
-    /// firewall or a cloud security group that lets no ICMP in would.
-    pub fn drop_echo_requests(&self, host: &str) -> anyhow::Result<()> {
-        self.iptables(
-            host,
-            &[
-                "-A",
-                "INPUT",
-                "-p",
-                "icmp",
-                "--icmp-type",
-                "echo-request",
-                "-j",
-                "DROP",
-            ],
-        )
+    /// Drops every probe of `transport` that reaches `host`, as a host
+    /// firewall or a cloud security group that lets it in would: ICMP echo
+    /// requests, UDP to the agents' reflector port, or TCP to their
+    /// throughput port (the handshakes).
+    pub fn drop_probes(&self, host: &str, transport: Transport) -> anyhow::Result<()> {
+        let udp_port = netaware_agent::reflector::DEFAULT_PORT.to_string();
+        let tcp_port = netaware_agent::DEFAULT_THROUGHPUT_PORT.to_string();
+        let matches: Vec<&str> = match transport {
+            Transport::Icmp => vec!["-p", "icmp", "--icmp-type", "echo-request"],
+            Transport::Udp => vec!["-p", "udp", "--dport", &udp_port],
+            Transport::Tcp => vec!["-p", "tcp", "--dport", &tcp_port],
+        };
+        let mut args = vec!["-A", "INPUT"];
+        args.extend(matches);
+        args.extend(["-j", "DROP"]);
+        self.iptables(host, &args)
+    }
+
+    /// Drops every probe of every transport that reaches `host`.
+    pub fn drop_every_probe(&self, host: &str) -> anyhow::Result<()> {
+        Transport::ALL
+            .into_iter()
+            .try_for_each(|transport| self.drop_probes(host, transport))
     }
 
     /// Takes away every firewall rule of `host`.

@@ -1,8 +1,14 @@
-//! A firewall the agents did not set up: once `netaware doctor` has found
-//! the healthy lab healthy, every worker host drops ICMP echo requests
-//! (iptables in its namespace), so no probe gets through. The matrix shows
-//! every pair unanswered, and netaware says it cannot measure instead of
-//! failing nodes for loss it never saw: the collector's
+//! A firewall the agents did not set up, closed one transport at a time
+//! in every worker host (iptables in its namespace), the agents on their
+//! default flags.
+//!
+//! With ICMP echo dropped, the agents measure by UDP (STAMP to each
+//! other's reflectors): every pair measured, called ICMP-filtered, the
+//! lossy a3 kept out of a job and the slow b2 seen slow, and `netaware
+//! doctor` passes with a warning that names the filter. With UDP dropped
+//! too, by TCP handshakes, the same. With TCP dropped too, no probe gets
+//! through: every pair unanswered, and netaware says it cannot measure
+//! instead of failing nodes for loss it never saw: the collector's
 //! `netaware_cannot_measure` is 1, `rank` answers neutrally, `doctor`
 //! fails and says what to open, and the extender's /filter fails no node,
 //! counts the neutral answer and tells the pod in an Event.
@@ -10,7 +16,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use netaware::json::{MatrixJson, PairJson};
 use netaware::lab_system::{AgentTiming, LabSystem};
+use netaware_core::transport::Transport;
 use netaware_lab::{Topology, root_or_skip};
 use netaware_testkit::metrics::sample;
 use serde_json::json;
@@ -18,22 +26,27 @@ use serde_json::json;
 const TIMING: AgentTiming = AgentTiming::FAST;
 
 #[test]
-fn with_icmp_dropped_everywhere_placement_fails_open_and_says_why() {
+fn with_each_transport_filtered_in_turn_netaware_measures_by_the_next_then_fails_open() {
     if !root_or_skip("lab: ICMP filtered") {
         return;
     }
     let _one = netaware_testkit::one_lab_at_a_time();
     let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
     let flags = vec!["--throughput-budget".to_owned(), "0".to_owned()];
-    let system = LabSystem::start(Topology::named("default").unwrap(), exe, TIMING, &flags)
-        .expect("the lab system");
+    // The default lab with a slow host: b2's own stack adds 2 ms to each of
+    // its round trips (ten times what its zone-mates' pairs take).
+    let topology = include_str!("../../lab/topologies/default.yaml")
+        .replace("b2: {rate_mbit: 50}", "b2: {rate_mbit: 50, delay_ms: 1}");
+    assert!(topology.contains("delay_ms: 1}"));
+    let topology = Topology::parse(&topology).unwrap();
+    let system = LabSystem::start(topology, exe, TIMING, &flags).expect("the lab system");
     let hosts: Vec<String> = system
         .lab()
         .workers()
         .map(|h| h.spec.name.clone())
         .collect();
     let pairs = hosts.len() * (hosts.len() - 1);
-    let wait_for_pairs = |what: &str, done: &dyn Fn(&netaware::json::PairJson) -> bool| {
+    let wait_for_pairs = |what: &str, done: &dyn Fn(&PairJson) -> bool| -> MatrixJson {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let matrix = system.matrix().expect("the matrix");
@@ -43,7 +56,7 @@ fn with_icmp_dropped_everywhere_placement_fails_open_and_says_why() {
                 .filter(|p| p.samples >= 50 && done(p))
                 .count();
             if ready == pairs {
-                return;
+                return matrix;
             }
             assert!(
                 Instant::now() < deadline,
@@ -61,8 +74,11 @@ fn with_icmp_dropped_everywhere_placement_fails_open_and_says_why() {
             .map(|f| f["status"].as_str().unwrap().to_owned())
     };
 
-    // Healthy first: the doctor passes and finds the probes getting through.
-    wait_for_pairs("answered", &|p| p.loss_ratio.is_some_and(|l| l < 1.0));
+    // Healthy first: the doctor passes and finds the probes getting
+    // through, by ICMP.
+    wait_for_pairs("answered by ICMP", &|p| {
+        p.loss_ratio.is_some_and(|l| l < 1.0) && p.probe.as_deref() == Some("icmp")
+    });
     let (passed, doctor) = system.doctor().expect("doctor");
     assert!(passed, "{doctor}");
     assert_eq!(
@@ -70,9 +86,89 @@ fn with_icmp_dropped_everywhere_placement_fails_open_and_says_why() {
         Some("ok"),
         "{doctor}"
     );
+    assert_eq!(
+        status(&doctor, "filtered_probes").as_deref(),
+        Some("ok"),
+        "{doctor}"
+    );
 
+    // Each transport dropped in turn: the next one measures every pair,
+    // says what it found filtered, and sees the lossy and the slow host.
+    for (dropped, next) in [(Transport::Icmp, "udp"), (Transport::Udp, "tcp")] {
+        for host in &hosts {
+            system.drop_probes(host, dropped).expect("the firewall");
+        }
+        let filtered: Vec<String> = Transport::ALL
+            .iter()
+            .filter(|t| **t <= dropped)
+            .map(|t| t.as_str().to_owned())
+            .collect();
+        let what = format!("measured by {next}, {filtered:?} filtered");
+        let matrix = wait_for_pairs(&what, &|p| {
+            p.probe.as_deref() == Some(next)
+                && p.filtered == filtered
+                && p.loss_ratio.is_some_and(|l| l < 1.0)
+        });
+        let rtt = |src: &str, dst: &str| {
+            let pair = matrix
+                .pairs
+                .iter()
+                .find(|p| p.src == src && p.dst == dst)
+                .unwrap();
+            pair.rtt_median_ms.unwrap()
+        };
+        for (src, dst) in [("b1", "b3"), ("b3", "b1"), ("a1", "a2"), ("c2", "c3")] {
+            assert!(
+                rtt(src, dst) < 1.0,
+                "{next}: {src} -> {dst} {} ms",
+                rtt(src, dst)
+            );
+        }
+        for (src, dst) in [("b1", "b2"), ("b2", "b1"), ("b3", "b2"), ("b2", "b3")] {
+            let slow = rtt(src, dst);
+            assert!(
+                (1.5..4.0).contains(&slow),
+                "{next}: {src} -> {dst} {slow} ms"
+            );
+        }
+        eprintln!(
+            "by {next}: b1->b3 {:.3} ms, b1->b2 {:.3} ms (slow), a1->b1 {:.3} ms",
+            rtt("b1", "b3"),
+            rtt("b1", "b2"),
+            rtt("a1", "b1")
+        );
+        // The lab's a-b links take 5 ms a round trip.
+        let between = rtt("a1", "b1");
+        assert!(
+            (4.5..7.0).contains(&between),
+            "{next}: a1 -> b1 {between} ms"
+        );
+        let zones = system.zones().expect("zones");
+        assert!(!zones.cannot_measure, "{zones:?}");
+        let rank = system.rank(3, &[]).expect("rank");
+        assert_eq!(rank.neutral, None);
+        let a3 = rank.nodes.iter().find(|n| n.name == "a3").unwrap();
+        assert!(
+            !a3.feasible && a3.reason.as_deref().unwrap_or("").contains("loss"),
+            "{next}: {a3:?}"
+        );
+        let (passed, doctor) = system.doctor().expect("doctor");
+        assert!(
+            passed,
+            "a filter that a fallback gets round blocks nothing: {doctor}"
+        );
+        assert_eq!(
+            status(&doctor, "filtered_probes").as_deref(),
+            Some("warn"),
+            "{doctor}"
+        );
+    }
+
+    // TCP dropped too: no probe gets through.
     for host in &hosts {
-        system.drop_echo_requests(host).expect("the firewall");
+        system
+            .drop_probes(host, Transport::Tcp)
+            .expect("the firewall");
     }
     // Every pair probed over full windows, and nothing answered.
     wait_for_pairs("unanswered", &|p| p.loss_ratio == Some(1.0));

@@ -438,7 +438,7 @@ fn a_real_prometheus_answers_every_panel_and_fires_every_alert() {
             .map(|h| h.spec.name.clone())
             .collect();
         for host in &hosts {
-            system.drop_echo_requests(host).unwrap();
+            system.drop_every_probe(host).unwrap();
         }
         wait_for_alert(
             prometheus,

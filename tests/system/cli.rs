@@ -349,8 +349,9 @@ async fn topology_says_when_it_has_none_yet_then_shows_the_blocks() {
 
 /// `netaware doctor --local` as a process without CAP_NET_RAW, in a
 /// network namespace of its own (where `ping_group_range` starts closed):
-/// it fails and says what to grant; once the namespace admits every group
-/// to datagram ICMP sockets, it passes.
+/// it warns that the agent can probe by UDP and TCP only and says what to
+/// grant; once the namespace admits every group to datagram ICMP sockets,
+/// the check is ok.
 #[test]
 fn doctor_local_finds_a_node_where_the_agent_cannot_probe() {
     if !netaware_testkit::have_root("doctor --local") {
@@ -385,9 +386,9 @@ fn doctor_local_finds_a_node_where_the_agent_cannot_probe() {
     ip(&["netns", "del", &namespace]);
 
     let (passed, report) = closed;
-    assert!(!passed, "{report}");
+    assert!(passed, "a warning blocks nothing: {report}");
     assert_eq!(report["findings"][0]["check"], "echo_socket", "{report}");
-    assert_eq!(report["findings"][0]["status"], "fail", "{report}");
+    assert_eq!(report["findings"][0]["status"], "warn", "{report}");
     assert!(
         report["findings"][0]["fix"]
             .as_str()

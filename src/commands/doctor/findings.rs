@@ -5,7 +5,9 @@
 
 use serde::Serialize;
 
-use crate::json::{NodeJson, ZonesJson};
+use netaware_core::transport::Transport;
+
+use crate::json::{NodeJson, PairJson, ZonesJson};
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -42,6 +44,9 @@ pub enum Check {
     StaleNodes,
     /// Probes get through between nodes.
     ProbesGetThrough,
+    /// No transport is filtered between nodes (a fallback measures where
+    /// one is).
+    FilteredProbes,
     /// This node lets the agent open an ICMP echo socket.
     EchoSocket,
 }
@@ -54,6 +59,7 @@ impl Check {
             Check::ZoneLabels => "zone labels",
             Check::StaleNodes => "stale nodes",
             Check::ProbesGetThrough => "probes get through",
+            Check::FilteredProbes => "filtered probes",
             Check::EchoSocket => "echo socket",
         }
     }
@@ -110,8 +116,9 @@ fn some_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
     text
 }
 
-/// The cluster's checks, from the collector's nodes and zone summary.
-pub fn cluster(nodes: &[NodeJson], zones: &ZonesJson) -> Vec<Finding> {
+/// The cluster's checks, from the collector's nodes, pairs and zone
+/// summary.
+pub fn cluster(nodes: &[NodeJson], pairs: &[PairJson], zones: &ZonesJson) -> Vec<Finding> {
     let mut findings = Vec::new();
     if nodes.is_empty() {
         findings.push(Finding::not_ok(
@@ -169,7 +176,7 @@ pub fn cluster(nodes: &[NodeJson], zones: &ZonesJson) -> Vec<Finding> {
         .filter(|z| z.cannot_measure)
         .map(|z| z.name.as_str())
         .collect();
-    const OPEN_PROBES: &str = "allow ICMP echo (type 8 and 0) between the nodes in the host firewall and the cloud security group; docs/troubleshooting.md";
+    const OPEN_PROBES: &str = "allow one of ICMP echo (type 8 and 0), UDP to the agents' port 7472 or TCP to their port 7471 between the nodes, in the host firewall and the cloud security group; docs/troubleshooting.md";
     findings.push(if zones.cannot_measure {
         Finding::not_ok(
             Check::ProbesGetThrough,
@@ -201,7 +208,49 @@ pub fn cluster(nodes: &[NodeJson], zones: &ZonesJson) -> Vec<Finding> {
     } else {
         Finding::ok(Check::ProbesGetThrough, "every node reaches its peers".into())
     });
+    findings.push(filtered_probes(pairs));
     findings
+}
+
+/// Which transports the pairs were measured by, and which were found
+/// filtered: a warning, since a fallback measured those pairs.
+fn filtered_probes(pairs: &[PairJson]) -> Finding {
+    let count = |has: &dyn Fn(&PairJson, &str) -> bool| -> Vec<(&'static str, usize)> {
+        Transport::ALL
+            .iter()
+            .map(|t| {
+                (
+                    t.as_str(),
+                    pairs.iter().filter(|p| has(p, t.as_str())).count(),
+                )
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    };
+    let by = count(&|p, t| p.probe.as_deref() == Some(t));
+    let by_text = by
+        .iter()
+        .map(|(t, n)| format!("{n} by {t}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let filtered = count(&|p, t| p.filtered.iter().any(|f| f == t));
+    if filtered.is_empty() {
+        return Finding::ok(
+            Check::FilteredProbes,
+            format!("no transport filtered; pairs measured {by_text}"),
+        );
+    }
+    let filtered_text = filtered
+        .iter()
+        .map(|(t, n)| format!("{} on {n} of {} pairs", t.to_uppercase(), pairs.len()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Finding::not_ok(
+        Check::FilteredProbes,
+        Status::Warn,
+        format!("filtered: {filtered_text}; measured instead {by_text}"),
+        "nothing blocks placement; to measure by ICMP (answered by the kernel, without the agent's delay) allow ICMP echo between the nodes; docs/troubleshooting.md",
+    )
 }
 
 /// What this node lets a process do for probing, as found.
@@ -238,9 +287,9 @@ pub fn node(echo: &EchoSocketSeen) -> Vec<Finding> {
             ping_group_range,
         } => Finding::not_ok(
             Check::EchoSocket,
-            Status::Fail,
+            Status::Warn,
             format!(
-                "no ICMP echo socket: raw: {raw}; datagram: {datagram} (ping_group_range {})",
+                "no ICMP echo socket: raw: {raw}; datagram: {datagram} (ping_group_range {}); the agent probes by UDP and TCP only, and nodes without an agent go unmeasured",
                 ping_group_range.as_deref().unwrap_or("unreadable")
             ),
             "give the agent CAP_NET_RAW (deploy/ does), or widen net.ipv4.ping_group_range to its group",
@@ -293,7 +342,7 @@ mod tests {
     #[test]
     fn a_healthy_cluster_is_all_ok() {
         let nodes = [node("a1", "a", false), node("b1", "b", false)];
-        let findings = cluster(&nodes, &zones(0, false, &[]));
+        let findings = cluster(&nodes, &[], &zones(0, false, &[]));
         assert!(
             findings.iter().all(|f| f.status == Status::Ok),
             "{findings:?}"
@@ -304,7 +353,7 @@ mod tests {
     #[test]
     fn filtered_probes_fail_and_say_what_to_open() {
         let nodes = [node("a1", "a", false), node("b1", "b", false)];
-        let everywhere = cluster(&nodes, &zones(2, true, &["a", "b"]));
+        let everywhere = cluster(&nodes, &[], &zones(2, true, &["a", "b"]));
         assert_eq!(
             status_of(&everywhere, Check::ProbesGetThrough),
             Status::Fail
@@ -318,10 +367,10 @@ mod tests {
             probes.fix.as_deref().unwrap().contains("ICMP"),
             "{probes:?}"
         );
-        let one_zone = cluster(&nodes, &zones(1, false, &["b"]));
+        let one_zone = cluster(&nodes, &[], &zones(1, false, &["b"]));
         assert_eq!(status_of(&one_zone, Check::ProbesGetThrough), Status::Fail);
         // One node cut off is a warning: a node fault, placement avoids it.
-        let one_node = cluster(&nodes, &zones(1, false, &[]));
+        let one_node = cluster(&nodes, &[], &zones(1, false, &[]));
         assert_eq!(status_of(&one_node, Check::ProbesGetThrough), Status::Warn);
         assert!(!any_failed(&one_node));
     }
@@ -329,7 +378,7 @@ mod tests {
     #[test]
     fn missing_zones_and_stale_nodes_warn_with_names() {
         let nodes: Vec<NodeJson> = (0..8).map(|i| node(&format!("n{i}"), "", i == 0)).collect();
-        let findings = cluster(&nodes, &zones(0, false, &[]));
+        let findings = cluster(&nodes, &[], &zones(0, false, &[]));
         let labels = findings
             .iter()
             .find(|f| f.check == Check::ZoneLabels)
@@ -344,19 +393,71 @@ mod tests {
 
     #[test]
     fn no_agents_at_all_fails() {
-        let findings = cluster(&[], &zones(0, false, &[]));
+        let findings = cluster(&[], &[], &zones(0, false, &[]));
         assert_eq!(findings.len(), 1);
         assert!(any_failed(&findings));
     }
 
     #[test]
-    fn a_node_without_an_echo_socket_fails() {
+    fn a_node_without_an_echo_socket_warns_its_agent_probes_by_udp_and_tcp() {
         let neither = EchoSocketSeen::Neither {
             raw: "Operation not permitted".into(),
             datagram: "Permission denied".into(),
             ping_group_range: Some("1\t0".into()),
         };
-        assert!(any_failed(&super::node(&neither)));
-        assert!(!any_failed(&super::node(&EchoSocketSeen::Datagram)));
+        let findings = super::node(&neither);
+        assert_eq!(status_of(&findings, Check::EchoSocket), Status::Warn);
+        assert!(!any_failed(&findings));
+        let datagram = super::node(&EchoSocketSeen::Datagram);
+        assert_eq!(status_of(&datagram, Check::EchoSocket), Status::Ok);
+    }
+
+    fn pair(probe: &str, filtered: &[&str]) -> PairJson {
+        PairJson {
+            src: "a1".into(),
+            dst: "b1".into(),
+            rtt_median_ms: Some(1.0),
+            rtt_p99_ms: Some(1.0),
+            jitter_ms: Some(0.0),
+            loss_ratio: Some(0.0),
+            one_way_loss_ratio: None,
+            throughput_bps: None,
+            throughput_retransmits: None,
+            throughput_tcp_rtt_ms: None,
+            throughput_age_s: None,
+            samples: 10,
+            age_s: Some(1.0),
+            quality: 1.0,
+            probe: Some(probe.into()),
+            filtered: filtered.iter().map(|f| (*f).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_filtered_transport_warns_and_says_what_measured_instead() {
+        let nodes = [node("a1", "a", false), node("b1", "b", false)];
+        let open = cluster(
+            &nodes,
+            &[pair("icmp", &[]), pair("icmp", &[])],
+            &zones(0, false, &[]),
+        );
+        assert_eq!(status_of(&open, Check::FilteredProbes), Status::Ok);
+        let pairs = [
+            pair("udp", &["icmp"]),
+            pair("udp", &["icmp"]),
+            pair("icmp", &[]),
+        ];
+        let findings = cluster(&nodes, &pairs, &zones(0, false, &[]));
+        let filtered = findings
+            .iter()
+            .find(|f| f.check == Check::FilteredProbes)
+            .unwrap();
+        assert_eq!(filtered.status, Status::Warn);
+        assert!(!any_failed(&findings));
+        assert!(
+            filtered.detail.contains("ICMP on 2 of 3 pairs")
+                && filtered.detail.contains("1 by icmp, 2 by udp"),
+            "{filtered:?}"
+        );
     }
 }

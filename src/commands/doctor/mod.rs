@@ -1,8 +1,9 @@
 //! `netaware doctor`: the checks an operator runs after installing, each
 //! one line with the fix ([`findings`], pure). Against the collector it
 //! checks what the cluster shows (agents known, zone labels, stale nodes,
-//! whether probes get through); with `--local`, run on a node, what the
-//! node lets the agent do (an ICMP echo socket). Exits non-zero when
+//! whether probes get through, which transports are filtered); with
+//! `--local`, run on a node, what the node lets the agent do (an ICMP echo
+//! socket). Exits non-zero when
 //! something blocks placement or leaves it blind.
 
 pub mod findings;
@@ -45,7 +46,7 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
         let mut collector = args.target.connect().await?;
         let matrix = json::MatrixJson::from(&collector.matrix().await?);
         let zones = json::ZonesJson::from(&collector.zones().await?);
-        findings::cluster(&matrix.nodes, &zones)
+        findings::cluster(&matrix.nodes, &matrix.pairs, &zones)
     };
     let failed = findings::any_failed(&findings);
     let report = DoctorJson { failed, findings };
