@@ -15,12 +15,19 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
+use netaware_core::transport::Transport;
+
 use crate::counters::Counters;
 use crate::replies::Refusal;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TransportLabels {
+    transport: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -33,11 +40,6 @@ pub fn exposition(counters: &Counters) -> String {
     let get = Counters::get;
     let mut registry = Registry::with_prefix("netaware_agent");
     for (name, help, value) in [
-        (
-            "probes_sent",
-            "ICMP echo requests sent",
-            get(&counters.probes_sent),
-        ),
         (
             "probe_errors",
             "Probes that could not be sent",
@@ -79,6 +81,16 @@ pub fn exposition(counters: &Counters) -> String {
             get(&counters.throughput_orders_refused),
         ),
         (
+            "udp_holds_cut",
+            "UDP replies whose reflector claimed to hold the probe longer than the prober takes out of the round trip (250 us): a loaded or a lying peer",
+            get(&counters.holds_cut),
+        ),
+        (
+            "reflector_replies",
+            "UDP probes of peers that this agent's STAMP reflector answered",
+            get(&counters.reflected),
+        ),
+        (
             "throughput_claims_refused",
             "Throughput tests whose server claimed more bytes than it acknowledged (or whose count the kernel could not check): failed, the claim not taken",
             get(&counters.throughput_claims_refused),
@@ -88,6 +100,33 @@ pub fn exposition(counters: &Counters) -> String {
         counter.inc_by(value);
         registry.register(name, help, counter);
     }
+    let probes = Family::<TransportLabels, Counter>::default();
+    for transport in Transport::ALL {
+        probes
+            .get_or_create(&TransportLabels {
+                transport: transport.as_str(),
+            })
+            .inc_by(counters.sent_by(transport));
+    }
+    registry.register(
+        "probes_sent",
+        "Probes sent, by transport (icmp, udp, tcp), scouts included",
+        probes,
+    );
+    let unanswered = Family::<ReasonLabels, Counter>::default();
+    for (reason, counter) in [
+        ("not_stamp", &counters.reflector_refused),
+        ("rate", &counters.reflector_limited),
+    ] {
+        unanswered
+            .get_or_create(&ReasonLabels { reason })
+            .inc_by(get(counter));
+    }
+    registry.register(
+        "reflector_unanswered",
+        "Packets to the reflector left unanswered, by reason: not a STAMP request, or over its rate",
+        unanswered,
+    );
     let tests = Family::<OutcomeLabels, Counter>::default();
     let failed = get(&counters.throughput_failures);
     tests

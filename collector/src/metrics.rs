@@ -19,6 +19,7 @@ use std::sync::atomic::AtomicU64;
 
 use netaware_core::placement::PlacementConfig;
 use netaware_core::scored::{ScoredMatrix, ZoneSummary};
+use netaware_core::transport::Transport;
 
 use crate::state::ThroughputCounts;
 
@@ -43,6 +44,16 @@ struct ZoneNodeLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ZoneLabels {
     zone: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProbeLabels {
+    probe: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TransportLabels {
+    transport: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -368,6 +379,39 @@ fn register_reachability(registry: &mut Registry, snapshot: &ScoredMatrix, summa
     );
 }
 
+/// How many pairs each transport measures, and on how many each was found
+/// filtered: every transport gets a sample, 0 included, so that a filter
+/// showing up is a change of value, not a new series.
+fn register_transports(registry: &mut Registry, snapshot: &ScoredMatrix) {
+    let probed = Family::<ProbeLabels, Gauge>::default();
+    let filtered = Family::<TransportLabels, Gauge>::default();
+    for transport in Transport::ALL {
+        let name = transport.as_str().to_owned();
+        let count = |has: &dyn Fn(&netaware_core::matrix::PairSummary) -> bool| {
+            let n = snapshot.pairs().iter().filter(|p| has(&p.summary)).count();
+            i64::try_from(n).unwrap_or(i64::MAX)
+        };
+        probed
+            .get_or_create(&ProbeLabels {
+                probe: name.clone(),
+            })
+            .set(count(&|s| s.probe == Some(transport)));
+        filtered
+            .get_or_create(&TransportLabels { transport: name })
+            .set(count(&|s| s.filtered.contains(transport)));
+    }
+    registry.register(
+        "pairs_probed",
+        "Measured pairs by the transport of their figures (icmp, udp, tcp): an agent probes each peer by the most preferred one that gets through",
+        probed,
+    );
+    registry.register(
+        "pairs_filtered",
+        "Pairs on which the transport got no reply while a less preferred one did: a filter on the way, not a lossy link",
+        filtered,
+    );
+}
+
 fn register_matrix(registry: &mut Registry, snapshot: &ScoredMatrix, facts: &ScrapeFacts) {
     let nodes = snapshot.nodes();
     let zone_nodes = |i: usize| ZoneNodeLabels {
@@ -417,6 +461,7 @@ fn register_matrix(registry: &mut Registry, snapshot: &ScoredMatrix, facts: &Scr
 
     let summary = snapshot.zones();
     register_reachability(registry, snapshot, &summary);
+    register_transports(registry, snapshot);
     let zone_pair = |src: &str, dst: &str| ZonePairLabels {
         src_zone: src.to_owned(),
         dst_zone: dst.to_owned(),
@@ -588,7 +633,15 @@ mod tests {
             seq: 1,
             start_unix_ms: 1_000,
             end_unix_ms: 2_000,
-            peers: vec![peer("a2", 0.25, 10), peer("b1", 5.0, 8)],
+            peers: vec![
+                peer("a2", 0.25, 10),
+                // Measured by UDP, ICMP filtered on the way.
+                PeerWindow {
+                    probe: netaware_proto::v1::Transport::Udp.into(),
+                    filtered: vec![netaware_proto::v1::Transport::Icmp.into()],
+                    ..peer("b1", 5.0, 8)
+                },
+            ],
             ..Window::default()
         };
         state.ingest("a1", &window, 2_000).unwrap();
@@ -622,6 +675,11 @@ mod tests {
             r#"netaware_pair_loss_ratio{src="a1",dst="b1",src_zone="a",dst_zone="b"} 0.2"#,
             r#"netaware_zone_pair_rtt_seconds{src_zone="a",dst_zone="b"} 0.005"#,
             r#"netaware_node_stale{node="a1",zone="a"} 0"#,
+            r#"netaware_pairs_probed{probe="icmp"} 1"#,
+            r#"netaware_pairs_probed{probe="udp"} 1"#,
+            r#"netaware_pairs_probed{probe="tcp"} 0"#,
+            r#"netaware_pairs_filtered{transport="icmp"} 1"#,
+            r#"netaware_pairs_filtered{transport="udp"} 0"#,
             r#"netaware_collector_windows_accepted_total{node="a1"} 1"#,
             r#"netaware_collector_sessions_open 2"#,
             r#"netaware_collector_window_seq{node="a1"} 7"#,

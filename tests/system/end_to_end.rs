@@ -135,7 +135,12 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
             .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
             .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
     };
-    assert!(value(&text, "netaware_agent_probes_sent_total") > 0.0);
+    assert!(
+        value(
+            &text,
+            "netaware_agent_probes_sent_total{transport=\"icmp\"}"
+        ) > 0.0
+    );
     assert!(value(&text, "netaware_agent_windows_acked_total") > 0.0);
     assert!(
         value(
