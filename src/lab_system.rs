@@ -71,6 +71,18 @@ impl LabSystem {
         timing: AgentTiming,
         collector_flags: &[String],
     ) -> anyhow::Result<Self> {
+        Self::start_with_agent_flags(topology, exe, timing, collector_flags, &[])
+    }
+
+    /// [`LabSystem::start`], with `agent_flags` added to every agent's
+    /// command line.
+    pub fn start_with_agent_flags(
+        topology: Topology,
+        exe: &Path,
+        timing: AgentTiming,
+        collector_flags: &[String],
+        agent_flags: &[String],
+    ) -> anyhow::Result<Self> {
         let lab = Lab::start(topology).context("building the lab")?;
         let control = lab.control().spec.address;
         let url = format!("http://{control}:{COLLECTOR_PORT}");
@@ -113,6 +125,7 @@ impl LabSystem {
                 ])
                 .args(["--probe-timeout", &duration_arg(timing.probe_timeout)])
                 .args(["--metrics-port", &AGENT_METRICS_PORT.to_string()])
+                .args(agent_flags)
                 .env("RUST_LOG", "error")
                 .stdout(Stdio::null());
             let pid = system.lab.spawn(agent)?;

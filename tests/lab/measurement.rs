@@ -137,6 +137,13 @@ impl std::fmt::Display for RttReading<'_> {
 /// all pairs (ms).
 const MAX_MEAN_ERROR_MS: f64 = 0.025;
 
+/// How far below ping a TCP handshake's mean may read (ms). The kernel
+/// times the handshake from the SYN's own transmit, so it leaves out the
+/// sending host's stack, which ping (and the agent's ICMP and UDP probes,
+/// stamped just before the send) include: 0.035 to 0.048 ms on this lab.
+/// It may read no higher than the other transports.
+const TCP_BELOW_PING_MS: f64 = 0.1;
+
 /// Each pair's tolerance against the truth, the floor of [`RttReading::off`].
 const TRUTH_TOLERANCE_MS: f64 = 0.2;
 
@@ -159,13 +166,14 @@ impl MeanError {
         }
     }
 
-    /// Whether the agents sit within `bound_ms` of ping on average, and
-    /// within the per-pair tolerance of the truth. Ping is the reference
-    /// for bias: it crosses the same emulator at the same moment, while the
-    /// truth (configured RTT plus an overhead measured once, idle, on the
-    /// control link) reads low by the emulator's lateness under load.
-    fn within(&self, bound_ms: f64) -> bool {
-        self.ping_ms.abs() <= bound_ms && self.truth_ms.abs() <= TRUTH_TOLERANCE_MS
+    /// Whether the agents sit between `below_ms` under ping and
+    /// `above_ms` over it on average, and within the per-pair tolerance of
+    /// the truth. Ping is the reference for bias: it crosses the same
+    /// emulator at the same moment, while the truth (configured RTT plus an
+    /// overhead measured once, idle, on the control link) reads low by the
+    /// emulator's lateness under load.
+    fn within(&self, below_ms: f64, above_ms: f64) -> bool {
+        (-below_ms..=above_ms).contains(&self.ping_ms) && self.truth_ms.abs() <= TRUTH_TOLERANCE_MS
     }
 }
 
@@ -247,8 +255,43 @@ fn matrix_matches_the_topology_and_ping_and_placement_follows_it() {
     if !root_or_skip("lab accuracy") {
         return;
     }
+    accuracy_by("icmp");
+}
+
+/// The same by UDP: the agents' STAMP probes to each other's reflectors.
+#[test]
+fn matrix_by_udp_matches_the_topology_and_ping_and_placement_follows_it() {
+    if !root_or_skip("lab accuracy by UDP") {
+        return;
+    }
+    accuracy_by("udp");
+}
+
+/// The same by TCP handshakes to each other's throughput servers.
+#[test]
+fn matrix_by_tcp_matches_the_topology_and_ping_and_placement_follows_it() {
+    if !root_or_skip("lab accuracy by TCP") {
+        return;
+    }
+    accuracy_by("tcp");
+}
+
+/// The default lab probed by `transport` alone (`--probe`): every pair's
+/// loss and RTT against the configured truth and against ping over the
+/// same seconds, and placement by what was measured.
+fn accuracy_by(transport: &str) {
     let _one = netaware_testkit::one_lab_at_a_time();
-    let system = start();
+    let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
+    let agent_flags = ["--probe".to_owned(), transport.to_owned()];
+    let system = LabSystem::start_with_agent_flags(
+        Topology::named("default").unwrap(),
+        exe,
+        TIMING,
+        &no_throughput_tests(),
+        &agent_flags,
+    )
+    .unwrap();
+    eprintln!("probing by {transport}");
     let workers: Vec<String> = system
         .lab()
         .workers()
@@ -256,16 +299,18 @@ fn matrix_matches_the_topology_and_ping_and_placement_follows_it() {
         .collect();
     let pairs = workers.len() * (workers.len() - 1);
 
-    // Every pair measured over six full windows.
+    // Every pair measured over six full windows, by the transport asked.
     let matrix = wait_for(
         &system,
         "six windows of every pair",
         Duration::from_secs(60),
         |m| {
             m.pairs.len() == pairs
-                && m.pairs
-                    .iter()
-                    .all(|p| p.samples >= 100 && !m.nodes.iter().any(|n| n.stale))
+                && m.pairs.iter().all(|p| {
+                    p.samples >= 100
+                        && p.probe.as_deref() == Some(transport)
+                        && !m.nodes.iter().any(|n| n.stale)
+                })
         },
     );
 
@@ -362,7 +407,12 @@ fn matrix_matches_the_topology_and_ping_and_placement_follows_it() {
     // 0.05 ms high on every pair) does not, and must fail here.
     let bias = MeanError::of(&readings);
     eprintln!("{bias}");
-    assert!(bias.within(MAX_MEAN_ERROR_MS), "{bias}");
+    let below = if transport == "tcp" {
+        TCP_BELOW_PING_MS
+    } else {
+        MAX_MEAN_ERROR_MS
+    };
+    assert!(bias.within(below, MAX_MEAN_ERROR_MS), "{bias}");
     let biased: Vec<RttReading<'_>> = readings
         .iter()
         .map(|r| RttReading {
@@ -370,8 +420,10 @@ fn matrix_matches_the_topology_and_ping_and_placement_follows_it() {
             ..*r
         })
         .collect();
+    // (A TCP handshake is timed by the kernel at both ends: no stamp of
+    // the agent's own that could drift.)
     assert!(
-        !MeanError::of(&biased).within(MAX_MEAN_ERROR_MS),
+        transport == "tcp" || !MeanError::of(&biased).within(below, MAX_MEAN_ERROR_MS),
         "a 0.05 ms bias would pass: {bias}"
     );
 
