@@ -1,12 +1,16 @@
 //! The inventory file: nodes that run no agent but that every agent probes
-//! (storage nodes, gateways, bare hosts).
+//! (storage nodes, gateways, bare hosts, switches).
 //!
 //! ```yaml
 //! - name: nas-1
 //!   address: 10.0.5.20
 //!   zone: zone-a
 //!   region: eu-1      # optional
+//!   stamp_port: 7472  # optional: a STAMP reflector answers UDP probes
+//!                     # there (`netaware reflect`, or a switch's, on 862)
 //! ```
+//!
+//! Without a `stamp_port` the agents probe the node by ICMP only.
 
 use std::collections::HashSet;
 use std::net::IpAddr;
@@ -39,7 +43,7 @@ pub enum InventoryError {
         path: String,
     },
     /// Not YAML of the expected shape.
-    #[error("inventory is not a YAML list of {{name, address, zone, region}}: {0}")]
+    #[error("inventory is not a YAML list of {{name, address, zone, region, stamp_port}}: {0}")]
     Parse(String),
     /// An entry that makes no sense.
     #[error("inventory entry {index} ({name:?}): {reason}")]
@@ -61,10 +65,30 @@ struct Entry {
     zone: String,
     #[serde(default)]
     region: String,
+    #[serde(default)]
+    stamp_port: u16,
+}
+
+/// A node of the inventory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InventoryNode {
+    /// Who and where it is.
+    pub info: NodeInfo,
+    /// Where a STAMP reflector answers UDP probes on it; `None`: nowhere.
+    pub stamp_port: Option<u16>,
+}
+
+impl From<NodeInfo> for InventoryNode {
+    fn from(info: NodeInfo) -> Self {
+        Self {
+            info,
+            stamp_port: None,
+        }
+    }
 }
 
 /// Reads and checks an inventory file.
-pub fn load(path: &Path) -> Result<Vec<NodeInfo>, InventoryError> {
+pub fn load(path: &Path) -> Result<Vec<InventoryNode>, InventoryError> {
     let shown = path.display().to_string();
     let size = std::fs::metadata(path)
         .map_err(|source| InventoryError::Read {
@@ -83,7 +107,7 @@ pub fn load(path: &Path) -> Result<Vec<NodeInfo>, InventoryError> {
 }
 
 /// Parses and checks inventory YAML.
-pub fn parse(text: &str) -> Result<Vec<NodeInfo>, InventoryError> {
+pub fn parse(text: &str) -> Result<Vec<InventoryNode>, InventoryError> {
     let entries: Option<Vec<Entry>> =
         serde_yaml::from_str(text).map_err(|err| InventoryError::Parse(err.to_string()))?;
     let entries = entries.unwrap_or_default();
@@ -114,12 +138,15 @@ pub fn parse(text: &str) -> Result<Vec<NodeInfo>, InventoryError> {
             if !names.insert(entry.name.clone()) {
                 return Err(fail("the name appears twice".into()));
             }
-            Ok(NodeInfo {
-                name: entry.name,
-                address: entry.address,
-                zone: entry.zone,
-                region: entry.region,
-                kind: NodeKind::Inventory,
+            Ok(InventoryNode {
+                info: NodeInfo {
+                    name: entry.name,
+                    address: entry.address,
+                    zone: entry.zone,
+                    region: entry.region,
+                    kind: NodeKind::Inventory,
+                },
+                stamp_port: (entry.stamp_port != 0).then_some(entry.stamp_port),
             })
         })
         .collect()
@@ -133,9 +160,13 @@ mod tests {
     fn parses_entries_with_optional_region() {
         let nodes = parse("- {name: nas, address: 10.0.0.5, zone: a}\n- {name: gw, address: '::1', zone: b, region: r}\n").unwrap();
         assert_eq!(nodes.len(), 2);
-        assert_eq!(nodes[0].region, "");
-        assert_eq!(nodes[1].region, "r");
-        assert_eq!(nodes[1].kind, NodeKind::Inventory);
+        assert_eq!(nodes[0].info.region, "");
+        assert_eq!(nodes[1].info.region, "r");
+        assert_eq!(nodes[1].info.kind, NodeKind::Inventory);
+        assert_eq!(nodes[0].stamp_port, None);
+        let reflecting =
+            parse("- {name: sw, address: 10.0.0.9, zone: a, stamp_port: 862}\n").unwrap();
+        assert_eq!(reflecting[0].stamp_port, Some(862));
         assert!(parse("").unwrap().is_empty());
     }
 

@@ -53,7 +53,6 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use netaware_core::NodeInfo;
 use netaware_proto::v1 as pb;
 use netaware_proto::v1::agent_session_server::AgentSessionServer;
 use netaware_proto::v1::scores_server::ScoresServer;
@@ -154,7 +153,7 @@ pub struct CollectorConfig {
     /// HTTP address (/healthz).
     pub metrics_listen: SocketAddr,
     /// Nodes without agents.
-    pub inventory: Vec<NodeInfo>,
+    pub inventory: Vec<inventory::InventoryNode>,
     /// Score model and placement.
     pub model: ModelConfig,
     /// Where the state is saved, and how often (`None`: nowhere).

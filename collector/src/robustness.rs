@@ -130,7 +130,8 @@ pub fn inventory_bytes(bytes: &[u8]) {
     };
     if let Ok(nodes) = crate::inventory::parse(text) {
         for node in nodes {
-            assert!(!node.name.is_empty() && node.address.parse::<std::net::IpAddr>().is_ok());
+            let info = &node.info;
+            assert!(!info.name.is_empty() && info.address.parse::<std::net::IpAddr>().is_ok());
         }
     }
 }

@@ -12,10 +12,11 @@ use netaware_core::matrix::{PairMatrix, PairReadings};
 use netaware_core::registry::Registry;
 use netaware_core::scored::ScoredMatrix;
 use netaware_core::throughput_plan::Planner;
-use netaware_core::{NodeInfo, NodeKind, UnixMillis};
+use netaware_core::{NodeKind, UnixMillis};
 use netaware_proto::v1::{Hello, NodeStats, Peer, ThroughputOrder, Window, throughput_order};
 
 use crate::config::ModelConfig;
+use crate::inventory::InventoryNode;
 use crate::members::Members;
 use crate::saved::{self, SavedNode, SavedState};
 use crate::validate::{self, Invalid};
@@ -101,8 +102,9 @@ pub struct CollectorState {
     version: u64,
 }
 
-/// Where an agent answers its peers: its throughput server (which TCP
-/// probes also reach) and its STAMP reflector; 0 for none.
+/// Where a node answers its peers: an agent's throughput server (which
+/// TCP probes also reach) and its STAMP reflector, or an inventory node's
+/// reflector; 0 for none.
 #[derive(Debug, Clone, Copy, Default)]
 struct AgentPorts {
     throughput: u32,
@@ -110,16 +112,27 @@ struct AgentPorts {
 }
 
 impl CollectorState {
-    /// The ports `node` said in its hello (none for an inventory node).
+    /// The ports `node` said in its hello, or its inventory entry gives.
     fn ports_of(&self, node: &str) -> AgentPorts {
         self.ports.get(node).copied().unwrap_or_default()
     }
 
     /// An empty state with these inventory nodes.
-    pub fn new(config: ModelConfig, inventory: Vec<NodeInfo>) -> Self {
+    pub fn new(config: ModelConfig, inventory: Vec<InventoryNode>) -> Self {
         let mut registry = Registry::new();
+        let mut ports = HashMap::new();
         for node in inventory {
-            registry.add_inventory(node);
+            if let Some(port) = node.stamp_port {
+                let stamp = u32::from(port);
+                ports.insert(
+                    node.info.name.clone(),
+                    AgentPorts {
+                        throughput: 0,
+                        stamp,
+                    },
+                );
+            }
+            registry.add_inventory(node.info);
         }
         Self {
             config,
@@ -127,7 +140,7 @@ impl CollectorState {
             registry,
             seq_marks: HashMap::new(),
             node_stats: HashMap::new(),
-            ports: HashMap::new(),
+            ports,
             planner: config
                 .throughput
                 .map(|t| Planner::new(t.plan).expect("a ThroughputConfig is validated")),
@@ -143,7 +156,7 @@ impl CollectorState {
     /// unless the restart was short.
     pub fn restored(
         config: ModelConfig,
-        inventory: Vec<NodeInfo>,
+        inventory: Vec<InventoryNode>,
         saved: &SavedState,
     ) -> Result<Self, Invalid> {
         if saved.format != saved::FORMAT {

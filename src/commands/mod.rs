@@ -21,6 +21,7 @@ pub mod lab_forge;
 pub mod matrix;
 pub mod publish_topology;
 pub mod rank;
+pub mod reflect;
 pub mod scheduler;
 pub mod throughput;
 pub mod topology;
@@ -50,6 +51,9 @@ pub enum Command {
     #[cfg(feature = "lab")]
     #[command(hide = true)]
     LabForge,
+    /// Answer UDP probes (STAMP, RFC 8762) on these addresses, as an
+    /// agent does: for a host that runs no agent.
+    Reflect(reflect::ReflectArgs),
     /// Run one throughput test by hand (server and client, like iperf3).
     #[command(subcommand)]
     Throughput(throughput::ThroughputCommand),
@@ -94,6 +98,7 @@ impl Command {
         matches!(
             self,
             Command::Agent(_)
+                | Command::Reflect(_)
                 | Command::Collector(_)
                 | Command::Scheduler(_)
                 | Command::PublishTopology(_)
@@ -114,6 +119,7 @@ impl Command {
             Command::Lab(args) => lab::run(args, netaware_runtime::shutdown_on_signal()?).await,
             #[cfg(feature = "lab")]
             Command::LabForge => lab_forge::run(netaware_runtime::shutdown_on_signal()?).await,
+            Command::Reflect(args) => reflect::run(args).await,
             Command::Throughput(command) => {
                 throughput::run(command, netaware_runtime::shutdown_on_signal()?).await
             }

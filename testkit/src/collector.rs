@@ -44,7 +44,7 @@ pub fn collector_config(
     CollectorConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         metrics_listen: "127.0.0.1:0".parse().unwrap(),
-        inventory,
+        inventory: inventory.into_iter().map(Into::into).collect(),
         model: ModelConfig {
             throughput: Some(ThroughputConfig::new(1.0, 200, 500, 1, false, None).unwrap()),
             ..ModelConfig::default()
