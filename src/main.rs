@@ -11,6 +11,16 @@ use netaware::commands::Command;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
+    // A process on every node stays in small pages (the allocator would
+    // take huge ones; the collector keeps them), from before the command
+    // line is parsed: parsing it is the first large allocation.
+    let first = std::env::args_os().nth(1);
+    if first
+        .as_deref()
+        .is_some_and(|c| c == "agent" || c == "reflect")
+    {
+        netaware_agent::huge_pages::turn_off();
+    }
     let command = Cli::parse().command;
     // The services log what they do; the tools only warn.
     netaware_runtime::init_logging(if command.is_service() { "info" } else { "warn" });

@@ -21,6 +21,7 @@
 
 pub mod cli;
 pub mod counters;
+pub mod huge_pages;
 pub mod icmp;
 pub mod icmp_packet;
 pub mod inbound;
@@ -457,6 +458,7 @@ fn throughput_server(
 /// Runs an agent until SIGINT or SIGTERM, then logs what it did: the body
 /// of `netaware-agent` and `netaware agent`.
 pub async fn run_until_signal(config: AgentConfig) -> Result<(), AgentError> {
+    huge_pages::turn_off();
     let shutdown = netaware_runtime::shutdown_on_signal().map_err(AgentError::Signals)?;
     let agent = Agent::start(config, shutdown)?;
     let counters = agent.counters();

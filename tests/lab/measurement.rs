@@ -407,6 +407,16 @@ fn accuracy_by(transport: &str) {
     // 0.05 ms high on every pair) does not, and must fail here.
     let bias = MeanError::of(&readings);
     eprintln!("{bias}");
+    // The same by class: the lab's hosts are named by their zone's letter.
+    let (inside, between): (Vec<RttReading<'_>>, Vec<RttReading<'_>>) = readings
+        .iter()
+        .copied()
+        .partition(|r| r.src.as_bytes()[0] == r.dst.as_bytes()[0]);
+    eprintln!(
+        "by {transport}, inside a zone: {}\nby {transport}, between zones: {}",
+        MeanError::of(&inside),
+        MeanError::of(&between)
+    );
     let below = if transport == "tcp" {
         TCP_BELOW_PING_MS
     } else {
