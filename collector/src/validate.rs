@@ -377,6 +377,12 @@ mod tests {
                 received: 11,
                 ..good.clone()
             }]),
+            // A transport this collector does not know: its figures must
+            // not be taken for another's.
+            w(vec![PeerWindow {
+                probe: 7,
+                ..good.clone()
+            }]),
             Window {
                 end_unix_ms: 20_000,
                 ..w(vec![good.clone()])
