@@ -9,7 +9,7 @@ use comfy_table::{CellAlignment, Table};
 use netaware_core::extender::Neutral;
 use netaware_core::pair_rtt::RttBasis;
 use netaware_core::placement::Basis;
-use netaware_proto::convert::node_kind_from_wire;
+use netaware_proto::convert::{node_kind_from_wire, transport_from_wire};
 use netaware_proto::v1 as pb;
 
 use crate::json::{RankJson, TopologyJson};
@@ -210,6 +210,7 @@ pub fn matrix(matrix: &pb::Matrix, wide: bool) -> String {
             (figure("ONE_WAY_LOSS"), true),
             (figure("GOODPUT"), false),
             (figure("SAMPLES"), true),
+            (text("PROBE"), true),
             (figure("AGE_S"), false),
             (figure("QUALITY"), false),
         ],
@@ -235,6 +236,7 @@ pub fn matrix(matrix: &pb::Matrix, wide: bool) -> String {
                     (percent(p.one_way_loss_ratio), true),
                     (rate(p.throughput_bps), false),
                     (p.samples.to_string(), true),
+                    (probe(p), true),
                     (age, false),
                     (quality, false),
                 ],
@@ -242,6 +244,21 @@ pub fn matrix(matrix: &pb::Matrix, wide: bool) -> String {
         }),
     );
     format!("{nodes}\n{pairs}")
+}
+
+/// How a pair was probed, and what was found filtered on the way:
+/// "udp (icmp filtered)"; "-" before any window.
+fn probe(pair: &pb::Pair) -> String {
+    let name = |wire: i32| transport_from_wire(wire).map_or("?", |t| t.as_str());
+    let Some(probe) = pair.probe else {
+        return "-".to_owned();
+    };
+    let filtered: Vec<&str> = pair.filtered.iter().map(|t| name(*t)).collect();
+    if filtered.is_empty() {
+        name(probe).to_owned()
+    } else {
+        format!("{} ({} filtered)", name(probe), filtered.join(", "))
+    }
 }
 
 /// A line saying why the extender answers neutrally, for `neutral` as the
@@ -377,6 +394,28 @@ pub fn topology(topology: &TopologyJson, wide: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wide_matrix_says_how_each_pair_was_probed_and_what_was_filtered() {
+        let pair = |probe: Option<pb::Transport>, filtered: &[pb::Transport]| pb::Pair {
+            probe: probe.map(Into::into),
+            filtered: filtered.iter().map(|t| (*t).into()).collect(),
+            ..pb::Pair::default()
+        };
+        assert_eq!(probe(&pair(None, &[])), "-");
+        assert_eq!(probe(&pair(Some(pb::Transport::Icmp), &[])), "icmp");
+        let by_tcp = pair(
+            Some(pb::Transport::Tcp),
+            &[pb::Transport::Icmp, pb::Transport::Udp],
+        );
+        assert_eq!(probe(&by_tcp), "tcp (icmp, udp filtered)");
+        let matrix = pb::Matrix {
+            pairs: vec![by_tcp],
+            ..pb::Matrix::default()
+        };
+        assert!(super::matrix(&matrix, true).contains("tcp (icmp, udp filtered)"));
+        assert!(!super::matrix(&matrix, false).contains("PROBE"));
+    }
 
     #[test]
     fn columns_fit_long_names_and_figures_align_right() {
