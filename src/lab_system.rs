@@ -85,7 +85,10 @@ impl LabSystem {
     ) -> anyhow::Result<Self> {
         let lab = Lab::start(topology).context("building the lab")?;
         let control = lab.control().spec.address;
-        let url = format!("http://{control}:{COLLECTOR_PORT}");
+        let url = format!(
+            "http://{}",
+            std::net::SocketAddr::new(control, COLLECTOR_PORT)
+        );
         let exe_str = exe
             .to_str()
             .context("the netaware binary's path is not UTF-8")?;
@@ -100,6 +103,7 @@ impl LabSystem {
         system.start_collector()?;
         let workers: Vec<_> = system.lab.workers().map(|h| h.spec.clone()).collect();
         for host in workers {
+            let addresses: Vec<String> = host.addresses.iter().map(ToString::to_string).collect();
             let mut agent = system.lab.command(&host.name, exe_str)?;
             agent
                 .args([
@@ -107,7 +111,7 @@ impl LabSystem {
                     "--node",
                     &host.name,
                     "--address",
-                    &host.address.to_string(),
+                    &addresses.join(","),
                 ])
                 .args([
                     "--zone",
@@ -161,7 +165,13 @@ impl LabSystem {
         let output = self
             .lab
             .command(host, "curl")?
-            .args(["-s", &format!("http://{address}:{port}/metrics")])
+            .args([
+                "-s",
+                &format!(
+                    "http://{}/metrics",
+                    std::net::SocketAddr::new(address, port)
+                ),
+            ])
             .output()?;
         if !output.status.success() {
             bail!(
@@ -237,16 +247,25 @@ impl LabSystem {
             .exe
             .to_str()
             .context("the netaware binary's path is not UTF-8")?;
-        let mut collector = self.lab.command(&self.lab.control().spec.name, exe)?;
+        let control = &self.lab.control().spec;
+        // Every address of the control host: the lab's, and a side door a
+        // test may open (Lab::open_access, IPv4, which an IPv6 socket takes
+        // as well).
+        let any: std::net::IpAddr = match control.address {
+            std::net::IpAddr::V4(_) => std::net::Ipv4Addr::UNSPECIFIED.into(),
+            std::net::IpAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
+        };
+        let mut collector = self.lab.command(&control.name, exe)?;
         collector
             .args([
                 "collector",
                 "--listen",
-                // Every address of the control host: the lab's, and a side
-                // door a test may open (Lab::open_access).
-                &format!("0.0.0.0:{COLLECTOR_PORT}"),
+                &std::net::SocketAddr::new(any, COLLECTOR_PORT).to_string(),
             ])
-            .args(["--metrics-listen", &format!("0.0.0.0:{METRICS_PORT}")])
+            .args([
+                "--metrics-listen",
+                &std::net::SocketAddr::new(any, METRICS_PORT).to_string(),
+            ])
             .args(&self.collector_flags)
             .env("RUST_LOG", "error")
             .stdout(Stdio::null());
@@ -259,7 +278,10 @@ impl LabSystem {
     /// that a test's first question does not race its start.
     fn wait_for_collector(&self) -> anyhow::Result<()> {
         let control = &self.lab.control().spec;
-        let url = format!("http://{}:{COLLECTOR_PORT}/", control.address);
+        let url = format!(
+            "http://{}/",
+            std::net::SocketAddr::new(control.address, COLLECTOR_PORT)
+        );
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         loop {
             let answered = self

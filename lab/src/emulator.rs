@@ -15,7 +15,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -42,7 +42,7 @@ pub struct Stats {
     pub dropped_loss: AtomicU64,
     /// Packets dropped by a full queue in front of a rate limit.
     pub dropped_queue: AtomicU64,
-    /// Packets addressed outside the lab, or not IPv4.
+    /// Packets addressed outside the lab, or neither IPv4 nor IPv6.
     pub dropped_outside: AtomicU64,
     /// Packets that could not be written to their receiver.
     pub write_errors: AtomicU64,
@@ -72,8 +72,8 @@ impl Stats {
 pub struct Port {
     /// The host's TUN device.
     pub device: File,
-    /// The host's address.
-    pub address: Ipv4Addr,
+    /// The host's addresses (one per family it has).
+    pub addresses: Vec<IpAddr>,
 }
 
 enum Control {
@@ -152,7 +152,7 @@ impl Ord for InFlight {
 
 struct Forwarder {
     ports: Vec<Port>,
-    by_address: HashMap<Ipv4Addr, usize>,
+    by_address: HashMap<IpAddr, usize>,
     links: Vec<Link>,
     queue: BinaryHeap<Reverse<InFlight>>,
     order: u64,
@@ -165,7 +165,7 @@ impl Forwarder {
         let by_address = ports
             .iter()
             .enumerate()
-            .map(|(i, p)| (p.address, i))
+            .flat_map(|(i, p)| p.addresses.iter().map(move |a| (*a, i)))
             .collect();
         Self {
             links: profiles.iter().map(Link::new).collect(),
@@ -256,8 +256,7 @@ impl Forwarder {
     }
 
     fn route(&mut self, src: usize, packet: &[u8]) {
-        let Some(dst) = ipv4_destination(packet).and_then(|a| self.by_address.get(&a).copied())
-        else {
+        let Some(dst) = destination(packet).and_then(|a| self.by_address.get(&a).copied()) else {
             self.stats.dropped_outside.fetch_add(1, Relaxed);
             return;
         };
@@ -315,14 +314,19 @@ impl Forwarder {
     }
 }
 
-/// The destination of an IPv4 packet; `None` for anything else.
-fn ipv4_destination(packet: &[u8]) -> Option<Ipv4Addr> {
-    if packet.len() < 20 || packet[0] >> 4 != 4 {
-        return None;
+/// The destination of an IPv4 or IPv6 packet; `None` for anything else.
+fn destination(packet: &[u8]) -> Option<IpAddr> {
+    match packet.first()? >> 4 {
+        4 => {
+            let octets: [u8; 4] = packet.get(16..20)?.try_into().ok()?;
+            Some(IpAddr::V4(Ipv4Addr::from(octets)))
+        }
+        6 => {
+            let octets: [u8; 16] = packet.get(24..40)?.try_into().ok()?;
+            Some(IpAddr::V6(Ipv6Addr::from(octets)))
+        }
+        _ => None,
     }
-    Some(Ipv4Addr::new(
-        packet[16], packet[17], packet[18], packet[19],
-    ))
 }
 
 #[cfg(test)]
@@ -330,16 +334,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_ipv4_destinations_only() {
-        let mut packet = [0u8; 20];
+    fn reads_ipv4_and_ipv6_destinations_only() {
+        let mut packet = [0u8; 40];
         packet[0] = 0x45;
         packet[16..20].copy_from_slice(&[198, 18, 1, 2]);
         assert_eq!(
-            ipv4_destination(&packet),
-            Some(Ipv4Addr::new(198, 18, 1, 2))
+            destination(&packet),
+            Some(IpAddr::V4(Ipv4Addr::new(198, 18, 1, 2)))
         );
+        assert_eq!(destination(&packet[..19]), None);
         packet[0] = 0x60;
-        assert_eq!(ipv4_destination(&packet), None);
-        assert_eq!(ipv4_destination(&packet[..10]), None);
+        let v6 = Ipv6Addr::new(0x2001, 2, 0, 1, 0, 0, 0, 2);
+        packet[24..40].copy_from_slice(&v6.octets());
+        assert_eq!(destination(&packet), Some(IpAddr::V6(v6)));
+        assert_eq!(destination(&packet[..39]), None);
+        packet[0] = 0x50;
+        assert_eq!(destination(&packet), None);
+        assert_eq!(destination(&[]), None);
     }
 }

@@ -16,6 +16,8 @@ use crate::tun;
 
 /// Prefix length of the lab's addresses: 198.18.0.0/15.
 const PREFIX_LEN: u8 = 15;
+/// Prefix length of the lab's IPv6 addresses: 2001:2::/48.
+const PREFIX_LEN_V6: u8 = 48;
 
 /// Why a lab could not start.
 #[derive(Debug, thiserror::Error)]
@@ -97,14 +99,18 @@ impl Lab {
                 namespace: namespace.clone(),
             });
             let device = tun::open("nalab%d")?;
-            netns::attach(
-                &namespace,
-                &device.name,
-                &format!("{}/{PREFIX_LEN}", spec.address),
-            )?;
+            let addresses: Vec<String> = spec
+                .addresses
+                .iter()
+                .map(|address| match address {
+                    std::net::IpAddr::V4(_) => format!("{address}/{PREFIX_LEN}"),
+                    std::net::IpAddr::V6(_) => format!("{address}/{PREFIX_LEN_V6}"),
+                })
+                .collect();
+            netns::attach(&namespace, &device.name, &addresses)?;
             ports.push(Port {
                 device: device.file,
-                address: spec.address,
+                addresses: spec.addresses.clone(),
             });
         }
         lab.emulator = Some(Emulator::start(ports, lab.links(&Faults::default()))?);

@@ -28,4 +28,4 @@ pub mod topology;
 pub mod tun;
 
 pub use lab::{Lab, LabError, LabHost, is_root, root_or_skip};
-pub use topology::{Faults, LinkProfile, Topology};
+pub use topology::{Families, Faults, LinkProfile, Topology};

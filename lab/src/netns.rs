@@ -41,14 +41,31 @@ pub fn create(namespace: &str) -> io::Result<()> {
     ip(&["-n", namespace, "link", "set", "lo", "up"])
 }
 
-/// Moves `device` into `namespace`, gives it `address/prefix`, brings it up
-/// and routes everything through it, so that whatever a host sends beyond
-/// itself reaches the emulator (which drops what is not for the lab).
-pub fn attach(namespace: &str, device: &str, address: &str) -> io::Result<()> {
+/// Moves `device` into `namespace`, gives it `addresses` (each
+/// `address/prefix`, IPv4 or IPv6), brings it up and routes everything of
+/// each family through it, so that whatever a host sends beyond itself
+/// reaches the emulator (which drops what is not for the lab).
+pub fn attach(namespace: &str, device: &str, addresses: &[String]) -> io::Result<()> {
     ip(&["link", "set", "dev", device, "netns", namespace])?;
-    ip(&["-n", namespace, "addr", "add", address, "dev", device])?;
+    for address in addresses {
+        if address.contains(':') {
+            // No duplicate address detection: nothing else on a lab link
+            // can hold the address, and DAD would hold it back ~1 s.
+            ip(&[
+                "-n", namespace, "addr", "add", address, "dev", device, "nodad",
+            ])?;
+        } else {
+            ip(&["-n", namespace, "addr", "add", address, "dev", device])?;
+        }
+    }
     ip(&["-n", namespace, "link", "set", device, "up"])?;
-    ip(&["-n", namespace, "route", "add", "default", "dev", device])
+    for address in addresses {
+        let family = if address.contains(':') { "-6" } else { "-4" };
+        ip(&[
+            "-n", namespace, family, "route", "add", "default", "dev", device,
+        ])?;
+    }
+    Ok(())
 }
 
 /// Moves `device` into `namespace`, gives it `address/prefix` and brings it

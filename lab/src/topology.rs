@@ -8,6 +8,7 @@
 //! rates take the minimum.
 
 use std::collections::{BTreeMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde::Deserialize;
 
@@ -134,6 +135,55 @@ pub struct Topology {
     /// Directed overrides.
     #[serde(default)]
     pub pairs: Vec<PairSpec>,
+    /// The address families every host has.
+    #[serde(default)]
+    pub families: Families,
+}
+
+/// The address families of a lab's hosts. Every family goes through the
+/// same emulated links, so a dual-stack pair has one truth for both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Families {
+    /// IPv4 only, in 198.18.0.0/15 (RFC 2544's benchmarking range).
+    #[default]
+    Ipv4,
+    /// IPv6 only, in 2001:2::/48 (RFC 5180's benchmarking range).
+    Ipv6,
+    /// Both: IPv4 first (the primary address), then IPv6.
+    Dual,
+}
+
+impl Families {
+    /// The name a topology file uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Families::Ipv4 => "ipv4",
+            Families::Ipv6 => "ipv6",
+            Families::Dual => "dual",
+        }
+    }
+
+    /// The addresses of the host numbered `(subnet, host)`, the primary
+    /// first: 198.18.S.H and 2001:2:0:S::H.
+    fn addresses(self, subnet: u8, host: u8) -> Vec<IpAddr> {
+        let v4 = IpAddr::V4(Ipv4Addr::new(198, 18, subnet, host));
+        let v6 = IpAddr::V6(Ipv6Addr::new(
+            0x2001,
+            2,
+            0,
+            u16::from(subnet),
+            0,
+            0,
+            0,
+            u16::from(host),
+        ));
+        match self {
+            Families::Ipv4 => vec![v4],
+            Families::Ipv6 => vec![v6],
+            Families::Dual => vec![v4, v6],
+        }
+    }
 }
 
 /// Why a topology cannot be used.
@@ -154,10 +204,12 @@ pub enum TopologyError {
 }
 
 /// The topologies that ship with the lab, by name.
-pub const SHIPPED: [(&str, &str); 3] = [
+pub const SHIPPED: [(&str, &str); 5] = [
     ("default", include_str!("../topologies/default.yaml")),
     ("small", include_str!("../topologies/small.yaml")),
     ("bench", include_str!("../topologies/bench.yaml")),
+    ("ipv6", include_str!("../topologies/ipv6.yaml")),
+    ("dual", include_str!("../topologies/dual.yaml")),
 ];
 
 /// A host of the lab, with its place and address.
@@ -169,8 +221,11 @@ pub struct HostSpec {
     pub zone: String,
     /// Region name.
     pub region: String,
-    /// Address in 198.18.0.0/15 (the benchmarking range of RFC 2544).
-    pub address: std::net::Ipv4Addr,
+    /// The address peers probe and the collector is reached at: IPv4
+    /// unless the lab is IPv6 only.
+    pub address: IpAddr,
+    /// Every address of the host, `address` first (see [`Families`]).
+    pub addresses: Vec<IpAddr>,
 }
 
 /// Faults switched on while the lab runs.
@@ -276,27 +331,34 @@ impl Topology {
         Ok(())
     }
 
-    /// Every host with its address, zone by zone, then the control host.
-    /// Zone i (from 1) gets 198.18.i.0/24, host j (from 1) its .j address;
-    /// the control host is 198.18.0.2.
+    /// Every host with its addresses, zone by zone, then the control host.
+    /// Zone i (from 1) gets 198.18.i.0/24 and 2001:2:0:i::/64, host j
+    /// (from 1) its .j and ::j address; the control host is 198.18.0.2 and
+    /// 2001:2::2 (see [`Families`] for which a lab has).
     pub fn hosts(&self) -> Vec<HostSpec> {
+        let spec = |name: &str, zone: &str, region: &str, subnet: u8, host: u8| {
+            let addresses = self.families.addresses(subnet, host);
+            HostSpec {
+                name: name.to_owned(),
+                zone: zone.to_owned(),
+                region: region.to_owned(),
+                address: addresses[0],
+                addresses,
+            }
+        };
         let mut hosts = Vec::new();
         for (z, zone) in self.zones.iter().enumerate() {
             for (h, host) in zone.hosts.iter().enumerate() {
-                hosts.push(HostSpec {
-                    name: host.clone(),
-                    zone: zone.name.clone(),
-                    region: zone.region.clone(),
-                    address: std::net::Ipv4Addr::new(198, 18, (z + 1) as u8, (h + 1) as u8),
-                });
+                hosts.push(spec(
+                    host,
+                    &zone.name,
+                    &zone.region,
+                    (z + 1) as u8,
+                    (h + 1) as u8,
+                ));
             }
         }
-        hosts.push(HostSpec {
-            name: CONTROL_HOST.to_owned(),
-            zone: CONTROL_ZONE.to_owned(),
-            region: String::new(),
-            address: std::net::Ipv4Addr::new(198, 18, 0, 2),
-        });
+        hosts.push(spec(CONTROL_HOST, CONTROL_ZONE, "", 0, 2));
         hosts
     }
 
@@ -350,7 +412,11 @@ impl Topology {
             let members: Vec<String> = hosts
                 .iter()
                 .filter(|h| h.zone == zone.name)
-                .map(|h| format!("{} {}", h.name, h.address))
+                .map(|h| {
+                    let addresses: Vec<String> =
+                        h.addresses.iter().map(ToString::to_string).collect();
+                    format!("{} {}", h.name, addresses.join(" "))
+                })
                 .collect();
             let region = if zone.region.is_empty() {
                 String::new()
@@ -421,6 +487,33 @@ mod tests {
         assert!(matches!(
             Topology::named("nope"),
             Err(TopologyError::Unknown(..))
+        ));
+    }
+
+    #[test]
+    fn families_give_each_host_its_addresses_the_primary_first() {
+        let host = |topology: &Topology, name: &str| {
+            topology
+                .hosts()
+                .into_iter()
+                .find(|h| h.name == name)
+                .unwrap()
+        };
+        let ipv6 = Topology::named("ipv6").unwrap();
+        assert_eq!(ipv6.families, Families::Ipv6);
+        let b3 = host(&ipv6, "b3");
+        assert_eq!(b3.address.to_string(), "2001:2:0:2::3");
+        assert_eq!(b3.addresses, vec![b3.address]);
+        assert_eq!(host(&ipv6, "control").address.to_string(), "2001:2::2");
+        let dual = Topology::named("dual").unwrap();
+        let a2 = host(&dual, "a2");
+        let addresses: Vec<String> = a2.addresses.iter().map(ToString::to_string).collect();
+        assert_eq!(addresses, ["198.18.1.2", "2001:2:0:1::2"]);
+        assert_eq!(a2.address, a2.addresses[0]);
+        assert_eq!(Topology::named("default").unwrap().families, Families::Ipv4);
+        assert!(matches!(
+            Topology::parse("families: ipv5\nzones: [{name: z, hosts: [h]}]"),
+            Err(TopologyError::Parse(_))
         ));
     }
 

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 /// The flags of `lab`.
 #[derive(Debug, clap::Args)]
 pub struct LabArgs {
-    /// A shipped topology (default, small, bench) or a YAML file.
+    /// A shipped topology (default, small, bench, ipv6, dual) or a YAML file.
     #[arg(long, default_value = "default")]
     topology: String,
     /// Remove the lab after this long; default: at Ctrl-C.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use netaware::json::{MatrixJson, PairJson};
 use netaware::lab_system::{AgentTiming, LabSystem};
 use netaware_core::pair_rtt::RttBasis;
-use netaware_lab::{Faults, LinkProfile, Topology, root_or_skip};
+use netaware_lab::{Families, Faults, LinkProfile, Topology, root_or_skip};
 use serde::Deserialize;
 
 const TIMING: AgentTiming = AgentTiming::FAST;
@@ -255,7 +255,7 @@ fn matrix_matches_the_topology_and_ping_and_placement_follows_it() {
     if !root_or_skip("lab accuracy") {
         return;
     }
-    accuracy_by("icmp");
+    accuracy_by("icmp", Families::Ipv4);
 }
 
 /// The same by UDP: the agents' STAMP probes to each other's reflectors.
@@ -264,7 +264,7 @@ fn matrix_by_udp_matches_the_topology_and_ping_and_placement_follows_it() {
     if !root_or_skip("lab accuracy by UDP") {
         return;
     }
-    accuracy_by("udp");
+    accuracy_by("udp", Families::Ipv4);
 }
 
 /// The same by TCP handshakes to each other's throughput servers.
@@ -273,25 +273,40 @@ fn matrix_by_tcp_matches_the_topology_and_ping_and_placement_follows_it() {
     if !root_or_skip("lab accuracy by TCP") {
         return;
     }
-    accuracy_by("tcp");
+    accuracy_by("tcp", Families::Ipv4);
 }
 
-/// The default lab probed by `transport` alone (`--probe`): every pair's
-/// loss and RTT against the configured truth and against ping over the
-/// same seconds, and placement by what was measured.
-fn accuracy_by(transport: &str) {
+/// The default lab with IPv6 addresses only: ICMPv6 echo, held to the
+/// same bounds as IPv4.
+#[test]
+fn an_ipv6_only_matrix_by_icmpv6_matches_the_topology_and_ping() {
+    if !root_or_skip("lab accuracy over IPv6 by ICMPv6") {
+        return;
+    }
+    accuracy_by("icmp", Families::Ipv6);
+}
+
+/// The default lab with the address `families`, probed by `transport`
+/// alone (`--probe`): every pair's loss and RTT against the configured
+/// truth and against ping over the same seconds, and placement by what was
+/// measured.
+fn accuracy_by(transport: &str, families: Families) {
     let _one = netaware_testkit::one_lab_at_a_time();
     let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
     let agent_flags = ["--probe".to_owned(), transport.to_owned()];
+    let topology = Topology {
+        families,
+        ..Topology::named("default").unwrap()
+    };
     let system = LabSystem::start_with_agent_flags(
-        Topology::named("default").unwrap(),
+        topology,
         exe,
         TIMING,
         &no_throughput_tests(),
         &agent_flags,
     )
     .unwrap();
-    eprintln!("probing by {transport}");
+    eprintln!("probing by {transport} over {}", families.name());
     let workers: Vec<String> = system
         .lab()
         .workers()

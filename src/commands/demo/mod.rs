@@ -41,7 +41,8 @@ pub struct DemoOptions {
     /// Workers of the sample job; by default as many as the largest zone holds.
     #[arg(long)]
     pub job_size: Option<usize>,
-    /// Lab topology: a shipped name (default, small) or a YAML file.
+    /// Lab topology: a shipped name (default, small, bench, ipv6: IPv6 only,
+    /// dual: dual-stack) or a YAML file.
     #[arg(long, default_value = "default")]
     pub topology: String,
     /// Run on loopback even as root.
