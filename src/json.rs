@@ -40,6 +40,9 @@ pub struct NodeJson {
 /// One directed pair.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PairJson {
+    /// The network the figures were measured over (`primary`, or a
+    /// dual-stack cluster's `primary-ipv6`).
+    pub network: String,
     /// Probing node.
     pub src: String,
     /// Probed node.
@@ -100,6 +103,7 @@ impl From<&pb::Node> for NodeJson {
 impl From<&pb::Pair> for PairJson {
     fn from(p: &pb::Pair) -> Self {
         Self {
+            network: p.network.clone(),
             src: p.src.clone(),
             dst: p.dst.clone(),
             rtt_median_ms: p.rtt_median_ms,

@@ -57,6 +57,15 @@ pub struct LabSystem {
     agents: BTreeMap<String, u32>,
 }
 
+/// An address family, for the firewall rules a test sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IpFamily {
+    /// IPv4 (iptables).
+    V4,
+    /// IPv6 (ip6tables).
+    V6,
+}
+
 fn duration_arg(duration: Duration) -> String {
     format!("{}ms", duration.as_millis())
 }
@@ -187,17 +196,47 @@ impl LabSystem {
     /// requests, UDP to the agents' reflector port, or TCP to their
     /// throughput port (the handshakes).
     pub fn drop_probes(&self, host: &str, transport: Transport) -> anyhow::Result<()> {
+        let families: Vec<IpFamily> = self
+            .lab
+            .host(host)?
+            .spec
+            .addresses
+            .iter()
+            .map(|a| {
+                if a.is_ipv4() {
+                    IpFamily::V4
+                } else {
+                    IpFamily::V6
+                }
+            })
+            .collect();
+        families
+            .into_iter()
+            .try_for_each(|family| self.drop_probes_over(host, transport, family))
+    }
+
+    /// [`LabSystem::drop_probes`] over one address family only (iptables
+    /// or ip6tables), as a firewall that forgot the other would.
+    pub fn drop_probes_over(
+        &self,
+        host: &str,
+        transport: Transport,
+        family: IpFamily,
+    ) -> anyhow::Result<()> {
         let udp_port = netaware_agent::reflector::DEFAULT_PORT.to_string();
         let tcp_port = netaware_agent::DEFAULT_THROUGHPUT_PORT.to_string();
-        let matches: Vec<&str> = match transport {
-            Transport::Icmp => vec!["-p", "icmp", "--icmp-type", "echo-request"],
-            Transport::Udp => vec!["-p", "udp", "--dport", &udp_port],
-            Transport::Tcp => vec!["-p", "tcp", "--dport", &tcp_port],
+        let matches: Vec<&str> = match (transport, family) {
+            (Transport::Icmp, IpFamily::V4) => vec!["-p", "icmp", "--icmp-type", "echo-request"],
+            (Transport::Icmp, IpFamily::V6) => {
+                vec!["-p", "ipv6-icmp", "--icmpv6-type", "echo-request"]
+            }
+            (Transport::Udp, _) => vec!["-p", "udp", "--dport", &udp_port],
+            (Transport::Tcp, _) => vec!["-p", "tcp", "--dport", &tcp_port],
         };
         let mut args = vec!["-A", "INPUT"];
         args.extend(matches);
         args.extend(["-j", "DROP"]);
-        self.iptables(host, &args)
+        self.iptables(host, family, &args)
     }
 
     /// Drops every probe of every transport that reaches `host`.
@@ -209,16 +248,21 @@ impl LabSystem {
 
     /// Takes away every firewall rule of `host`.
     pub fn open_firewall(&self, host: &str) -> anyhow::Result<()> {
-        self.iptables(host, &["-F", "INPUT"])
+        self.iptables(host, IpFamily::V4, &["-F", "INPUT"])?;
+        self.iptables(host, IpFamily::V6, &["-F", "INPUT"])
     }
 
     /// Runs `iptables` with `args` in `host`: a firewall the agents did
     /// not set up.
-    fn iptables(&self, host: &str, args: &[&str]) -> anyhow::Result<()> {
-        let output = self.lab.command(host, "iptables")?.args(args).output()?;
+    fn iptables(&self, host: &str, family: IpFamily, args: &[&str]) -> anyhow::Result<()> {
+        let program = match family {
+            IpFamily::V4 => "iptables",
+            IpFamily::V6 => "ip6tables",
+        };
+        let output = self.lab.command(host, program)?.args(args).output()?;
         if !output.status.success() {
             bail!(
-                "iptables {} in {host}: {}",
+                "{program} {} in {host}: {}",
                 args.join(" "),
                 String::from_utf8_lossy(&output.stderr)
             );
@@ -373,6 +417,16 @@ impl LabSystem {
     /// The matrix.
     pub fn matrix(&self) -> anyhow::Result<MatrixJson> {
         Ok(serde_json::from_str(&self.ask(&["matrix", "--json"])?)?)
+    }
+
+    /// The measured pairs of `network`.
+    pub fn matrix_of_network(&self, network: &str) -> anyhow::Result<MatrixJson> {
+        Ok(serde_json::from_str(&self.ask(&[
+            "matrix",
+            "--json",
+            "--network",
+            network,
+        ])?)?)
     }
 
     /// The zone summary.

@@ -10,6 +10,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use netaware_core::network::Network;
 use netaware_core::transport::{Transport, TransportSet};
 use netaware_core::window::{OpenWindow, Probe, Purpose};
 use netaware_proto::convert::peer_window_to_wire;
@@ -44,6 +45,9 @@ pub struct MeasureTiming {
 struct ProbeResult {
     window: u64,
     peer: String,
+    network: Network,
+    /// The address probed: what the transport choice is kept by.
+    address: String,
     probe: Probe,
     usable: TransportSet,
 }
@@ -69,6 +73,7 @@ pub async fn run(
     let mut open: BTreeMap<u64, OpenWindow> = BTreeMap::new();
     let mut next_to_close = 0u64;
     let mut plan = CyclePlan::new(&peers.borrow_and_update(), started, timing.interval);
+    // By the address probed, as the transport choice is.
     let mut sequences: BTreeMap<String, u16> = BTreeMap::new();
     let mut order = 0u64;
     let mut stats = NodeStatsSampler::new();
@@ -94,11 +99,11 @@ pub async fn run(
                 let now = Instant::now();
                 let window = (now - started).as_millis() as u64 / window_ms;
                 let usable = probers.usable(&peer);
-                let Some(plan) = choice.plan(&peer.name, usable) else {
+                let Some(plan) = choice.plan(&peer.address, usable) else {
                     counters.probe_error();
                     continue;
                 };
-                let seq = sequences.entry(peer.name.clone()).or_default();
+                let seq = sequences.entry(peer.address.clone()).or_default();
                 *seq = seq.wrapping_add(1);
                 let mut probe = |transport, purpose, seq| {
                     order += 1;
@@ -115,9 +120,9 @@ pub async fn run(
             Some(result) = results.recv() => {
                 let answered = result.probe.rtt_ms.is_some();
                 let probe = result.probe;
-                choice.observe(&result.peer, probe.transport, probe.purpose, answered, result.usable);
+                choice.observe(&result.address, probe.transport, probe.purpose, answered, result.usable);
                 if result.window >= next_to_close {
-                    open.entry(result.window).or_default().record(&result.peer, result.probe);
+                    open.entry(result.window).or_default().record(&result.peer, &result.network, result.probe);
                 }
             }
             () = sleep_until(close_at) => {
@@ -147,7 +152,8 @@ pub async fn run(
             }
             Ok(()) = peers.changed() => {
                 peer_names = names_by_address(&peers.borrow());
-                choice.retain(|name| peer_names.values().any(|n| n == name));
+                choice.retain(|address| peers.borrow().iter().any(|p| p.address == address));
+                sequences.retain(|address, _| peers.borrow().iter().any(|p| &p.address == address));
                 // A new peer set starts with the next cycle, so that no peer
                 // is probed twice within one interval.
                 let end = plan.end;
@@ -210,10 +216,18 @@ fn spawn_probe(
             purpose,
         };
         // The loop only stops at shutdown, when the outcome no longer matters.
+        // A peer entry naming a network that no network can be: its probe
+        // counts as an error, never as the primary network's.
+        let Ok(network) = netaware_proto::convert::network_from_wire(&peer.network) else {
+            counters.probe_error();
+            return;
+        };
         let _ = results
             .send(ProbeResult {
                 window,
                 peer: peer.name,
+                network,
+                address: peer.address,
                 probe,
                 usable,
             })
@@ -225,10 +239,13 @@ fn to_proto(window: OpenWindow) -> Vec<PeerWindow> {
     window.finish().iter().map(peer_window_to_wire).collect()
 }
 
-/// Peer names by address, to name the sources of inbound requests.
+/// Peer names by their primary network's address, to name the sources of
+/// inbound requests (which count towards the primary network's one-way
+/// loss only).
 fn names_by_address(peers: &[Peer]) -> std::collections::HashMap<IpAddr, String> {
     peers
         .iter()
+        .filter(|p| p.network.is_empty() || p.network == netaware_core::network::PRIMARY)
         .filter_map(|p| Some((p.address.parse().ok()?, p.name.clone())))
         .collect()
 }

@@ -59,7 +59,9 @@ struct PeerState {
     probes: u64,
 }
 
-/// The transport of every peer.
+/// The transport of every peer, keyed by the address probed (a
+/// dual-stack peer's two addresses are two paths, each filtered or not on
+/// its own).
 #[derive(Debug, Default)]
 pub struct TransportChoice {
     mode: ProbeMode,

@@ -23,20 +23,34 @@ pub struct Members {
     pub max_peers: usize,
     /// How long one rotation step of the peer sets lasts.
     pub rotation: Duration,
-    /// Every node, ordered by name.
+    /// Every node, ordered by name, as the primary network's peer.
     pub nodes: Vec<Peer>,
+    /// Each node's entries on its other networks (a dual-stack node's
+    /// other family), by the index of `nodes`.
+    pub other_networks: Vec<Vec<Peer>>,
 }
 
 impl Members {
-    /// A member list of `nodes` at membership `version`.
+    /// A member list of `nodes` at membership `version`, on the primary
+    /// network only.
     pub fn new(version: u64, max_peers: usize, rotation: Duration, nodes: Vec<Peer>) -> Self {
+        let other_networks = vec![Vec::new(); nodes.len()];
         Self {
             version,
             copied: Instant::now(),
             max_peers,
             rotation,
             nodes,
+            other_networks,
         }
+    }
+
+    /// The same members, with each node's entries on its other networks
+    /// (`other_networks[i]` for `nodes[i]`).
+    pub fn with_other_networks(mut self, other_networks: Vec<Vec<Peer>>) -> Self {
+        debug_assert_eq!(other_networks.len(), self.nodes.len());
+        self.other_networks = other_networks;
+        self
     }
 
     /// `node`'s rotation step at `unix_ms`: wall-clock time (so that a
@@ -68,7 +82,9 @@ impl Members {
     }
 
     /// The peers that `node` must probe in rotation step `epoch`: every
-    /// other node, or `max_peers` of them (`netaware_core::peers::choose`).
+    /// other node, or `max_peers` of them (`netaware_core::peers::choose`),
+    /// on the primary network, and each of those again on every other
+    /// network that both are on.
     pub fn peer_set(&self, node: &str, epoch: u64) -> Vec<Peer> {
         let candidates: Vec<peers::Candidate<'_>> = self
             .nodes
@@ -83,10 +99,22 @@ impl Members {
             max: self.max_peers,
             epoch,
         };
-        peers::choose(node, zone, &candidates, bound)
-            .into_iter()
-            .map(|i| self.nodes[i].clone())
-            .collect()
+        let chosen = peers::choose(node, zone, &candidates, bound);
+        let mine = self
+            .nodes
+            .iter()
+            .position(|p| p.name == node)
+            .map_or(&[][..], |i| self.other_networks[i].as_slice());
+        let mut set: Vec<Peer> = chosen.iter().map(|&i| self.nodes[i].clone()).collect();
+        for &i in &chosen {
+            set.extend(
+                self.other_networks[i]
+                    .iter()
+                    .filter(|entry| mine.iter().any(|m| m.network == entry.network))
+                    .cloned(),
+            );
+        }
+        set
     }
 
     /// Least time between two peer sets down one session: a second, and a
@@ -144,5 +172,40 @@ mod tests {
         assert_eq!(members.peer_set_spacing(), Duration::from_secs(1));
         let large = Members::new(1, 64, Duration::from_secs(60), vec![peer("x", "a"); 5_000]);
         assert_eq!(large.peer_set_spacing(), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_dual_stack_peer_comes_again_on_the_other_family_only_to_dual_stack_nodes() {
+        let nodes: Vec<Peer> = ["a", "b", "c"].map(|n| peer(n, "z")).to_vec();
+        let ipv6 = |name: &str| Peer {
+            address: "2001:2::1".into(),
+            network: "primary-ipv6".into(),
+            ..peer(name, "z")
+        };
+        // a and b are dual-stack, c is not.
+        let members = Members::new(1, 0, Duration::from_secs(60), nodes).with_other_networks(vec![
+            vec![ipv6("a")],
+            vec![ipv6("b")],
+            vec![],
+        ]);
+        let entries = |node: &str| -> Vec<(String, String)> {
+            members
+                .peer_set(node, 0)
+                .into_iter()
+                .map(|p| (p.name, p.network))
+                .collect()
+        };
+        assert_eq!(
+            entries("a"),
+            [
+                ("b".into(), String::new()),
+                ("c".into(), String::new()),
+                ("b".into(), "primary-ipv6".into())
+            ]
+        );
+        assert_eq!(
+            entries("c"),
+            [("a".into(), String::new()), ("b".into(), String::new())]
+        );
     }
 }

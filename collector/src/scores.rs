@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use netaware_core::extender::rank_answer;
+use netaware_core::network::Network;
 use netaware_core::pair_rtt::RttLookup;
 use netaware_core::placement::JobRequest;
 use netaware_proto::v1 as pb;
@@ -84,19 +85,30 @@ impl pb::scores_server::Scores for ScoresService {
                 (snapshot, token.offset)
             }
         };
+        let network = convert::network_from_wire(&request.network)
+            .map_err(|err| Status::invalid_argument(err.to_string()))?;
         let page_size = usize::try_from(request.page_size).unwrap_or(usize::MAX);
         let version = snapshot.version;
         // A page of a large matrix takes milliseconds to cut: off the
         // threads that serve sessions.
         let cut = tokio::task::spawn_blocking(move || {
-            follow::page(
-                snapshot.versioned(),
+            let Some(versioned) = snapshot.versioned_of(&network) else {
+                let known: Vec<&str> = snapshot.networks().map(Network::as_str).collect();
+                return Err(Status::not_found(format!(
+                    "nothing measured on network {network} (networks: {})",
+                    known.join(", ")
+                )));
+            };
+            Ok(follow::page(
+                versioned,
                 MatrixFilter::of(&request),
                 offset,
                 page_size,
-            )
+            ))
         });
-        let (mut page, next) = cut.await.map_err(|err| Status::internal(err.to_string()))?;
+        let (mut page, next) = cut
+            .await
+            .map_err(|err| Status::internal(err.to_string()))??;
         if let Some(offset) = next {
             page.next_page_token = PageToken { version, offset }.to_string();
         }

@@ -19,14 +19,15 @@
 //! every change at once, and a large one's answer at once from scores
 //! about two builds old.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, LazyLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use netaware_core::UnixMillis;
 use netaware_core::coordinates::Coordinates;
+use netaware_core::network::Network;
 use netaware_core::placement::Placer;
 use netaware_core::scored::ScoredMatrix;
 use netaware_proto::follow::Versioned;
@@ -37,6 +38,9 @@ use crate::config::ModelConfig;
 use crate::ingest::Ingest;
 use crate::metrics::WorkMetrics;
 use crate::state::{CollectorState, SnapshotInputs};
+
+/// The primary network, which every snapshot's placer is of.
+static PRIMARY: LazyLock<Network> = LazyLock::new(Network::primary);
 
 /// A published snapshot older than this is rebuilt for the next reader.
 pub const MAX_AGE: Duration = Duration::from_secs(1);
@@ -93,6 +97,9 @@ pub struct Snapshot {
     pub placer: Placer,
     /// How it was scored.
     pub config: ModelConfig,
+    /// The measured pairs of every network but the primary (a
+    /// dual-stack cluster's other family), scored at the same instant.
+    pub other_networks: BTreeMap<Network, ScoredMatrix>,
     built: Instant,
 }
 
@@ -107,9 +114,29 @@ impl Snapshot {
         Versioned {
             scored: self.placer.matrix(),
             placement: self.placer.config(),
+            network: &PRIMARY,
             version: self.version,
             at: self.at,
         }
+    }
+
+    /// What pages of `network`'s matrix are cut from; `None` when nothing
+    /// was measured on it.
+    pub fn versioned_of<'s>(&'s self, network: &'s Network) -> Option<Versioned<'s>> {
+        if network.is_primary() {
+            return Some(self.versioned());
+        }
+        let scored = self.other_networks.get(network)?;
+        Some(Versioned {
+            scored,
+            network,
+            ..self.versioned()
+        })
+    }
+
+    /// Every network with a matrix, the primary first.
+    pub fn networks(&self) -> impl Iterator<Item = &Network> {
+        std::iter::once(&*PRIMARY).chain(self.other_networks.keys())
     }
 }
 
@@ -298,6 +325,7 @@ fn snapshot_of(inputs: SnapshotInputs, coordinates: &Coordinates, at: UnixMillis
         at,
         placer: Placer::new(scored, inputs.config.placement),
         config: inputs.config,
+        other_networks: inputs.score_other_networks(at),
         built: Instant::now(),
     }
 }

@@ -5,14 +5,17 @@
 //! The gRPC shells lock one [`CollectorState`] and call these methods with
 //! the current time; tests call them directly.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
 
 use netaware_core::coordinates::Coordinates;
 use netaware_core::matrix::{PairMatrix, PairReadings};
+use netaware_core::network::{self, Network};
 use netaware_core::registry::Registry;
 use netaware_core::scored::ScoredMatrix;
 use netaware_core::throughput_plan::Planner;
 use netaware_core::{NodeKind, UnixMillis};
+use netaware_proto::convert;
 use netaware_proto::v1::{Hello, NodeStats, Peer, ThroughputOrder, Window, throughput_order};
 
 use crate::config::ModelConfig;
@@ -26,6 +29,8 @@ use crate::validate::{self, Invalid};
 pub struct SnapshotInputs {
     registry: Registry,
     readings: PairReadings,
+    /// The readings of every other network, by name.
+    other_readings: Vec<(Network, PairReadings)>,
     /// The model it is scored with.
     pub config: ModelConfig,
     /// The state's version when copied.
@@ -42,6 +47,25 @@ impl SnapshotInputs {
             coordinates,
             now,
         )
+    }
+
+    /// The scored matrix of every network but the primary, as of `now`:
+    /// measured pairs only (coordinates are the primary network's), for
+    /// the matrix API; placement goes by the primary network.
+    pub fn score_other_networks(&self, now: UnixMillis) -> BTreeMap<Network, ScoredMatrix> {
+        self.other_readings
+            .iter()
+            .map(|(network, readings)| {
+                let scored = ScoredMatrix::score(
+                    &self.registry,
+                    readings,
+                    &self.config.score,
+                    &Coordinates::default(),
+                    now,
+                );
+                (network.clone(), scored)
+            })
+            .collect()
     }
 }
 
@@ -93,6 +117,10 @@ pub struct CollectorState {
     config: ModelConfig,
     registry: Registry,
     matrix: PairMatrix,
+    /// The matrix of every network but the primary.
+    other_matrices: BTreeMap<Network, PairMatrix>,
+    /// Each node's addresses on its networks other than the primary.
+    other_networks: HashMap<String, Vec<(Network, String)>>,
     seq_marks: HashMap<String, SeqMark>,
     node_stats: HashMap<String, NodeStats>,
     ports: HashMap<String, AgentPorts>,
@@ -137,6 +165,8 @@ impl CollectorState {
         Self {
             config,
             matrix: PairMatrix::new(config.windows_kept),
+            other_matrices: BTreeMap::new(),
+            other_networks: HashMap::new(),
             registry,
             seq_marks: HashMap::new(),
             node_stats: HashMap::new(),
@@ -274,23 +304,67 @@ impl CollectorState {
                 stamp: hello.stamp_port,
             },
         );
+        let addresses: Vec<IpAddr> = hello
+            .addresses
+            .iter()
+            .filter_map(|a| a.parse().ok())
+            .collect();
+        let others: Vec<(Network, String)> = network::networks_of(&addresses)
+            .into_iter()
+            .filter(|(network, _)| !network.is_primary())
+            .map(|(network, address)| (network, address.to_string()))
+            .collect();
+        let networks_changed = self.other_networks.get(&name) != Some(&others);
+        self.other_networks.insert(name.clone(), others);
         self.version += 1;
-        Ok((name, changed))
+        Ok((name, changed || networks_changed))
+    }
+
+    /// Whether `node` is on `network`.
+    fn on_network(&self, node: &str, network: &Network) -> bool {
+        network.is_primary()
+            || self
+                .other_networks
+                .get(node)
+                .is_some_and(|others| others.iter().any(|(n, _)| n == network))
+    }
+
+    /// The matrix of `network`, if anything was measured on it.
+    pub fn matrix_of(&self, network: &Network) -> Option<&PairMatrix> {
+        if network.is_primary() {
+            Some(&self.matrix)
+        } else {
+            self.other_matrices.get(network)
+        }
     }
 
     /// Every known node as peers are told of it, at membership `version`
     /// (see [`Members`]).
     pub fn members(&self, version: u64) -> Members {
-        let nodes = self
+        let peer = |entry: &netaware_core::registry::NodeEntry| Peer {
+            name: entry.info.name.clone(),
+            address: entry.info.address.clone(),
+            zone: entry.info.zone.clone(),
+            region: entry.info.region.clone(),
+            stamp_port: self.ports_of(&entry.info.name).stamp,
+            tcp_port: self.ports_of(&entry.info.name).throughput,
+            network: String::new(),
+        };
+        let nodes: Vec<Peer> = self.registry.nodes().map(peer).collect();
+        let other_networks = self
             .registry
             .nodes()
-            .map(|entry| Peer {
-                name: entry.info.name.clone(),
-                address: entry.info.address.clone(),
-                zone: entry.info.zone.clone(),
-                region: entry.info.region.clone(),
-                stamp_port: self.ports_of(&entry.info.name).stamp,
-                tcp_port: self.ports_of(&entry.info.name).throughput,
+            .map(|entry| {
+                let others = self.other_networks.get(&entry.info.name);
+                others
+                    .into_iter()
+                    .flatten()
+                    .map(|(network, address)| Peer {
+                        address: address.clone(),
+                        network: convert::network_to_wire(network),
+                        ..peer(entry)
+                    })
+                    .collect()
             })
             .collect();
         Members::new(
@@ -299,6 +373,7 @@ impl CollectorState {
             self.config.peer_rotation,
             nodes,
         )
+        .with_other_networks(other_networks)
     }
 
     /// The peers that `node` must probe in the first rotation step (see
@@ -319,6 +394,15 @@ impl CollectorState {
             return Err(Invalid(format!("unknown node {node:?}: no hello")));
         };
         let pairs = validate::window(node, window, &self.registry, now)?;
+        if let Some(off) = pairs
+            .iter()
+            .find(|p| !self.on_network(node, &p.network) || !self.on_network(&p.peer, &p.network))
+        {
+            return Err(Invalid(format!(
+                "peer {:?}: {node} and it are not both on network {}",
+                off.peer, off.network
+            )));
+        }
         let results = validate::throughput_results(node, window, &self.registry, now)?;
         if window.seq <= mark.last_seq {
             return Ok(Ingested::Duplicate);
@@ -340,6 +424,14 @@ impl CollectorState {
             }
         }
         for checked in pairs {
+            if !checked.network.is_primary() {
+                let windows_kept = self.config.windows_kept;
+                self.other_matrices
+                    .entry(checked.network)
+                    .or_insert_with(|| PairMatrix::new(windows_kept))
+                    .record(node, &checked.peer, checked.pair);
+                continue;
+            }
             self.matrix.record(node, &checked.peer, checked.pair);
             if let Some(one_way) = checked.one_way {
                 // The node saw the peer's requests: loss from peer to node.
@@ -453,6 +545,11 @@ impl CollectorState {
         SnapshotInputs {
             registry: self.registry.clone(),
             readings: self.matrix.readings(),
+            other_readings: self
+                .other_matrices
+                .iter()
+                .map(|(network, matrix)| (network.clone(), matrix.readings()))
+                .collect(),
             config: self.config,
             version: self.version,
         }

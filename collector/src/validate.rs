@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use std::net::IpAddr;
 
 use netaware_core::matrix::{OneWayWindow, PairWindow, Throughput};
+use netaware_core::network::Network;
 use netaware_core::registry::Registry;
 use netaware_core::{NodeInfo, NodeKind, UnixMillis};
 use netaware_proto::convert;
@@ -99,6 +100,8 @@ pub fn hello(hello: &Hello) -> Result<(NodeInfo, u64), Invalid> {
 pub struct CheckedPeerWindow {
     /// The peer.
     pub peer: String,
+    /// The network it was probed over.
+    pub network: Network,
     /// The probes from the reporting node towards it.
     pub pair: PairWindow,
     /// Its echo requests that the reporting node saw arrive.
@@ -144,16 +147,26 @@ pub fn window(
         if registry.get(&peer.peer).is_none() {
             return invalid(format!("unknown peer {:?}", peer.peer));
         }
-        if !seen.insert(peer.peer.as_str()) {
-            return invalid(format!("peer {:?} appears twice in one window", peer.peer));
-        }
         let refused = |err: &dyn std::fmt::Display| Invalid(format!("peer {:?}: {err}", peer.peer));
-        let (pair, one_way) = convert::peer_window_from_wire(peer)
-            .map_err(|err| refused(&err))?
+        let read = convert::peer_window_from_wire(peer).map_err(|err| refused(&err))?;
+        if !seen.insert((peer.peer.as_str(), read.network.clone())) {
+            return invalid(format!(
+                "peer {:?} appears twice on network {} in one window",
+                peer.peer, read.network
+            ));
+        }
+        if !read.network.is_primary() && (read.inbound_expected > 0 || read.inbound_received > 0) {
+            return invalid(format!(
+                "peer {:?}: one-way counts on network {}, which only the primary network has",
+                peer.peer, read.network
+            ));
+        }
+        let (pair, one_way) = read
             .checked(window.end_unix_ms)
             .map_err(|err| refused(&err))?;
         pairs.push(CheckedPeerWindow {
             peer: peer.peer.clone(),
+            network: read.network,
             pair,
             one_way,
         });

@@ -27,6 +27,8 @@
 //!   pair, a delay per node), where the coordinates cannot follow.
 //! - [`pair_rtt`]: any pair's RTT, measured or estimated, and on what basis.
 //! - [`window`]: an agent's probes folded into the windows it reports.
+//! - [`network`]: the networks a pair is measured over (the primary, a
+//!   dual-stack node's other family), each with a matrix of its own.
 //! - [`stats`]: quantiles, medians and means, one definition for all.
 //! - [`transport`]: how a pair was probed (ICMP, UDP, TCP), and what was
 //!   found filtered on the way.
@@ -49,6 +51,7 @@ pub mod labels;
 pub mod matrix;
 pub mod measured_topology;
 pub mod memo;
+pub mod network;
 pub mod node_estimate;
 pub mod node_health;
 pub mod pair_rtt;

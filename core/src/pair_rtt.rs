@@ -273,6 +273,7 @@ mod lab_shape {
                         let rtt_ms = Some(rtt + jitter(0.01 + 0.002 * rtt));
                         open.record(
                             NODES[dst].0,
+                            &crate::network::Network::primary(),
                             Probe::measured(order, rtt_ms, Transport::Icmp),
                         );
                     }

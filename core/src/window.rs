@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use crate::UnixMillis;
 use crate::matrix::{OneWayWindow, PairWindow, RttStats, WindowError};
+use crate::network::Network;
 use crate::stats::nearest_rank;
 use crate::transport::{Transport, TransportSet};
 
@@ -57,6 +58,8 @@ impl Probe {
 pub struct PeerWindow {
     /// Peer name.
     pub peer: String,
+    /// The network the peer was probed over.
+    pub network: Network,
     /// Probes sent.
     pub sent: u32,
     /// Replies received in time.
@@ -104,10 +107,10 @@ struct PeerRecord {
     inbound_received: u32,
 }
 
-/// A window still collecting probes, per peer.
+/// A window still collecting probes, per peer and network.
 #[derive(Debug, Clone, Default)]
 pub struct OpenWindow {
-    peers: BTreeMap<String, PeerRecord>,
+    peers: BTreeMap<(String, Network), PeerRecord>,
 }
 
 impl OpenWindow {
@@ -116,22 +119,21 @@ impl OpenWindow {
         Self::default()
     }
 
-    fn peer(&mut self, peer: &str) -> &mut PeerRecord {
-        if !self.peers.contains_key(peer) {
-            self.peers.insert(peer.to_owned(), PeerRecord::default());
-        }
-        self.peers.get_mut(peer).expect("just inserted")
+    fn peer(&mut self, peer: &str, network: &Network) -> &mut PeerRecord {
+        self.peers
+            .entry((peer.to_owned(), network.clone()))
+            .or_default()
     }
 
-    /// Records one probe to `peer`.
-    pub fn record(&mut self, peer: &str, probe: Probe) {
-        self.peer(peer).probes.push(probe);
+    /// Records one probe to `peer` over `network`.
+    pub fn record(&mut self, peer: &str, network: &Network, probe: Probe) {
+        self.peer(peer, network).probes.push(probe);
     }
 
-    /// Records echo requests from `peer`: `expected` sent by its count,
-    /// `received` arrived.
+    /// Records echo requests from `peer` (over the primary network):
+    /// `expected` sent by its count, `received` arrived.
     pub fn record_inbound(&mut self, peer: &str, expected: u32, received: u32) {
-        let record = self.peer(peer);
+        let record = self.peer(peer, &Network::primary());
         record.inbound_expected = record.inbound_expected.saturating_add(expected);
         record.inbound_received = record.inbound_received.saturating_add(received);
     }
@@ -141,11 +143,11 @@ impl OpenWindow {
         self.peers.is_empty()
     }
 
-    /// The window of every peer probed, by peer name.
+    /// The window of every peer probed, by peer name and network.
     pub fn finish(self) -> Vec<PeerWindow> {
         self.peers
             .into_iter()
-            .map(|(peer, mut record)| {
+            .map(|((peer, network), mut record)| {
                 record.probes.sort_by_key(|p| p.order);
                 let (probe, filtered) = transports(&record.probes);
                 let counted: Vec<Probe> = record
@@ -155,6 +157,7 @@ impl OpenWindow {
                     .copied()
                     .collect();
                 PeerWindow {
+                    network,
                     probe,
                     filtered,
                     // Late arrivals can outnumber the gaps seen in a window.
@@ -238,29 +241,68 @@ mod tests {
     }
 
     #[test]
+    fn one_peer_over_two_networks_gives_two_windows_never_mixed() {
+        let ipv6 = Network::parse("primary-ipv6").unwrap();
+        let mut window = OpenWindow::new();
+        window.record("b", &Network::primary(), probe(1, Some(1.0)));
+        window.record("b", &ipv6, probe(2, Some(5.0)));
+        window.record("b", &ipv6, probe(3, None));
+        let windows = window.finish();
+        assert_eq!(windows.len(), 2);
+        let of = |network: &Network| windows.iter().find(|w| &w.network == network).unwrap();
+        let primary = of(&Network::primary());
+        assert_eq!(
+            (primary.sent, primary.received, primary.rtt.median),
+            (1, 1, 1.0)
+        );
+        let other = of(&ipv6);
+        assert_eq!((other.sent, other.received, other.rtt.median), (2, 1, 5.0));
+    }
+
+    #[test]
     fn a_window_counts_one_transport_and_names_what_was_filtered() {
         let mut window = OpenWindow::new();
         // ICMP lost twice, then the agent moved to UDP, which answers;
         // a scout back to ICMP is lost too, and a TCP scout answered.
-        window.record("b", probe(1, None));
-        window.record("b", probe(2, None));
-        window.record("b", Probe::measured(3, Some(1.0), Transport::Udp));
-        window.record("b", Probe::measured(4, None, Transport::Udp));
+        window.record("b", &Network::primary(), probe(1, None));
+        window.record("b", &Network::primary(), probe(2, None));
+        window.record(
+            "b",
+            &Network::primary(),
+            Probe::measured(3, Some(1.0), Transport::Udp),
+        );
+        window.record(
+            "b",
+            &Network::primary(),
+            Probe::measured(4, None, Transport::Udp),
+        );
         let scout = |order, rtt_ms, transport| Probe {
             purpose: Purpose::Scout,
             ..Probe::measured(order, rtt_ms, transport)
         };
-        window.record("b", scout(5, None, Transport::Icmp));
-        window.record("b", scout(6, Some(9.0), Transport::Tcp));
-        window.record("b", Probe::measured(7, Some(3.0), Transport::Udp));
+        window.record("b", &Network::primary(), scout(5, None, Transport::Icmp));
+        window.record(
+            "b",
+            &Network::primary(),
+            scout(6, Some(9.0), Transport::Tcp),
+        );
+        window.record(
+            "b",
+            &Network::primary(),
+            Probe::measured(7, Some(3.0), Transport::Udp),
+        );
         let b = &window.finish()[0];
         assert_eq!(b.probe, Transport::Udp);
         assert_eq!((b.sent, b.received, b.rtt.max), (3, 2, 3.0));
         assert_eq!(b.filtered, TransportSet::of([Transport::Icmp]));
         // Nothing answered at all: nothing is called filtered, it is lost.
         let mut silent = OpenWindow::new();
-        silent.record("c", probe(1, None));
-        silent.record("c", Probe::measured(2, None, Transport::Udp));
+        silent.record("c", &Network::primary(), probe(1, None));
+        silent.record(
+            "c",
+            &Network::primary(),
+            Probe::measured(2, None, Transport::Udp),
+        );
         let c = &silent.finish()[0];
         assert_eq!((c.probe, c.sent, c.received), (Transport::Udp, 1, 0));
         assert!(c.filtered.is_empty());
@@ -279,7 +321,7 @@ mod tests {
             (4, Some(2.0)),
             (5, Some(4.0)),
         ] {
-            window.record("b", probe(order, rtt));
+            window.record("b", &Network::primary(), probe(order, rtt));
         }
         let figures = window.finish();
         assert_eq!(figures.len(), 1);
@@ -294,8 +336,8 @@ mod tests {
     #[test]
     fn a_silent_peer_has_sent_probes_and_no_figures() {
         let mut window = OpenWindow::new();
-        window.record("c", probe(1, None));
-        window.record("c", probe(2, None));
+        window.record("c", &Network::primary(), probe(1, None));
+        window.record("c", &Network::primary(), probe(2, None));
         let c = &window.finish()[0];
         assert_eq!((c.sent, c.received, c.rtt.median), (2, 0, 0.0));
     }
@@ -321,8 +363,8 @@ mod tests {
     #[test]
     fn a_peer_window_is_checked_into_the_matrix_form() {
         let mut window = OpenWindow::new();
-        window.record("b", probe(1, Some(2.0)));
-        window.record("b", probe(2, None));
+        window.record("b", &Network::primary(), probe(1, Some(2.0)));
+        window.record("b", &Network::primary(), probe(2, None));
         window.record_inbound("b", 4, 3);
         let b = &window.finish()[0];
         let (pair, one_way) = b.checked(5_000).unwrap();
@@ -352,7 +394,7 @@ mod tests {
         ) {
             let mut window = OpenWindow::new();
             for (i, rtt) in rtts.iter().enumerate() {
-                window.record("p", probe(i as u64, *rtt));
+                window.record("p", &Network::primary(), probe(i as u64, *rtt));
             }
             let f = &window.finish()[0];
             prop_assert_eq!(f.sent as usize, rtts.len());

@@ -233,6 +233,7 @@ impl<'c> Fleet<'c> {
                             arrives.then(|| truth.rtt_ms + exponential(jitter_mean, &mut self.rng));
                         window.record(
                             candidates[dst].0,
+                            &netaware_core::network::Network::primary(),
                             Probe::measured(order, rtt_ms, Transport::Icmp),
                         );
                     }

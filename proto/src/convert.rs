@@ -19,6 +19,7 @@ use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::measured_topology::{
     Block, BlockNode, LinkCost, MeasuredTopology, NetworkCosts, ZoneBlocks,
 };
+use netaware_core::network::{InvalidNetwork, Network};
 use netaware_core::pair_rtt::{PairRtt, RttBasis};
 use netaware_core::placement::{Basis, PlacementConfig, Placer};
 use netaware_core::score::{Fallback, Source, Terms, Weights};
@@ -264,6 +265,7 @@ pub fn node_from_wire(node: &pb::Node) -> NodeView {
 pub fn peer_window_to_wire(window: &PeerWindow) -> pb::PeerWindow {
     pb::PeerWindow {
         peer: window.peer.clone(),
+        network: network_to_wire(&window.network),
         sent: window.sent,
         received: window.received,
         rtt_min_ms: window.rtt.min,
@@ -283,9 +285,10 @@ pub fn peer_window_to_wire(window: &PeerWindow) -> pb::PeerWindow {
 /// matrix with [`PeerWindow::checked`], which refuses what no agent can
 /// have measured. A transport this build does not know is an error
 /// there: its figures must not be taken for another transport's.
-pub fn peer_window_from_wire(window: &pb::PeerWindow) -> Result<PeerWindow, UnknownTransport> {
+pub fn peer_window_from_wire(window: &pb::PeerWindow) -> Result<PeerWindow, PeerWindowError> {
     Ok(PeerWindow {
         peer: window.peer.clone(),
+        network: network_from_wire(&window.network)?,
         sent: window.sent,
         received: window.received,
         rtt: RttStats {
@@ -308,14 +311,42 @@ pub fn peer_window_from_wire(window: &pb::PeerWindow) -> Result<PeerWindow, Unkn
 #[error("probe transport {0} is not one this collector knows (icmp 0, udp 1, tcp 2)")]
 pub struct UnknownTransport(pub i32);
 
+/// Why a peer window from the wire cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PeerWindowError {
+    /// A transport this build does not know.
+    #[error(transparent)]
+    Transport(#[from] UnknownTransport),
+    /// A network name that no network can have.
+    #[error(transparent)]
+    Network(#[from] InvalidNetwork),
+}
+
+/// A network on the wire: its name; the primary network may be left
+/// empty, as agents and requests that predate networks send it.
+pub fn network_from_wire(name: &str) -> Result<Network, InvalidNetwork> {
+    if name.is_empty() {
+        Ok(Network::primary())
+    } else {
+        Network::parse(name)
+    }
+}
+
+/// A network's wire form: its name, always written out.
+pub fn network_to_wire(network: &Network) -> String {
+    network.as_str().to_owned()
+}
+
 /// The wire form of a scored pair, naming its ends by `name`.
 pub fn pair_to_wire<'n>(
     pair: &ScoredPair,
+    network: &Network,
     name: impl Fn(usize) -> &'n str,
     now: UnixMillis,
 ) -> pb::Pair {
     let s = &pair.summary;
     pb::Pair {
+        network: network_to_wire(network),
         src: name(pair.src).to_owned(),
         dst: name(pair.dst).to_owned(),
         rtt_median_ms: s.rtt_median_ms,
@@ -403,7 +434,7 @@ pub fn matrix_to_wire(placer: &Placer, version: u64, now: UnixMillis) -> pb::Mat
         pairs: scored
             .pairs()
             .iter()
-            .map(|pair| pair_to_wire(pair, name, now))
+            .map(|pair| pair_to_wire(pair, &Network::primary(), name, now))
             .collect(),
         weights: fallback.weights,
         fallback_penalty: fallback.penalty,

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use netaware_core::UnixMillis;
 use netaware_core::matrix::{PairSummary, Throughput};
+use netaware_core::network::Network;
 use netaware_core::placement::PlacementConfig;
 use netaware_core::scored::ScoredMatrix;
 use netaware_core::scored_pair::ScoredPair;
@@ -58,6 +59,8 @@ pub struct Versioned<'a> {
     pub scored: &'a ScoredMatrix,
     /// How the collector places on it.
     pub placement: &'a PlacementConfig,
+    /// The network it is the matrix of.
+    pub network: &'a Network,
     /// The state version it was scored at.
     pub version: u64,
     /// When it was scored (Unix ms): ages on the wire count from here.
@@ -71,7 +74,12 @@ impl Versioned<'_> {
 
     /// The wire form of pair `index`.
     fn pair(&self, index: usize) -> pb::Pair {
-        convert::pair_to_wire(&self.scored.pairs()[index], |n| self.name(n), self.at)
+        convert::pair_to_wire(
+            &self.scored.pairs()[index],
+            self.network,
+            |n| self.name(n),
+            self.at,
+        )
     }
 
     fn key(&self, pair: &ScoredPair) -> pb::PairKey {

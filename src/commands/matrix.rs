@@ -18,6 +18,11 @@ pub struct MatrixArgs {
     /// Only this node: it, its peers and its pairs both ways.
     #[arg(long)]
     node: Option<String>,
+    /// The network's pairs: `primary` (the nodes' first addresses), or a
+    /// dual-stack cluster's other family, `primary-ipv6` (or
+    /// `primary-ipv4`).
+    #[arg(long, default_value = netaware_core::network::PRIMARY)]
+    network: String,
     /// Draw the pairs as a heat map in this format (to --file) instead of
     /// printing them.
     #[arg(long, value_enum, requires = "file")]
@@ -32,14 +37,19 @@ pub struct MatrixArgs {
 
 /// Prints or draws the matrix.
 pub async fn run(args: MatrixArgs) -> anyhow::Result<()> {
-    let title = match (&args.zone, &args.node) {
+    let mut title = match (&args.zone, &args.node) {
         (Some(zone), _) => format!("zone {zone}"),
         (None, Some(node)) => format!("node {node}"),
         (None, None) => "all nodes".to_owned(),
     };
+    if args.network != netaware_core::network::PRIMARY {
+        title = format!("{title}, network {}", args.network);
+    }
+    let network = netaware_core::network::Network::parse(&args.network)?;
     let request = netaware_proto::v1::MatrixRequest {
         zone: args.zone.clone().unwrap_or_default(),
         node: args.node.clone().unwrap_or_default(),
+        network: netaware_proto::convert::network_to_wire(&network),
         ..Default::default()
     };
     let mut scores = args.target.connect().await?;

@@ -4,6 +4,7 @@
 //! test skips, and under `NETAWARE_REQUIRE_ROOT=1` (CI) fails instead.
 
 mod demo;
+mod dual_stack;
 mod filtered;
 mod lying_node;
 mod measurement;

@@ -17,7 +17,7 @@ const TIMING: AgentTiming = AgentTiming::FAST;
 /// These tests hold RTT and loss to the truth, so the collector plans no
 /// throughput tests here (tests/throughput_lab.rs and tests/demo.rs cover
 /// those).
-fn no_throughput_tests() -> Vec<String> {
+pub(crate) fn no_throughput_tests() -> Vec<String> {
     vec!["--throughput-budget".into(), "0".into()]
 }
 
@@ -61,7 +61,7 @@ fn pair<'m>(matrix: &'m MatrixJson, src: &str, dst: &str) -> &'m PairJson {
 }
 
 /// Median RTT (ms) of `count` pings from `src` to `dst`, run in the lab.
-fn ping_median(system: &LabSystem, src: &str, dst: &str, count: u32) -> f64 {
+pub(crate) fn ping_median(system: &LabSystem, src: &str, dst: &str, count: u32) -> f64 {
     let address = system.lab().host(dst).unwrap().spec.address.to_string();
     let mut rtts = system
         .lab()
@@ -214,7 +214,7 @@ fn rtt_readings<'p>(
 /// z of a two-sided 99% interval.
 const Z_99: f64 = 2.576;
 /// z of a two-sided 99.9% interval.
-const Z_999: f64 = 3.291;
+pub(crate) const Z_999: f64 = 3.291;
 
 /// Whether `observed` lies in the 99% binomial interval around `p` for `n`
 /// samples (normal approximation, plus one sample of slack for rounding).
@@ -223,7 +223,7 @@ fn in_binomial_interval(observed: f64, p: f64, n: u64) -> bool {
 }
 
 /// The same at the interval that `z` gives.
-fn in_binomial_interval_at(z: f64, observed: f64, p: f64, n: u64) -> bool {
+pub(crate) fn in_binomial_interval_at(z: f64, observed: f64, p: f64, n: u64) -> bool {
     let n = n as f64;
     let half_width = z * (p * (1.0 - p) / n).sqrt() + 1.0 / n;
     (observed - p).abs() <= half_width

@@ -414,6 +414,7 @@ mod tests {
 
     fn pair(probe: &str, filtered: &[&str]) -> PairJson {
         PairJson {
+            network: "primary".into(),
             src: "a1".into(),
             dst: "b1".into(),
             rtt_median_ms: Some(1.0),
