@@ -584,10 +584,13 @@ mod tests {
         strict_zone: true,
     };
 
+    static PRIMARY: std::sync::LazyLock<Network> = std::sync::LazyLock::new(Network::primary);
+
     fn versioned<'a>(matrix: &pb::Matrix, scored: &'a ScoredMatrix) -> Versioned<'a> {
         Versioned {
             scored,
             placement: &PLACEMENT,
+            network: &PRIMARY,
             version: matrix.version,
             at: matrix.generated_unix_ms,
         }

@@ -82,6 +82,7 @@ async fn json_contracts_and_tables() {
             "filtered",
             "jitter_ms",
             "loss_ratio",
+            "network",
             "one_way_loss_ratio",
             "probe",
             "quality",
@@ -97,6 +98,7 @@ async fn json_contracts_and_tables() {
     );
     let ab = pairs.iter().find(|p| p["src"] == "a").unwrap();
     assert_eq!(ab["rtt_median_ms"], 0.2);
+    assert_eq!(ab["network"], "primary");
     assert_eq!(ab["loss_ratio"], 0.0);
     assert_eq!(ab["samples"], 10);
     assert_eq!(ab["probe"], "icmp", "what the fixture's window says");
