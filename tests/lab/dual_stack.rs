@@ -7,12 +7,12 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use netaware::json::{MatrixJson, PairJson};
+use netaware::json::MatrixJson;
 use netaware::lab_system::{AgentTiming, IpFamily, LabSystem};
 use netaware_core::transport::Transport;
 use netaware_lab::{Topology, root_or_skip};
 
-use crate::measurement::{Z_999, in_binomial_interval_at, no_throughput_tests, ping_median};
+use crate::measurement::{Z_999, in_binomial_interval_at, no_throughput_tests, pair, ping_median};
 
 const NETWORKS: [&str; 2] = ["primary", "primary-ipv6"];
 
@@ -24,14 +24,6 @@ const PAIR_TOLERANCE_MS: f64 = 1.0;
 /// The mean absolute error over a network's pairs may be at most this
 /// (ms), the lab accuracy test's tolerance against the truth.
 const MEAN_TOLERANCE_MS: f64 = 0.2;
-
-fn of<'m>(matrix: &'m MatrixJson, src: &str, dst: &str) -> &'m PairJson {
-    matrix
-        .pairs
-        .iter()
-        .find(|p| p.src == src && p.dst == dst)
-        .unwrap_or_else(|| panic!("no pair {src} -> {dst}"))
-}
 
 #[test]
 fn a_dual_stack_lab_measures_each_family_apart_and_a_filter_on_one_shows_only_there() {
@@ -96,7 +88,7 @@ fn a_dual_stack_lab_measures_each_family_apart_and_a_filter_on_one_shows_only_th
         let (mut probes, mut lost, mut expected) = (0u64, 0.0, 0.0);
         for src in &workers {
             for dst in workers.iter().filter(|d| *d != src) {
-                let pair = of(matrix, src, dst);
+                let pair = pair(matrix, src, dst);
                 let (rtt, delivered) = system.lab().round_trip(src, dst).unwrap();
                 let error = pair.rtt_median_ms.unwrap() - (rtt + overhead);
                 assert!(

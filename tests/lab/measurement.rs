@@ -52,7 +52,7 @@ fn wait_for(
     }
 }
 
-fn pair<'m>(matrix: &'m MatrixJson, src: &str, dst: &str) -> &'m PairJson {
+pub(crate) fn pair<'m>(matrix: &'m MatrixJson, src: &str, dst: &str) -> &'m PairJson {
     matrix
         .pairs
         .iter()
