@@ -35,6 +35,13 @@ pub struct NodeJson {
     pub address: String,
     /// No fresh reports or measurements.
     pub stale: bool,
+    /// Its agent's version ("" for inventory nodes and until its hello).
+    #[serde(default)]
+    pub agent_version: String,
+    /// Its agent's clock less the collector's at its hello (ms), null
+    /// where unknown.
+    #[serde(default)]
+    pub clock_offset_ms: Option<i64>,
 }
 
 /// One directed pair.
@@ -96,6 +103,8 @@ impl From<&pb::Node> for NodeJson {
             region: n.region.clone(),
             address: n.address.clone(),
             stale: n.stale,
+            agent_version: n.agent_version.clone(),
+            clock_offset_ms: n.clock_offset_ms,
         }
     }
 }

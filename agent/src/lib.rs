@@ -278,6 +278,8 @@ impl Agent {
             instance: rand::random(),
             throughput_port: config.throughput_port.map_or(0, u32::from),
             stamp_port: config.udp_port.map_or(0, u32::from),
+            // Stamped as each session sends it.
+            sent_unix_ms: 0,
         };
         let timing = measure::MeasureTiming {
             interval: config.interval,

@@ -138,7 +138,10 @@ async fn session(
     // The collector answers only once it has read the hello, so the hello
     // must be in the stream before the call is made.
     let hello_msg = AgentMessage {
-        body: Some(agent_message::Body::Hello(hello.clone())),
+        body: Some(agent_message::Body::Hello(Hello {
+            sent_unix_ms: netaware_runtime::clock::now_ms(),
+            ..hello.clone()
+        })),
     };
     if up.send(hello_msg).await.is_err() {
         return Ended::Failed("stream closed before hello".into());

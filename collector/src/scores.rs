@@ -109,6 +109,9 @@ impl pb::scores_server::Scores for ScoresService {
         let (mut page, next) = cut
             .await
             .map_err(|err| Status::internal(err.to_string()))??;
+        if offset == 0 {
+            page.collector_version = env!("CARGO_PKG_VERSION").to_owned();
+        }
         if let Some(offset) = next {
             page.next_page_token = PageToken { version, offset }.to_string();
         }

@@ -11,7 +11,7 @@ use std::net::IpAddr;
 use netaware_core::coordinates::Coordinates;
 use netaware_core::matrix::{PairMatrix, PairReadings};
 use netaware_core::network::{self, Network};
-use netaware_core::registry::Registry;
+use netaware_core::registry::{AgentFacts, Registry};
 use netaware_core::scored::ScoredMatrix;
 use netaware_core::throughput_plan::Planner;
 use netaware_core::{NodeKind, UnixMillis};
@@ -314,6 +314,17 @@ impl CollectorState {
             .filter(|(network, _)| !network.is_primary())
             .map(|(network, address)| (network, address.to_string()))
             .collect();
+        let clock_offset_ms = (hello.sent_unix_ms > 0).then(|| {
+            let offset = i128::from(hello.sent_unix_ms) - i128::from(now);
+            i64::try_from(offset).unwrap_or(if offset < 0 { i64::MIN } else { i64::MAX })
+        });
+        self.registry.note_agent(
+            &name,
+            AgentFacts {
+                version: hello.agent_version.clone(),
+                clock_offset_ms,
+            },
+        );
         let networks_changed = self.other_networks.get(&name) != Some(&others);
         self.other_networks.insert(name.clone(), others);
         self.version += 1;

@@ -62,6 +62,9 @@ pub fn check_name(what: &str, name: &str, allow_empty: bool) -> Result<(), Inval
     Ok(())
 }
 
+/// Longest agent version a hello may carry.
+pub const MAX_VERSION_LEN: usize = 64;
+
 /// A hello, checked: the node it names, its window length and instance.
 pub fn hello(hello: &Hello) -> Result<(NodeInfo, u64), Invalid> {
     check_name("node", &hello.node, false)?;
@@ -74,6 +77,12 @@ pub fn hello(hello: &Hello) -> Result<(NodeInfo, u64), Invalid> {
         if address.parse::<IpAddr>().is_err() {
             return invalid(format!("address {address:?} is not an IP address"));
         }
+    }
+    let version = &hello.agent_version;
+    if version.len() > MAX_VERSION_LEN || version.chars().any(char::is_control) {
+        return invalid(format!(
+            "agent_version must be at most {MAX_VERSION_LEN} bytes without control characters"
+        ));
     }
     let window_ms = u64::from(hello.window_ms);
     if !(MIN_WINDOW_MS..=MAX_WINDOW_MS).contains(&window_ms) {
@@ -291,6 +300,7 @@ mod tests {
             instance: 1,
             throughput_port: 0,
             stamp_port: 0,
+            sent_unix_ms: 0,
         }
     }
 
@@ -298,6 +308,14 @@ mod tests {
     fn hellos_are_checked() {
         assert!(hello(&hello_msg()).is_ok());
         for broken in [
+            Hello {
+                agent_version: "v".repeat(MAX_VERSION_LEN + 1),
+                ..hello_msg()
+            },
+            Hello {
+                agent_version: "1.0\n".into(),
+                ..hello_msg()
+            },
             Hello {
                 node: String::new(),
                 ..hello_msg()

@@ -21,6 +21,21 @@ pub struct NodeEntry {
     pub window_ms: u64,
     /// When the agent last said hello or delivered a window.
     pub last_seen: Option<UnixMillis>,
+    /// What the agent said of itself in its last hello (`None` for
+    /// inventory nodes, and for agents restored from a save until they say
+    /// hello again).
+    pub agent: Option<AgentFacts>,
+}
+
+/// What an agent says of itself in its hello: its build and its clock.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentFacts {
+    /// The agent's version.
+    pub version: String,
+    /// The agent's clock less the collector's when the hello arrived (ms):
+    /// positive when the agent's runs ahead. Off by the hello's one-way
+    /// delay, milliseconds, far below what matters (seconds).
+    pub clock_offset_ms: Option<i64>,
 }
 
 impl NodeEntry {
@@ -69,6 +84,7 @@ impl Registry {
                 info,
                 window_ms: 0,
                 last_seen: None,
+                agent: None,
             },
         );
     }
@@ -101,9 +117,17 @@ impl Registry {
                 info,
                 window_ms,
                 last_seen: Some(now),
+                agent: None,
             },
         );
         Ok(true)
+    }
+
+    /// Records what an agent said of itself in its hello.
+    pub fn note_agent(&mut self, name: &str, facts: AgentFacts) {
+        if let Some(entry) = self.nodes.get_mut(name) {
+            entry.agent = Some(facts);
+        }
     }
 
     /// Records that an agent delivered a window.

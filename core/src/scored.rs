@@ -25,7 +25,7 @@ use crate::matrix::{NodeId, PairMatrix, PairReadings, PairSummary};
 use crate::node_estimate::{End, EndEstimates, Group};
 use crate::node_health::{self, NodeHealth};
 use crate::reachability::Reachability;
-use crate::registry::{Registry, STALE_AFTER_WINDOWS};
+use crate::registry::{AgentFacts, Registry, STALE_AFTER_WINDOWS};
 use crate::score::{Fallback, MeasuredTerms, ScoreConfig, Source, Terms};
 pub use crate::scored_pair::ScoredPair;
 use crate::{NodeInfo, NodeKind, UnixMillis};
@@ -43,6 +43,8 @@ pub struct NodeView {
     /// ([`crate::coordinates`]): what estimates the delay of its pairs
     /// nobody probes ([`crate::node_estimate`]).
     pub coordinate: Option<Coordinate>,
+    /// What its agent said of itself (version, clock), if it did.
+    pub agent: Option<AgentFacts>,
 }
 
 /// One zone.
@@ -243,6 +245,7 @@ impl ScoredMatrix {
                 },
                 last_report_age_ms: entry.last_seen.map(|seen| now.saturating_sub(seen)),
                 coordinate: coordinates.coordinate(&entry.info.name).cloned(),
+                agent: entry.agent.clone(),
             })
             .collect();
         Self::from_parts(nodes, pairs, fallback)

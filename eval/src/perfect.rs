@@ -82,6 +82,7 @@ pub fn matrix(
                 stale: false,
                 last_report_age_ms: Some(0),
                 coordinate: coordinates.coordinate(name).cloned(),
+                agent: None,
             })
             .collect()
     };

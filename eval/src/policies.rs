@@ -284,6 +284,7 @@ mod tests {
                 stale: false,
                 last_report_age_ms: Some(0),
                 coordinate: None,
+                agent: None,
             })
             .collect();
         (

@@ -22,6 +22,7 @@ use netaware_core::measured_topology::{
 use netaware_core::network::{InvalidNetwork, Network};
 use netaware_core::pair_rtt::{PairRtt, RttBasis};
 use netaware_core::placement::{Basis, PlacementConfig, Placer};
+use netaware_core::registry::AgentFacts;
 use netaware_core::score::{Fallback, Source, Terms, Weights};
 use netaware_core::scored::{NodeView, ScoredMatrix, ScoredPair, ZoneSummary};
 use netaware_core::transport::{Transport, TransportSet};
@@ -216,6 +217,12 @@ pub fn node_to_wire(node: &NodeView) -> pb::Node {
         kind: node_kind_to_wire(node.info.kind).into(),
         last_report_age_s: node.last_report_age_ms.map(ms_to_seconds),
         coordinate: node.coordinate.as_ref().map(coordinate_to_wire),
+        agent_version: node
+            .agent
+            .as_ref()
+            .map(|a| a.version.clone())
+            .unwrap_or_default(),
+        clock_offset_ms: node.agent.as_ref().and_then(|a| a.clock_offset_ms),
     }
 }
 
@@ -258,6 +265,12 @@ pub fn node_from_wire(node: &pb::Node) -> NodeView {
         stale: node.stale,
         last_report_age_ms: node.last_report_age_s.and_then(seconds_to_ms),
         coordinate: node.coordinate.as_ref().and_then(coordinate_from_wire),
+        agent: (!node.agent_version.is_empty() || node.clock_offset_ms.is_some()).then(|| {
+            AgentFacts {
+                version: node.agent_version.clone(),
+                clock_offset_ms: node.clock_offset_ms,
+            }
+        }),
     }
 }
 
@@ -441,6 +454,7 @@ pub fn matrix_to_wire(placer: &Placer, version: u64, now: UnixMillis) -> pb::Mat
         references: fallback.references,
         placement: fallback.placement,
         next_page_token: String::new(),
+        collector_version: String::new(),
     }
 }
 

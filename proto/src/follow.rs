@@ -195,6 +195,8 @@ pub fn page(
         references: fallback.references.filter(|_| first),
         placement: fallback.placement.filter(|_| first),
         next_page_token: String::new(),
+        // The collector's to fill in, on the first page.
+        collector_version: String::new(),
     };
     (page, (end < pairs.len()).then_some(end))
 }
@@ -498,6 +500,7 @@ impl Follower {
             fallback_penalty: self.settings.penalty,
             references: self.settings.references,
             placement: self.settings.placement,
+            collector_version: String::new(),
             next_page_token: String::new(),
         }
     }

@@ -19,6 +19,7 @@ pub fn hello(node: &str) -> pb::Hello {
         // No throughput server: hand-driven sessions get no test orders.
         throughput_port: 0,
         stamp_port: 0,
+        sent_unix_ms: now_ms(),
     }
 }
 

@@ -69,7 +69,15 @@ async fn json_contracts_and_tables() {
     assert_eq!(keys(&matrix), ["nodes", "pairs"]);
     assert_eq!(
         keys(&matrix["nodes"][0]),
-        ["address", "name", "region", "stale", "zone"]
+        [
+            "address",
+            "agent_version",
+            "clock_offset_ms",
+            "name",
+            "region",
+            "stale",
+            "zone"
+        ]
     );
     let pairs = matrix["pairs"].as_array().unwrap();
     // Measured pairs only: b -> a was never measured, so it is not listed.
@@ -400,4 +408,71 @@ fn doctor_local_finds_a_node_where_the_agent_cannot_probe() {
     let (passed, report) = open;
     assert!(passed, "{report}");
     assert_eq!(report["findings"][0]["status"], "ok", "{report}");
+}
+
+/// `netaware doctor` against a real collector: an agent on another version
+/// than the collector's warns, one whose clock runs 8 s ahead (its windows
+/// would be refused) fails the run, each named with what was seen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_names_agents_on_another_version_and_clocks_off() {
+    use netaware_testkit::{hello, hello_message, now_ms};
+    let shutdown = CancellationToken::new();
+    let collector = start_collector(Vec::new(), &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let agent = |node: &str, version: &str, ahead_ms: u64| netaware_proto::v1::Hello {
+        agent_version: version.into(),
+        sent_unix_ms: now_ms() + ahead_ms,
+        ..hello(node)
+    };
+    let collector_version = env!("CARGO_PKG_VERSION");
+    let _current = Session::open(&url, hello_message(agent("a", collector_version, 0)))
+        .await
+        .unwrap();
+    let _old = Session::open(&url, hello_message(agent("b", "0.0.1", 8_000)))
+        .await
+        .unwrap();
+
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_netaware"))
+            .args(["doctor", "--collector", &url, "-o", "json"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        !output.status.success(),
+        "a clock 8 s ahead must fail doctor"
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let finding = |check: &str| {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["check"] == check)
+            .unwrap_or_else(|| panic!("no {check} in {report}"))
+            .clone()
+    };
+    let versions = finding("agent_versions");
+    assert_eq!(versions["status"], "warn", "{versions}");
+    assert!(
+        versions["detail"]
+            .as_str()
+            .unwrap()
+            .contains("1 of 2 agents"),
+        "{versions}"
+    );
+    assert!(
+        versions["detail"].as_str().unwrap().contains("b (0.0.1)"),
+        "{versions}"
+    );
+    let clocks = finding("clock_skew");
+    assert_eq!(clocks["status"], "fail", "{clocks}");
+    let detail = clocks["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("b (+") && !detail.contains("a (+"),
+        "{clocks}"
+    );
+    shutdown.cancel();
 }

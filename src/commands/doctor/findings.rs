@@ -49,6 +49,10 @@ pub enum Check {
     FilteredProbes,
     /// This node lets the agent open an ICMP echo socket.
     EchoSocket,
+    /// Every agent runs the collector's version.
+    AgentVersions,
+    /// The agents' clocks agree with the collector's.
+    ClockSkew,
 }
 
 impl Check {
@@ -61,6 +65,8 @@ impl Check {
             Check::ProbesGetThrough => "probes get through",
             Check::FilteredProbes => "filtered probes",
             Check::EchoSocket => "echo socket",
+            Check::AgentVersions => "agent versions",
+            Check::ClockSkew => "clock skew",
         }
     }
 }
@@ -212,6 +218,87 @@ pub fn cluster(nodes: &[NodeJson], pairs: &[PairJson], zones: &ZonesJson) -> Vec
     findings
 }
 
+/// Clock offsets above this (ms) are worth fixing: ages, staleness and
+/// the windows' times are off by that much.
+pub const CLOCK_SKEW_WARN_MS: i64 = 1_000;
+
+/// The agents' checks, from what each said in its hello: versions against
+/// the collector's `collector_version`, clocks against the collector's.
+pub fn agents(nodes: &[NodeJson], collector_version: &str) -> Vec<Finding> {
+    let said: Vec<&NodeJson> = nodes
+        .iter()
+        .filter(|n| !n.agent_version.is_empty())
+        .collect();
+    let other: Vec<String> = said
+        .iter()
+        .filter(|n| n.agent_version != collector_version)
+        .map(|n| format!("{} ({})", n.name, n.agent_version))
+        .collect();
+    let versions = if other.is_empty() {
+        Finding::ok(
+            Check::AgentVersions,
+            format!(
+                "{} agents run the collector's version {collector_version}",
+                said.len()
+            ),
+        )
+    } else {
+        Finding::not_ok(
+            Check::AgentVersions,
+            Status::Warn,
+            format!(
+                "{} of {} agents run another version than the collector's {collector_version}: {}",
+                other.len(),
+                said.len(),
+                some_names(other.iter().map(String::as_str))
+            ),
+            "roll the agent DaemonSet and the collector to the same image (kubectl -n netaware rollout status ds/netaware-agent)",
+        )
+    };
+    let offsets_where = |beyond: &dyn Fn(i64) -> bool| -> Vec<String> {
+        nodes
+            .iter()
+            .filter_map(|n| Some((n, n.clock_offset_ms?)))
+            .filter(|(_, offset)| beyond(*offset))
+            .map(|(n, offset)| format!("{} ({offset:+} ms)", n.name))
+            .collect()
+    };
+    let refused_above =
+        i64::try_from(netaware_collector::validate::MAX_CLOCK_SKEW_MS).unwrap_or(i64::MAX);
+    let ahead = offsets_where(&|offset| offset > refused_above);
+    let off = offsets_where(&|offset| offset.saturating_abs() > CLOCK_SKEW_WARN_MS);
+    const SYNC: &str = "keep the nodes' clocks in sync (chrony or systemd-timesyncd against the same NTP servers as the collector's node)";
+    let clocks = if !ahead.is_empty() {
+        Finding::not_ok(
+            Check::ClockSkew,
+            Status::Fail,
+            format!(
+                "{} agents' clocks run more than {refused_above} ms ahead of the collector's, which refuses their windows: {}",
+                ahead.len(),
+                some_names(ahead.iter().map(String::as_str))
+            ),
+            SYNC,
+        )
+    } else if !off.is_empty() {
+        Finding::not_ok(
+            Check::ClockSkew,
+            Status::Warn,
+            format!(
+                "{} agents' clocks are more than {CLOCK_SKEW_WARN_MS} ms off the collector's: {}",
+                off.len(),
+                some_names(off.iter().map(String::as_str))
+            ),
+            SYNC,
+        )
+    } else {
+        Finding::ok(
+            Check::ClockSkew,
+            format!("every agent's clock within {CLOCK_SKEW_WARN_MS} ms of the collector's"),
+        )
+    };
+    vec![versions, clocks]
+}
+
 /// Which transports the pairs were measured by, and which were found
 /// filtered: a warning, since a fallback measured those pairs.
 fn filtered_probes(pairs: &[PairJson]) -> Finding {
@@ -314,7 +401,51 @@ mod tests {
             region: String::new(),
             address: "10.0.0.1".into(),
             stale,
+            agent_version: "1.0".into(),
+            clock_offset_ms: Some(3),
         }
+    }
+
+    #[test]
+    fn agents_on_another_version_warn_and_a_clock_far_ahead_fails() {
+        let nodes = [node("a1", "a", false), node("b1", "b", false)];
+        let fine = agents(&nodes, "1.0");
+        assert!(fine.iter().all(|f| f.status == Status::Ok), "{fine:?}");
+        let old = [
+            NodeJson {
+                agent_version: "0.9".into(),
+                ..node("a1", "a", false)
+            },
+            node("b1", "b", false),
+            // An inventory node says no version: not counted.
+            NodeJson {
+                agent_version: String::new(),
+                clock_offset_ms: None,
+                ..node("switch", "a", false)
+            },
+        ];
+        let found = agents(&old, "1.0");
+        assert_eq!(status_of(&found, Check::AgentVersions), Status::Warn);
+        let versions = found
+            .iter()
+            .find(|f| f.check == Check::AgentVersions)
+            .unwrap();
+        assert!(versions.detail.contains("1 of 2 agents"), "{versions:?}");
+        assert!(versions.detail.contains("a1 (0.9)"), "{versions:?}");
+        let behind = [NodeJson {
+            clock_offset_ms: Some(-2_500),
+            ..node("a1", "a", false)
+        }];
+        let found = agents(&behind, "1.0");
+        assert_eq!(status_of(&found, Check::ClockSkew), Status::Warn);
+        assert!(!any_failed(&found));
+        let ahead = [NodeJson {
+            clock_offset_ms: Some(6_000),
+            ..node("a1", "a", false)
+        }];
+        let found = agents(&ahead, "1.0");
+        assert_eq!(status_of(&found, Check::ClockSkew), Status::Fail);
+        assert!(found.iter().any(|f| f.detail.contains("a1 (+6000 ms)")));
     }
 
     fn zones(unreached: u32, cannot: bool, zone_cannot: &[&str]) -> ZonesJson {

@@ -1,7 +1,8 @@
 //! `netaware doctor`: the checks an operator runs after installing, each
 //! one line with the fix ([`findings`], pure). Against the collector it
 //! checks what the cluster shows (agents known, zone labels, stale nodes,
-//! whether probes get through, which transports are filtered); with
+//! whether probes get through, which transports are filtered, agents'
+//! versions and clocks against the collector's); with
 //! `--local`, run on a node, what the node lets the agent do (an ICMP echo
 //! socket). Exits non-zero when
 //! something blocks placement or leaves it blind.
@@ -44,9 +45,14 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
         findings::node(&echo_socket_seen())
     } else {
         let mut collector = args.target.connect().await?;
-        let matrix = json::MatrixJson::from(&collector.matrix().await?);
+        let wire = collector.matrix().await?;
+        let matrix = json::MatrixJson::from(&wire);
         let zones = json::ZonesJson::from(&collector.zones().await?);
-        findings::cluster(&matrix.nodes, &matrix.pairs, &zones)
+        let mut findings = findings::cluster(&matrix.nodes, &matrix.pairs, &zones);
+        if !matrix.nodes.is_empty() {
+            findings.extend(findings::agents(&matrix.nodes, &wire.collector_version));
+        }
+        findings
     };
     let failed = findings::any_failed(&findings);
     let report = DoctorJson { failed, findings };

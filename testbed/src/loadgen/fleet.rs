@@ -63,6 +63,7 @@ impl Fleet {
             agent_version: format!("loadgen {}", env!("CARGO_PKG_VERSION")),
             window_ms: self.window_ms,
             probe_interval_ms: (self.window_ms / 10).max(1),
+            sent_unix_ms: netaware_runtime::clock::now_ms(),
             instance,
             stamp_port: 0,
             throughput_port: 0,
