@@ -18,7 +18,8 @@
 //! 3. [`ingest`] (the state behind its lock, and each change noticed),
 //!    [`snapshots`] (the one scored snapshot every reader shares, built
 //!    off the lock), [`agents`] (open sessions and membership),
-//!    [`saved_marks`] (how far the last save reaches).
+//!    [`saved_marks`] (how far the last save reaches), [`watchers`] (the
+//!    watch streams open, and how far each has got).
 //! 4. The shells: [`session`] (agents), [`scores`] (the Scores service),
 //!    [`http`] (/metrics, /healthz); and the background [`tasks`]
 //!    (snapshot builds, coordinates, topology, throughput tests, saves).
@@ -48,6 +49,7 @@ pub mod snapshots;
 pub mod state;
 pub mod tasks;
 pub mod validate;
+pub mod watchers;
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -263,6 +265,7 @@ impl Collector {
             topology: Arc::clone(&topology),
             work: Arc::clone(&work),
             confirmations: model.blocks.confirmations,
+            watchers: Arc::default(),
             shutdown: shutdown.clone(),
         };
         let (health_reporter, health) = tonic_health::server::health_reporter();

@@ -20,6 +20,7 @@ use crate::metrics::WorkMetrics;
 use crate::snapshots::{Snapshot, Snapshots};
 use crate::tasks::topology::SharedTopology;
 use crate::validate::{MAX_NAME_LEN, check_name};
+use crate::watchers::Watchers;
 use netaware_proto::convert;
 use netaware_proto::follow::{self, MatrixFilter};
 use prost::Message;
@@ -51,6 +52,8 @@ pub struct ScoresService {
     /// Rounds in a row that must show a node elsewhere before it moves
     /// (`--block-confirmations`), said with the topology.
     pub confirmations: u32,
+    /// The watch streams open, for the matrix's `followers`.
+    pub watchers: Arc<Watchers>,
     /// Watch streams end at shutdown.
     pub shutdown: CancellationToken,
 }
@@ -111,6 +114,17 @@ impl pb::scores_server::Scores for ScoresService {
             .map_err(|err| Status::internal(err.to_string()))??;
         if offset == 0 {
             page.collector_version = env!("CARGO_PKG_VERSION").to_owned();
+            let now = netaware_runtime::clock::now_ms();
+            page.followers = self
+                .watchers
+                .list()
+                .into_iter()
+                .map(|w| pb::Follower {
+                    peer: w.peer,
+                    version: w.version,
+                    last_update_age_s: now.saturating_sub(w.last_update) as f64 / 1e3,
+                })
+                .collect();
         }
         if let Some(offset) = next {
             page.next_page_token = PageToken { version, offset }.to_string();
@@ -190,6 +204,9 @@ impl pb::scores_server::Scores for ScoresService {
         &self,
         request: Request<pb::WatchRequest>,
     ) -> Result<Response<ResponseStream<pb::MatrixUpdate>>, Status> {
+        let peer = request
+            .remote_addr()
+            .map_or_else(|| "unknown".to_owned(), |addr| addr.to_string());
         let interval = match request.into_inner().min_interval_ms {
             0 => DEFAULT_WATCH_INTERVAL,
             ms => Duration::from_millis(u64::from(ms)).max(MIN_WATCH_INTERVAL),
@@ -197,6 +214,9 @@ impl pb::scores_server::Scores for ScoresService {
         let shared = self.clone();
         let (tx, rx) = mpsc::channel(4);
         tokio::spawn(async move {
+            let watching = shared
+                .watchers
+                .open(peer, netaware_runtime::clock::now_ms());
             let mut changes = shared.ingest.subscribe();
             // The full state first, then what changed since what was sent.
             let mut sent: Option<Arc<Snapshot>> = None;
@@ -220,6 +240,7 @@ impl pb::scores_server::Scores for ScoresService {
                         return;
                     }
                 }
+                watching.updated(snapshot.version, netaware_runtime::clock::now_ms());
                 sent = Some(snapshot);
                 tokio::select! {
                     () = shared.shutdown.cancelled() => return,

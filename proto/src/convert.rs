@@ -455,6 +455,7 @@ pub fn matrix_to_wire(placer: &Placer, version: u64, now: UnixMillis) -> pb::Mat
         placement: fallback.placement,
         next_page_token: String::new(),
         collector_version: String::new(),
+        followers: Vec::new(),
     }
 }
 

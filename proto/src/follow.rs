@@ -197,6 +197,7 @@ pub fn page(
         next_page_token: String::new(),
         // The collector's to fill in, on the first page.
         collector_version: String::new(),
+        followers: Vec::new(),
     };
     (page, (end < pairs.len()).then_some(end))
 }
@@ -501,6 +502,7 @@ impl Follower {
             references: self.settings.references,
             placement: self.settings.placement,
             collector_version: String::new(),
+            followers: Vec::new(),
             next_page_token: String::new(),
         }
     }

@@ -432,20 +432,22 @@ async fn doctor_names_agents_on_another_version_and_clocks_off() {
         .await
         .unwrap();
 
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_netaware"))
-            .args(["doctor", "--collector", &url, "-o", "json"])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        !output.status.success(),
-        "a clock 8 s ahead must fail doctor"
-    );
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let finding = |check: &str| {
+    let doctor = |url: String| async move {
+        let output = tokio::task::spawn_blocking(move || {
+            Command::new(env!("CARGO_BIN_EXE_netaware"))
+                .args(["doctor", "--collector", &url, "-o", "json"])
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        assert!(
+            !output.status.success(),
+            "a clock 8 s ahead must fail doctor"
+        );
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let finding_in = |report: &Value, check: &str| {
         report["findings"]
             .as_array()
             .unwrap()
@@ -454,6 +456,10 @@ async fn doctor_names_agents_on_another_version_and_clocks_off() {
             .unwrap_or_else(|| panic!("no {check} in {report}"))
             .clone()
     };
+    let report = doctor(url.clone()).await;
+    let finding = |check: &str| finding_in(&report, check);
+    // Nothing follows yet.
+    assert_eq!(finding("extender_follows")["status"], "warn", "{report}");
     let versions = finding("agent_versions");
     assert_eq!(versions["status"], "warn", "{versions}");
     assert!(
@@ -474,5 +480,28 @@ async fn doctor_names_agents_on_another_version_and_clocks_off() {
         detail.contains("b (+") && !detail.contains("a (+"),
         "{clocks}"
     );
+
+    // A follower's watch stream, as an extender opens it: listed once it
+    // has had an update.
+    let mut scores = netaware_proto::v1::scores_client::ScoresClient::connect(url.clone())
+        .await
+        .unwrap();
+    let mut stream = scores
+        .watch_matrix(netaware_proto::v1::WatchRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(stream.message().await.unwrap().is_some());
+    let report = doctor(url.clone()).await;
+    let follows = finding_in(&report, "extender_follows");
+    assert_eq!(follows["status"], "ok", "{follows}");
+    assert!(
+        follows["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("1 followers"),
+        "{follows}"
+    );
+    drop(stream);
     shutdown.cancel();
 }

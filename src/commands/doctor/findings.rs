@@ -7,6 +7,8 @@ use serde::Serialize;
 
 use netaware_core::transport::Transport;
 
+use netaware_proto::v1 as pb;
+
 use crate::json::{NodeJson, PairJson, ZonesJson};
 
 /// How a check came out.
@@ -53,6 +55,8 @@ pub enum Check {
     AgentVersions,
     /// The agents' clocks agree with the collector's.
     ClockSkew,
+    /// An extender follows the collector's scores.
+    ExtenderFollows,
 }
 
 impl Check {
@@ -67,6 +71,7 @@ impl Check {
             Check::EchoSocket => "echo socket",
             Check::AgentVersions => "agent versions",
             Check::ClockSkew => "clock skew",
+            Check::ExtenderFollows => "extender follows",
         }
     }
 }
@@ -299,6 +304,56 @@ pub fn agents(nodes: &[NodeJson], collector_version: &str) -> Vec<Finding> {
     vec![versions, clocks]
 }
 
+/// A follower whose last update is older than this (s) has stopped taking
+/// them: the collector hands every stream one at least every
+/// `WATCH_REFRESH` (5 s).
+pub fn follower_behind_after_s() -> f64 {
+    3.0 * netaware_collector::scores::WATCH_REFRESH.as_secs_f64()
+}
+
+/// Whether anything follows the collector's scores (the extenders' watch
+/// streams, as the collector lists them), and whether each keeps up.
+pub fn followers(followers: &[pb::Follower]) -> Finding {
+    if followers.is_empty() {
+        return Finding::not_ok(
+            Check::ExtenderFollows,
+            Status::Warn,
+            "no watch stream is open on the collector: no extender follows it, so pods are placed without netaware".into(),
+            "check the netaware-scheduler Deployment (kubectl -n netaware get deploy,pods -l app.kubernetes.io/name=netaware-scheduler) and that its --collector reaches this collector; nothing to do if you place only with netaware rank or publish-topology",
+        );
+    }
+    let limit = follower_behind_after_s();
+    let behind: Vec<String> = followers
+        .iter()
+        .filter(|f| f.last_update_age_s > limit)
+        .map(|f| format!("{} ({:.0} s)", f.peer, f.last_update_age_s))
+        .collect();
+    if behind.is_empty() {
+        let newest = followers
+            .iter()
+            .map(|f| f.last_update_age_s)
+            .fold(f64::INFINITY, f64::min);
+        return Finding::ok(
+            Check::ExtenderFollows,
+            format!(
+                "{} followers, each updated within {limit:.0} s (the latest {newest:.1} s ago)",
+                followers.len()
+            ),
+        );
+    }
+    Finding::not_ok(
+        Check::ExtenderFollows,
+        Status::Warn,
+        format!(
+            "{} of {} followers had no update for over {limit:.0} s: {}",
+            behind.len(),
+            followers.len(),
+            some_names(behind.iter().map(String::as_str))
+        ),
+        "a follower that does not read its stream (overloaded, or stuck) places on old scores until it answers neutrally: its logs and netaware_scheduler_neutral_answers_total",
+    )
+}
+
 /// Which transports the pairs were measured by, and which were found
 /// filtered: a warning, since a fallback measured those pairs.
 fn filtered_probes(pairs: &[PairJson]) -> Finding {
@@ -404,6 +459,25 @@ mod tests {
             agent_version: "1.0".into(),
             clock_offset_ms: Some(3),
         }
+    }
+
+    #[test]
+    fn no_follower_or_one_behind_warns() {
+        let follower = |peer: &str, age: f64| pb::Follower {
+            peer: peer.into(),
+            version: 9,
+            last_update_age_s: age,
+        };
+        assert_eq!(followers(&[]).status, Status::Warn);
+        let fine = followers(&[follower("10.0.0.7:41000", 0.4)]);
+        assert_eq!(fine.status, Status::Ok, "{fine:?}");
+        let behind = followers(&[
+            follower("10.0.0.7:41000", 0.4),
+            follower("10.0.0.8:41000", follower_behind_after_s() + 1.0),
+        ]);
+        assert_eq!(behind.status, Status::Warn);
+        assert!(behind.detail.contains("1 of 2 followers"), "{behind:?}");
+        assert!(behind.detail.contains("10.0.0.8:41000"), "{behind:?}");
     }
 
     #[test]

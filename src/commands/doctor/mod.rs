@@ -2,7 +2,8 @@
 //! one line with the fix ([`findings`], pure). Against the collector it
 //! checks what the cluster shows (agents known, zone labels, stale nodes,
 //! whether probes get through, which transports are filtered, agents'
-//! versions and clocks against the collector's); with
+//! versions and clocks against the collector's, whether an extender
+//! follows); with
 //! `--local`, run on a node, what the node lets the agent do (an ICMP echo
 //! socket). Exits non-zero when
 //! something blocks placement or leaves it blind.
@@ -52,6 +53,7 @@ pub async fn run(args: DoctorArgs) -> anyhow::Result<()> {
         if !matrix.nodes.is_empty() {
             findings.extend(findings::agents(&matrix.nodes, &wire.collector_version));
         }
+        findings.push(findings::followers(&wire.followers));
         findings
     };
     let failed = findings::any_failed(&findings);
