@@ -150,3 +150,62 @@ fn a_dual_stack_lab_measures_each_family_apart_and_a_filter_on_one_shows_only_th
     let err = system.matrix_of_network("rail-9").unwrap_err().to_string();
     assert!(err.contains("primary, primary-ipv6"), "{err}");
 }
+
+/// A benchmark, not a check (`--ignored`; BENCHMARKS.md): the dual-stack
+/// lab probed by one transport at a time, each family's mean signed error
+/// against the truth (the configured RTT plus the emulator's overhead)
+/// over the same pairs and seconds.
+#[test]
+#[ignore = "a benchmark: BENCHMARKS.md runs it"]
+fn dual_stack_accuracy_by_family_and_transport() {
+    if !root_or_skip("dual-stack accuracy") {
+        return;
+    }
+    let _one = netaware_testkit::one_lab_at_a_time();
+    let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
+    for transport in ["icmp", "udp"] {
+        let flags = ["--probe".to_owned(), transport.to_owned()];
+        let system = LabSystem::start_with_agent_flags(
+            Topology::named("dual").unwrap(),
+            exe,
+            AgentTiming::FAST,
+            &no_throughput_tests(),
+            &flags,
+        )
+        .unwrap();
+        let pairs = {
+            let n = system.lab().workers().count();
+            n * (n - 1)
+        };
+        let deadline = Instant::now() + Duration::from_secs(90);
+        let matrices: Vec<MatrixJson> = loop {
+            let read: Vec<MatrixJson> = NETWORKS
+                .iter()
+                .filter_map(|n| system.matrix_of_network(n).ok())
+                .filter(|m| m.pairs.len() == pairs && m.pairs.iter().all(|p| p.samples >= 100))
+                .collect();
+            if read.len() == NETWORKS.len() {
+                break read;
+            }
+            assert!(Instant::now() < deadline, "timed out by {transport}");
+            std::thread::sleep(Duration::from_millis(500));
+        };
+        let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
+        let overhead = ping_median(&system, "a1", "control", 50) - control_rtt;
+        for (network, matrix) in NETWORKS.iter().zip(&matrices) {
+            let errors: Vec<f64> = matrix
+                .pairs
+                .iter()
+                .map(|p| {
+                    let (rtt, _) = system.lab().round_trip(&p.src, &p.dst).unwrap();
+                    p.rtt_median_ms.unwrap() - (rtt + overhead)
+                })
+                .collect();
+            eprintln!(
+                "by {transport} over {network}: mean signed RTT error over {} pairs {:+.4} ms against the truth",
+                errors.len(),
+                errors.iter().sum::<f64>() / errors.len() as f64
+            );
+        }
+    }
+}
