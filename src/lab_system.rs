@@ -159,6 +159,50 @@ impl LabSystem {
         Ok(self.lab.spawn(forger)?)
     }
 
+    /// Puts a lying STAMP reflector in `host` in place of its agent's: UDP
+    /// to the agents' reflector port is redirected (iptables, both
+    /// families) to `netaware lab-forge --lying-reflector`, which claims
+    /// to have held every probe `claim_extra_hold` longer than it did.
+    /// Returns its pid.
+    pub fn start_lying_reflector(
+        &self,
+        host: &str,
+        claim_extra_hold: Duration,
+    ) -> anyhow::Result<u32> {
+        const LIAR_PORT: u16 = 7473;
+        let exe = self
+            .exe
+            .to_str()
+            .context("the netaware binary's path is not UTF-8")?;
+        let mut liar = self.lab.command(host, exe)?;
+        liar.args(["lab-forge", "--lying-reflector", &LIAR_PORT.to_string()])
+            .args(["--claim-extra-hold", &duration_arg(claim_extra_hold)])
+            .stdout(Stdio::null());
+        let pid = self.lab.spawn(liar)?;
+        let reflector = netaware_agent::reflector::DEFAULT_PORT.to_string();
+        for family in [IpFamily::V4, IpFamily::V6] {
+            self.iptables(
+                host,
+                family,
+                &[
+                    "-t",
+                    "nat",
+                    "-A",
+                    "PREROUTING",
+                    "-p",
+                    "udp",
+                    "--dport",
+                    &reflector,
+                    "-j",
+                    "REDIRECT",
+                    "--to-ports",
+                    &LIAR_PORT.to_string(),
+                ],
+            )?;
+        }
+        Ok(pid)
+    }
+
     /// The text of `host`'s agent's /metrics, read from inside its host.
     pub fn agent_metrics(&self, host: &str) -> anyhow::Result<String> {
         self.metrics_of(host, AGENT_METRICS_PORT)

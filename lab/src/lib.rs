@@ -14,8 +14,9 @@
 //! - [`link`]: one direction of a link, pure.
 //! - [`tun`], [`netns`]: the kernel plumbing.
 //! - [`emulator`]: the forwarding thread.
-//! - [`forger`]: a host that answers echo requests ahead of time, for the
-//!   tests of what a lying node can do.
+//! - [`forger`]: a host that answers echo requests ahead of time, and
+//!   [`lying_reflector`]: a STAMP reflector that claims false holds, for
+//!   the tests of what a lying node can do.
 //! - [`Lab`]: starts all of it and removes it again on drop; namespaces
 //!   left behind by a process that died are removed at the next start.
 
@@ -23,6 +24,7 @@ pub mod emulator;
 pub mod forger;
 mod lab;
 pub mod link;
+pub mod lying_reflector;
 pub mod netns;
 pub mod topology;
 pub mod tun;

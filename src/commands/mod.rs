@@ -46,11 +46,11 @@ pub enum Command {
     /// Build a lab (hosts in network namespaces, emulated links) and keep it up.
     #[cfg(feature = "lab")]
     Lab(lab::LabArgs),
-    /// In a lab host: answer ICMP echo requests ahead of time (a test
-    /// helper: a node that lies).
+    /// In a lab host: answer ICMP echo requests ahead of time, or STAMP
+    /// requests with a false hold (a test helper: a node that lies).
     #[cfg(feature = "lab")]
     #[command(hide = true)]
-    LabForge,
+    LabForge(lab_forge::LabForgeArgs),
     /// Answer UDP probes (STAMP, RFC 8762) on these addresses, as an
     /// agent does: for a host that runs no agent.
     Reflect(reflect::ReflectArgs),
@@ -118,7 +118,9 @@ impl Command {
             #[cfg(feature = "lab")]
             Command::Lab(args) => lab::run(args, netaware_runtime::shutdown_on_signal()?).await,
             #[cfg(feature = "lab")]
-            Command::LabForge => lab_forge::run(netaware_runtime::shutdown_on_signal()?).await,
+            Command::LabForge(args) => {
+                lab_forge::run(args, netaware_runtime::shutdown_on_signal()?).await
+            }
             Command::Reflect(args) => reflect::run(args).await,
             Command::Throughput(command) => {
                 throughput::run(command, netaware_runtime::shutdown_on_signal()?).await
