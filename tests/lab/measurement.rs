@@ -39,9 +39,20 @@ fn wait_for(
     limit: Duration,
     done: impl Fn(&MatrixJson) -> bool,
 ) -> MatrixJson {
+    wait_for_on(system, PRIMARY, what, limit, done)
+}
+
+/// Polls `network`'s matrix until `done` holds, for at most `limit`.
+fn wait_for_on(
+    system: &LabSystem,
+    network: &str,
+    what: &str,
+    limit: Duration,
+    done: impl Fn(&MatrixJson) -> bool,
+) -> MatrixJson {
     let deadline = Instant::now() + limit;
     loop {
-        if let Some(matrix) = system.matrix().ok().filter(|m| done(m)) {
+        if let Some(matrix) = system.matrix_of_network(network).ok().filter(|m| done(m)) {
             return matrix;
         }
         assert!(
@@ -60,9 +71,24 @@ pub(crate) fn pair<'m>(matrix: &'m MatrixJson, src: &str, dst: &str) -> &'m Pair
         .unwrap_or_else(|| panic!("no pair {src} -> {dst}"))
 }
 
+/// The network of a lab host's first address.
+const PRIMARY: &str = netaware_core::network::PRIMARY;
+
 /// Median RTT (ms) of `count` pings from `src` to `dst`, run in the lab.
 pub(crate) fn ping_median(system: &LabSystem, src: &str, dst: &str, count: u32) -> f64 {
-    let address = system.lab().host(dst).unwrap().spec.address.to_string();
+    ping_median_on(system, PRIMARY, src, dst, count)
+}
+
+/// [`ping_median`] to `dst`'s address on `network`: its first address on
+/// the primary network, its other family's on any other.
+fn ping_median_on(system: &LabSystem, network: &str, src: &str, dst: &str, count: u32) -> f64 {
+    let addresses = &system.lab().host(dst).unwrap().spec.addresses;
+    let address = if network == PRIMARY {
+        addresses[0]
+    } else {
+        addresses[1]
+    }
+    .to_string();
     let mut rtts = system
         .lab()
         .ping(src, &address, count, Duration::from_millis(20))
@@ -78,14 +104,14 @@ const KEPT: Duration = Duration::from_secs(6 * TIMING.window.as_secs());
 /// Median RTT (ms) of 20 pings over each pair, four pairs at a time, so
 /// that ping's own timestamps (taken in user space before each send) do not
 /// suffer from a crowded CPU.
-fn ping_pairs(system: &LabSystem, pairs: &[(&str, &str)]) -> Vec<f64> {
+fn ping_pairs(system: &LabSystem, network: &str, pairs: &[(&str, &str)]) -> Vec<f64> {
     pairs
         .chunks(4)
         .flat_map(|batch| {
             std::thread::scope(|scope| {
                 let handles: Vec<_> = batch
                     .iter()
-                    .map(|(src, dst)| scope.spawn(|| ping_median(system, src, dst, 20)))
+                    .map(|(src, dst)| scope.spawn(|| ping_median_on(system, network, src, dst, 20)))
                     .collect();
                 handles
                     .into_iter()
@@ -286,6 +312,17 @@ fn an_ipv6_only_matrix_by_icmpv6_matches_the_topology_and_ping() {
     accuracy_by("icmp", Families::Ipv6);
 }
 
+/// The default lab dual-stack: every pair measured over each family
+/// apart (networks `primary` and `primary-ipv6`), each held to the same
+/// bounds against the truth and against ping over that family.
+#[test]
+fn a_dual_stack_matrix_matches_the_topology_and_ping_over_each_family() {
+    if !root_or_skip("lab accuracy dual-stack") {
+        return;
+    }
+    accuracy_by("icmp", Families::Dual);
+}
+
 /// The default lab with the address `families`, probed by `transport`
 /// alone (`--probe`): every pair's loss and RTT against the configured
 /// truth and against ping over the same seconds, and placement by what was
@@ -312,11 +349,24 @@ fn accuracy_by(transport: &str, families: Families) {
         .workers()
         .map(|h| h.spec.name.clone())
         .collect();
-    let pairs = workers.len() * (workers.len() - 1);
+    let networks: &[&str] = match families {
+        Families::Dual => &[PRIMARY, "primary-ipv6"],
+        Families::Ipv4 | Families::Ipv6 => &[PRIMARY],
+    };
+    for network in networks {
+        accuracy_on(&system, transport, network, &workers);
+    }
+    placement_follows_the_matrix(&system);
+}
 
+/// Every pair of `network` probed by `transport`: loss and RTT against the
+/// truth and against ping over the same pairs and seconds.
+fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[String]) {
+    let pairs = workers.len() * (workers.len() - 1);
     // Every pair measured over six full windows, by the transport asked.
-    let matrix = wait_for(
-        &system,
+    let matrix = wait_for_on(
+        system,
+        network,
         "six windows of every pair",
         Duration::from_secs(60),
         |m| {
@@ -333,14 +383,14 @@ fn accuracy_by(transport: &str, families: Families) {
     // beyond its configured RTT. (A packet that arrives while the emulator
     // sleeps waits for it to wake up, some tens of microseconds.)
     let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
-    let overhead = ping_median(&system, "a1", "control", 50) - control_rtt;
+    let overhead = ping_median_on(system, network, "a1", "control", 50) - control_rtt;
     assert!(
         (0.0..0.3).contains(&overhead),
         "emulator overhead {overhead} ms"
     );
 
     let mut lossy = Vec::new();
-    for src in &workers {
+    for src in workers {
         for dst in workers.iter().filter(|d| *d != src) {
             let loss = pair(&matrix, src, dst).loss_ratio.unwrap();
             let (_, delivered) = system.lab().round_trip(src, dst).unwrap();
@@ -401,9 +451,9 @@ fn accuracy_by(transport: &str, families: Families) {
                 .map(move |dst| (src.as_str(), dst.as_str()))
         })
         .collect();
-    let pinged = ping_pairs(&system, &all_pairs);
-    let during_pings = system.matrix().unwrap();
-    let readings = rtt_readings(&system, &during_pings, &all_pairs, &pinged, overhead);
+    let pinged = ping_pairs(system, network, &all_pairs);
+    let during_pings = system.matrix_of_network(network).unwrap();
+    let readings = rtt_readings(system, &during_pings, &all_pairs, &pinged, overhead);
     let stats = system.lab().stats().unwrap();
     eprintln!(
         "{}\nemulator: {} delayed packets left {:.1} us late on average, {} us at most",
@@ -475,14 +525,14 @@ fn accuracy_by(transport: &str, families: Families) {
         }
         let pairs: Vec<(&str, &str)> = again.iter().map(|&i| all_pairs[i]).collect();
         let since = Instant::now();
-        let pinged = ping_pairs(&system, &pairs);
+        let pinged = ping_pairs(system, network, &pairs);
         std::thread::sleep(
             (since + KEPT + TIMING.window).saturating_duration_since(Instant::now()),
         );
-        let matrix = system.matrix().unwrap();
+        let matrix = system.matrix_of_network(network).unwrap();
         for (&i, reading) in again
             .iter()
-            .zip(rtt_readings(&system, &matrix, &pairs, &pinged, overhead))
+            .zip(rtt_readings(system, &matrix, &pairs, &pinged, overhead))
         {
             tries[i].push(reading.off());
         }
@@ -502,9 +552,14 @@ fn accuracy_by(transport: &str, families: Families) {
         failures.len(),
         failures.join("\n")
     );
+}
 
+/// Placement by what the default lab measured: a zone with 3 healthy
+/// hosts for a 3-worker job, a1's clean zone-mate first for a job with a
+/// worker on a1, then the nearer zone.
+fn placement_follows_the_matrix(system: &LabSystem) {
     // A 3-worker job: a zone with 3 healthy hosts, never the lossy a3.
-    a_job_of_three_lands_in_one_zone_without_the_lossy_host(&system);
+    a_job_of_three_lands_in_one_zone_without_the_lossy_host(system);
     // One worker on a1: its clean zone-mate first, the lossy one fails.
     let ranking = system.rank(3, &["a1"]).unwrap();
     assert_eq!(ranking.zone.as_deref(), Some("zone-a"));
