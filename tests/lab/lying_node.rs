@@ -60,14 +60,20 @@ fn a_node_that_answers_ahead_of_the_probes_is_seen_at_its_true_distance() {
         );
         std::thread::sleep(Duration::from_secs(1));
     };
+    // The emulator's own overhead as ping sees it now, over the control
+    // link (the forger answers only b1's requests): some 0.1 ms on a quiet
+    // machine, more on a loaded one.
+    let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
+    let overhead = crate::measurement::ping_median(&system, "a1", "control", 50) - control_rtt;
     for pair in matrix.pairs.iter().filter(|p| p.dst == "b1") {
         let (truth, delivered) = system.lab().round_trip(&pair.src, "b1").unwrap();
         let rtt = pair.rtt_median_ms.expect("replies");
-        // The emulator adds about 0.07 ms to every round trip; a forged
-        // reply would have come back in about one way's time, or at once.
+        // A forged reply would have come back in about one way's time, or
+        // at once; the true one takes the round trip and the emulator's
+        // overhead, and no more than the accuracy tests allow beyond.
         assert!(
-            rtt >= truth && rtt <= truth * 1.15 + 0.2,
-            "{} -> b1: {rtt:.3} ms, truth {truth:.3} ms",
+            rtt >= truth && rtt <= truth * 1.15 + overhead.max(0.1) + 0.1,
+            "{} -> b1: {rtt:.3} ms, truth {truth:.3} ms, emulator overhead {overhead:.3} ms",
             pair.src
         );
         // Forged replies cost a path nothing either: where nothing is lost
