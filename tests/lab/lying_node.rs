@@ -23,6 +23,44 @@ fn forged(metrics: &str) -> f64 {
     .unwrap_or(0.0)
 }
 
+/// Every host but b1, the ones that probe it.
+fn probers_of_b1(system: &LabSystem) -> Vec<String> {
+    system
+        .lab()
+        .workers()
+        .map(|h| h.spec.name.clone())
+        .filter(|name| name != "b1")
+        .collect()
+}
+
+/// Polls the matrix until every prober's pair towards b1 has 50 samples
+/// (by `probe`, when given), for at most a minute.
+fn wait_for_pairs_towards_b1(
+    system: &LabSystem,
+    probers: &[String],
+    probe: Option<&str>,
+) -> netaware::json::MatrixJson {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let matrix = system.matrix().expect("the matrix");
+        let towards_b1 = matrix
+            .pairs
+            .iter()
+            .filter(|p| p.dst == "b1" && p.samples >= 50)
+            .filter(|p| probe.is_none_or(|probe| p.probe.as_deref() == Some(probe)))
+            .count();
+        if towards_b1 == probers.len() {
+            return matrix;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {towards_b1} of {} pairs towards b1 measured",
+            probers.len()
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
 #[test]
 fn a_node_that_answers_ahead_of_the_probes_is_seen_at_its_true_distance() {
     if !root_or_skip("lab: a lying node") {
@@ -34,32 +72,10 @@ fn a_node_that_answers_ahead_of_the_probes_is_seen_at_its_true_distance() {
     let system = LabSystem::start(Topology::named("default").unwrap(), exe, TIMING, &flags)
         .expect("the lab system");
     system.start_forger("b1").expect("the forger");
-    let probers: Vec<String> = system
-        .lab()
-        .workers()
-        .map(|h| h.spec.name.clone())
-        .filter(|name| name != "b1")
-        .collect();
+    let probers = probers_of_b1(&system);
 
     // Every pair towards b1 measured over full windows.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let matrix = loop {
-        let matrix = system.matrix().expect("the matrix");
-        let towards_b1 = matrix
-            .pairs
-            .iter()
-            .filter(|p| p.dst == "b1" && p.samples >= 50)
-            .count();
-        if towards_b1 == probers.len() {
-            break matrix;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "only {towards_b1} of {} pairs towards b1 measured",
-            probers.len()
-        );
-        std::thread::sleep(Duration::from_secs(1));
-    };
+    let matrix = wait_for_pairs_towards_b1(&system, &probers, None);
     // The emulator's own overhead as ping sees it now, over the control
     // link (the forger answers only b1's requests): some 0.1 ms on a quiet
     // machine, more on a loaded one.
@@ -126,31 +142,9 @@ fn a_reflector_that_claims_long_holds_gains_at_most_the_bound_and_is_counted() {
     system
         .start_lying_reflector("b1", Duration::from_millis(5))
         .expect("the lying reflector");
-    let probers: Vec<String> = system
-        .lab()
-        .workers()
-        .map(|h| h.spec.name.clone())
-        .filter(|name| name != "b1")
-        .collect();
+    let probers = probers_of_b1(&system);
 
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let matrix = loop {
-        let matrix = system.matrix().expect("the matrix");
-        let towards_b1 = matrix
-            .pairs
-            .iter()
-            .filter(|p| p.dst == "b1" && p.samples >= 50 && p.probe.as_deref() == Some("udp"))
-            .count();
-        if towards_b1 == probers.len() {
-            break matrix;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "only {towards_b1} of {} pairs towards b1 measured by UDP",
-            probers.len()
-        );
-        std::thread::sleep(Duration::from_secs(1));
-    };
+    let matrix = wait_for_pairs_towards_b1(&system, &probers, Some("udp"));
     let bound_ms = netaware_agent::stamp_packet::MAX_HOLD_TAKEN_OUT.as_secs_f64() * 1e3;
     for pair in matrix.pairs.iter().filter(|p| p.dst == "b1") {
         let (truth, _) = system.lab().round_trip(&pair.src, "b1").unwrap();
