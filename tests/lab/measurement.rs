@@ -135,18 +135,34 @@ struct RttReading<'p> {
 
 impl RttReading<'_> {
     /// What is off about the agent's reading, if anything: more than 3%
-    /// (at least 0.2 ms) from the truth or from ping.
+    /// (at least 0.2 ms) from the truth, or from ping where ping is
+    /// itself within that of the truth. A ping that strays from the truth
+    /// was disturbed (it stamps its requests in user space, and reads high
+    /// when it is kept from running between the stamp and the send): it is
+    /// no evidence against the agent, which the truth then judges alone.
     fn off(&self) -> Option<String> {
-        let far = |reference: f64| {
-            (self.agent - reference).abs() > (reference * 0.03).max(TRUTH_TOLERANCE_MS)
-        };
-        (far(self.expected) || far(self.ping)).then(|| {
-            format!(
-                "agent median {:.3} ms, expected {:.3}, ping median {:.3}",
-                self.agent, self.expected, self.ping
-            )
-        })
+        let far = far_from;
+        (far(self.agent, self.expected) || (self.ping_credible() && far(self.agent, self.ping)))
+            .then(|| {
+                format!(
+                    "agent median {:.3} ms, expected {:.3}, ping median {:.3}",
+                    self.agent, self.expected, self.ping
+                )
+            })
     }
+}
+
+impl RttReading<'_> {
+    /// Whether ping read this pair within the per-pair tolerance of the
+    /// truth.
+    fn ping_credible(&self) -> bool {
+        !far_from(self.ping, self.expected)
+    }
+}
+
+/// Whether `value` is more than 3% (at least 0.2 ms) from `reference`.
+fn far_from(value: f64, reference: f64) -> bool {
+    (value - reference).abs() > (reference * 0.03).max(TRUTH_TOLERANCE_MS)
 }
 
 impl std::fmt::Display for RttReading<'_> {
@@ -178,17 +194,25 @@ struct MeanError {
     pairs: usize,
     /// Agent minus the truth (configured RTT plus the emulator's overhead).
     truth_ms: f64,
-    /// Agent minus ping over the same pair.
+    /// Agent minus ping over the pairs where ping is credible (see
+    /// [`RttReading::off`]), and how many those are.
     ping_ms: f64,
+    ping_pairs: usize,
 }
 
 impl MeanError {
     fn of(readings: &[RttReading<'_>]) -> Self {
-        let n = readings.len().max(1) as f64;
+        let mean = |errors: Vec<f64>| errors.iter().sum::<f64>() / errors.len().max(1) as f64;
+        let credible: Vec<f64> = readings
+            .iter()
+            .filter(|r| r.ping_credible())
+            .map(|r| r.agent - r.ping)
+            .collect();
         Self {
             pairs: readings.len(),
-            truth_ms: readings.iter().map(|r| r.agent - r.expected).sum::<f64>() / n,
-            ping_ms: readings.iter().map(|r| r.agent - r.ping).sum::<f64>() / n,
+            truth_ms: mean(readings.iter().map(|r| r.agent - r.expected).collect()),
+            ping_pairs: credible.len(),
+            ping_ms: mean(credible),
         }
     }
 
@@ -197,9 +221,11 @@ impl MeanError {
     /// the truth. Ping is the reference for bias: it crosses the same
     /// emulator at the same moment, while the truth (configured RTT plus an
     /// overhead measured once, idle, on the control link) reads low by the
-    /// emulator's lateness under load.
+    /// emulator's lateness under load. Most pairs' pings must be credible.
     fn within(&self, below_ms: f64, above_ms: f64) -> bool {
-        (-below_ms..=above_ms).contains(&self.ping_ms) && self.truth_ms.abs() <= TRUTH_TOLERANCE_MS
+        self.ping_pairs * 4 >= self.pairs * 3
+            && (-below_ms..=above_ms).contains(&self.ping_ms)
+            && self.truth_ms.abs() <= TRUTH_TOLERANCE_MS
     }
 }
 
@@ -207,8 +233,8 @@ impl std::fmt::Display for MeanError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "mean signed RTT error over {} pairs: {:+.4} ms against the truth, {:+.4} ms against ping",
-            self.pairs, self.truth_ms, self.ping_ms
+            "mean signed RTT error over {} pairs: {:+.4} ms against the truth, {:+.4} ms against ping (over the {} pairs where ping is near the truth)",
+            self.pairs, self.truth_ms, self.ping_ms, self.ping_pairs
         )
     }
 }
@@ -451,13 +477,11 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
                 .map(move |dst| (src.as_str(), dst.as_str()))
         })
         .collect();
-    let pinged = ping_pairs(system, network, &all_pairs);
-    let during_pings = system.matrix_of_network(network).unwrap();
-    let readings = rtt_readings(system, &during_pings, &all_pairs, &pinged, overhead);
+    let first = read_round(system, network, &all_pairs, overhead, Fresh::Now);
     let stats = system.lab().stats().unwrap();
     eprintln!(
         "{}\nemulator: {} delayed packets left {:.1} us late on average, {} us at most",
-        readings
+        first
             .iter()
             .map(RttReading::to_string)
             .collect::<Vec<_>>()
@@ -470,25 +494,12 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
     // against ping. Noise averages out over the pairs; a steady offset
     // (a timestamp taken in user space, as surge-ping's are, reads some
     // 0.05 ms high on every pair) does not, and must fail here.
-    let bias = MeanError::of(&readings);
-    eprintln!("{bias}");
-    // The same by class: the lab's hosts are named by their zone's letter.
-    let (inside, between): (Vec<RttReading<'_>>, Vec<RttReading<'_>>) = readings
-        .iter()
-        .copied()
-        .partition(|r| r.src.as_bytes()[0] == r.dst.as_bytes()[0]);
-    eprintln!(
-        "by {transport}, inside a zone: {}\nby {transport}, between zones: {}",
-        MeanError::of(&inside),
-        MeanError::of(&between)
-    );
     let below = if transport == "tcp" {
         TCP_BELOW_PING_MS
     } else {
         MAX_MEAN_ERROR_MS
     };
-    assert!(bias.within(below, MAX_MEAN_ERROR_MS), "{bias}");
-    let biased: Vec<RttReading<'_>> = readings
+    let biased: Vec<RttReading<'_>> = first
         .iter()
         .map(|r| RttReading {
             agent: r.agent + 0.05,
@@ -499,44 +510,93 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
     // the agent's own that could drift.)
     assert!(
         transport == "tcp" || !MeanError::of(&biased).within(below, MAX_MEAN_ERROR_MS),
-        "a 0.05 ms bias would pass: {bias}"
+        "a 0.05 ms bias would pass: {}",
+        MeanError::of(&first)
     );
 
     // The agents, ping and the emulator share two cores with everything
     // else in CI, and each has had bad stretches: a run saw every ping from
     // zone b read 0.3 to 5 ms high for twenty seconds while the agents and
     // the truth agreed, another the agents' medians 0.2 ms high on a few
-    // pairs while ping and the truth agreed. So each pair is read up to
-    // three times (pinged, then read from a matrix whose every window began
-    // after that ping did) and judged on the median of its tries: a second
-    // try for every pair, a third where the first two disagree. It fails
-    // when two of its tries are off.
-    let mut tries: Vec<Vec<Option<String>>> = readings.iter().map(|r| vec![r.off()]).collect();
+    // pairs while ping and the truth agreed, others the emulator's packets
+    // 50 to 115 us late on average for minutes (20 to 35 us on an idle
+    // machine). So the whole reading is taken up to three times (pinged,
+    // then read from a matrix whose every window began after that ping
+    // did), and judged on the median of its tries: the bias over every
+    // pair on the median of up to three rounds (a second round always, a
+    // third where the first two disagree), each pair on the median of its
+    // own tries. Each fails when two of its tries are off.
+    let mut rounds = vec![first];
+    rounds.push(read_round(
+        system,
+        network,
+        &all_pairs,
+        overhead,
+        Fresh::After,
+    ));
+    let biases = |rounds: &[Vec<RttReading<'_>>]| -> Vec<MeanError> {
+        rounds
+            .iter()
+            .filter(|round| round.len() == all_pairs.len())
+            .map(|round| MeanError::of(round))
+            .collect()
+    };
+    let mut tries: Vec<Vec<Option<String>>> = (0..all_pairs.len())
+        .map(|i| rounds.iter().map(|round| round[i].off()).collect())
+        .collect();
     let undecided = |tries: &[Option<String>]| {
         let off = tries.iter().filter(|t| t.is_some()).count();
         off < 2 && tries.len() - off < 2
     };
-    for _ in 0..2 {
-        let again: Vec<usize> = (0..all_pairs.len())
-            .filter(|&i| undecided(&tries[i]))
-            .collect();
-        if again.is_empty() {
-            break;
-        }
-        let pairs: Vec<(&str, &str)> = again.iter().map(|&i| all_pairs[i]).collect();
-        let since = Instant::now();
-        let pinged = ping_pairs(system, network, &pairs);
-        std::thread::sleep(
-            (since + KEPT + TIMING.window).saturating_duration_since(Instant::now()),
-        );
-        let matrix = system.matrix_of_network(network).unwrap();
-        for (&i, reading) in again
+    let bias_undecided = {
+        let biases = biases(&rounds);
+        biases
             .iter()
-            .zip(rtt_readings(system, &matrix, &pairs, &pinged, overhead))
-        {
+            .filter(|b| b.within(below, MAX_MEAN_ERROR_MS))
+            .count()
+            == 1
+    };
+    let again: Vec<usize> = (0..all_pairs.len())
+        .filter(|&i| bias_undecided || undecided(&tries[i]))
+        .collect();
+    if !again.is_empty() {
+        let pairs: Vec<(&str, &str)> = again.iter().map(|&i| all_pairs[i]).collect();
+        let third = read_round(system, network, &pairs, overhead, Fresh::After);
+        for (&i, reading) in again.iter().zip(&third) {
             tries[i].push(reading.off());
         }
+        rounds.push(third);
     }
+    let biases = biases(&rounds);
+    for (round, bias) in biases.iter().enumerate() {
+        eprintln!("round {}: {bias}", round + 1);
+        if round == 0 {
+            let (inside, between): (Vec<RttReading<'_>>, Vec<RttReading<'_>>) = rounds[0]
+                .iter()
+                .copied()
+                .partition(|r| r.src.as_bytes()[0] == r.dst.as_bytes()[0]);
+            eprintln!(
+                "by {transport}, inside a zone: {}\nby {transport}, between zones: {}",
+                MeanError::of(&inside),
+                MeanError::of(&between)
+            );
+        }
+    }
+    let within = biases
+        .iter()
+        .filter(|b| b.within(below, MAX_MEAN_ERROR_MS))
+        .count();
+    assert!(
+        within * 2 > biases.len(),
+        "the bias is off in {} of {} rounds:\n{}",
+        biases.len() - within,
+        biases.len(),
+        biases
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     let failures: Vec<String> = all_pairs
         .iter()
         .zip(&tries)
@@ -552,6 +612,35 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// When a round reads the agents' medians after its pings.
+#[derive(Clone, Copy, PartialEq)]
+enum Fresh {
+    /// At once: the windows the medians come from hold the pings' seconds.
+    Now,
+    /// Once every window the medians come from began after the pings did.
+    After,
+}
+
+/// One round of RTT readings over `pairs` of `network`: ping, then the
+/// agents' medians.
+fn read_round<'p>(
+    system: &LabSystem,
+    network: &str,
+    pairs: &[(&'p str, &'p str)],
+    overhead: f64,
+    fresh: Fresh,
+) -> Vec<RttReading<'p>> {
+    let since = Instant::now();
+    let pinged = ping_pairs(system, network, pairs);
+    if fresh == Fresh::After {
+        std::thread::sleep(
+            (since + KEPT + TIMING.window).saturating_duration_since(Instant::now()),
+        );
+    }
+    let matrix = system.matrix_of_network(network).unwrap();
+    rtt_readings(system, &matrix, pairs, &pinged, overhead)
 }
 
 /// Placement by what the default lab measured: a zone with 3 healthy
