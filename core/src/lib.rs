@@ -28,7 +28,9 @@
 //! - [`pair_rtt`]: any pair's RTT, measured or estimated, and on what basis.
 //! - [`window`]: an agent's probes folded into the windows it reports.
 //! - [`network`]: the networks a pair is measured over (the primary, a
-//!   dual-stack node's other family), each with a matrix of its own.
+//!   dual-stack node's other family, the rails an operator names), each
+//!   with a matrix of its own; [`network_address`]: how a node finds its
+//!   address on a named network.
 //! - [`stats`]: quantiles, medians and means, one definition for all.
 //! - [`transport`]: how a pair was probed (ICMP, UDP, TCP), and what was
 //!   found filtered on the way.
@@ -52,6 +54,7 @@ pub mod matrix;
 pub mod measured_topology;
 pub mod memo;
 pub mod network;
+pub mod network_address;
 pub mod node_estimate;
 pub mod node_health;
 pub mod pair_rtt;

@@ -6,6 +6,9 @@
 //! kept apart: a pair's figures over IPv4 are never averaged with its
 //! figures over IPv6.
 //!
+//! Operators name further networks (rails, a storage network: see
+//! [`crate::network_address`]); each node says its address on each.
+//!
 //! A probe and its window name their network; the collector keeps one
 //! pair matrix per network.
 
@@ -62,6 +65,13 @@ impl Network {
     /// Whether this is the primary network.
     pub fn is_primary(&self) -> bool {
         self.0 == PRIMARY
+    }
+
+    /// Whether this is a network that an operator named (a rail, a
+    /// storage network), not one that netaware gives every node (the
+    /// primary and its other family's, `primary-*`).
+    pub fn is_named(&self) -> bool {
+        !self.is_primary() && !self.0.starts_with("primary-")
     }
 
     /// The name.
@@ -138,6 +148,9 @@ mod tests {
     fn names_are_checked() {
         assert!(Network::parse("primary").unwrap().is_primary());
         assert!(!Network::parse("rail-0").unwrap().is_primary());
+        assert!(Network::parse("rail-0").unwrap().is_named());
+        assert!(!Network::parse("primary-ipv6").unwrap().is_named());
+        assert!(!Network::primary().is_named());
         for bad in ["", "Primary", "0rail", "rail_0", "rail 0", &"r".repeat(33)] {
             assert!(Network::parse(bad).is_err(), "{bad:?}");
         }
