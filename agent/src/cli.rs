@@ -33,6 +33,12 @@ pub struct AgentArgs {
         required = true
     )]
     pub addresses: Vec<IpAddr>,
+    /// A network to measure beside the primary address (repeat for more):
+    /// `NAME=CIDR` (the node's address inside the block) or
+    /// `NAME=iface:IFNAME` (the interface's address), the same on every
+    /// node; a node with no address on it takes no part in it.
+    #[arg(long = "network", value_name = "NAME=CIDR|NAME=iface:IFNAME")]
+    pub networks: Vec<netaware_core::network_address::NetworkRule>,
     /// Zone of this node.
     #[arg(
         long,
@@ -128,6 +134,7 @@ impl AgentArgs {
             metrics_port: (self.metrics_port != 0).then_some(self.metrics_port),
             probe: self.probe,
             udp_port: (self.udp_port != 0).then_some(self.udp_port),
+            networks: crate::networks::find(&self.networks),
             ..AgentConfig::new(&self.node, self.addresses, zone, &self.collector)
         }
     }

@@ -58,7 +58,7 @@ struct EchoSocket {
 /// The agent's ICMP sockets.
 #[derive(Debug)]
 pub struct Icmp {
-    v4: Arc<EchoSocket>,
+    v4: Option<Arc<EchoSocket>>,
     v6: Option<Arc<EchoSocket>>,
     ident: u16,
     receivers: Vec<tokio::task::JoinHandle<()>>,
@@ -92,20 +92,45 @@ impl Icmp {
                 None
             }
         };
-        let mut receivers = vec![tokio::spawn(receive(
-            Arc::clone(&v4),
-            ident,
-            Arc::clone(&counters),
-        ))];
-        if let Some(v6) = &v6 {
-            receivers.push(tokio::spawn(receive(Arc::clone(v6), ident, counters)));
-        }
-        Ok(Self {
+        Ok(Self::receiving(Some(v4), v6, ident, counters))
+    }
+
+    /// Opens one socket, of `address`'s family, bound to it: the probes of
+    /// a named network, which leave from the node's address on it.
+    pub fn open_on(address: IpAddr, counters: Arc<Counters>) -> Result<Self, AgentError> {
+        let ident: u16 = rand::random();
+        let family = match address {
+            IpAddr::V4(_) => Family::V4,
+            IpAddr::V6(_) => Family::V6,
+        };
+        let socket = EchoSocket::open(family, Some(address), ident)
+            .map(Arc::new)
+            .map_err(AgentError::IcmpSocket)?;
+        let (v4, v6) = match family {
+            Family::V4 => (Some(socket), None),
+            Family::V6 => (None, Some(socket)),
+        };
+        Ok(Self::receiving(v4, v6, ident, counters))
+    }
+
+    /// Starts a receive task for each socket.
+    fn receiving(
+        v4: Option<Arc<EchoSocket>>,
+        v6: Option<Arc<EchoSocket>>,
+        ident: u16,
+        counters: Arc<Counters>,
+    ) -> Self {
+        let receivers = [&v4, &v6]
+            .into_iter()
+            .flatten()
+            .map(|socket| tokio::spawn(receive(Arc::clone(socket), ident, Arc::clone(&counters))))
+            .collect();
+        Self {
             v4,
             v6,
             ident,
             receivers,
-        })
+        }
     }
 
     /// Sends one echo request and waits for its reply; the RTT runs from
@@ -117,12 +142,10 @@ impl Icmp {
         timeout: Duration,
     ) -> Result<Duration, ProbeError> {
         let socket = match host {
-            IpAddr::V4(_) => &self.v4,
-            IpAddr::V6(_) => self
-                .v6
-                .as_ref()
-                .ok_or_else(|| ProbeError::Failed("no IPv6 socket".into()))?,
-        };
+            IpAddr::V4(_) => self.v4.as_ref(),
+            IpAddr::V6(_) => self.v6.as_ref(),
+        }
+        .ok_or_else(|| ProbeError::Failed(format!("no ICMP socket for {host}'s family")))?;
         let nonce: u64 = rand::random();
         let packet = echo_request(socket.family, self.ident, seq, nonce);
         let target = SockAddr::from(SocketAddr::new(host, 0));

@@ -11,6 +11,10 @@
 //! It also runs a [`throughput`] server, and runs the throughput tests the
 //! collector orders.
 //!
+//! Beside its primary address, it measures each named network it is told
+//! of (a rail: [`networks`] finds the node's address on it), from its
+//! address there to its peers' ([`probers`]).
+//!
 //! Layout: pure parts (the probe [`schedule`], ICMP packets and kernel
 //! filters in [`icmp_packet`], which reply answers which probe in
 //! [`replies`]; the windows themselves are folded by
@@ -28,6 +32,7 @@ pub mod inbound;
 pub mod kernel_stamps;
 pub mod measure;
 pub mod metrics;
+pub mod networks;
 pub mod node_stats;
 pub mod outbox;
 pub mod pending;
@@ -47,6 +52,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use netaware_core::network::Network;
 use netaware_proto::v1::Hello;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -137,6 +143,10 @@ pub struct AgentConfig {
     pub node: String,
     /// The node's addresses; the first of each family is the probe source.
     pub addresses: Vec<IpAddr>,
+    /// The node's address on each named network it is on (a rail): its
+    /// probes to a peer's address on that network leave from it, and its
+    /// reflector and throughput server answer on it too.
+    pub networks: Vec<(Network, IpAddr)>,
     /// Zone of the node.
     pub zone: String,
     /// Region of the node (may be empty).
@@ -191,6 +201,7 @@ impl AgentConfig {
         Self {
             node: node.to_owned(),
             addresses,
+            networks: Vec::new(),
             zone: zone.to_owned(),
             region: String::new(),
             collector: collector.to_owned(),
@@ -207,6 +218,26 @@ impl AgentConfig {
             probe: transport_choice::ProbeMode::Auto,
             udp_port: Some(reflector::DEFAULT_PORT),
         }
+    }
+
+    /// Where the reflector and the throughput server answer: the first
+    /// address of each family (`v4`, `v6`), then the node's address on
+    /// each named network.
+    fn listen_addresses(
+        &self,
+        v4: Option<std::net::Ipv4Addr>,
+        v6: Option<std::net::Ipv6Addr>,
+    ) -> Vec<IpAddr> {
+        let mut addresses: Vec<IpAddr> = [v4.map(IpAddr::V4), v6.map(IpAddr::V6)]
+            .into_iter()
+            .flatten()
+            .collect();
+        for (_, address) in &self.networks {
+            if !addresses.contains(address) {
+                addresses.push(*address);
+            }
+        }
+        addresses
     }
 
     fn check(&self) -> Result<(), AgentError> {
@@ -280,6 +311,14 @@ impl Agent {
             stamp_port: config.udp_port.map_or(0, u32::from),
             // Stamped as each session sends it.
             sent_unix_ms: 0,
+            networks: config
+                .networks
+                .iter()
+                .map(|(network, address)| netaware_proto::v1::NetworkAddress {
+                    network: netaware_proto::convert::network_to_wire(network),
+                    address: address.to_string(),
+                })
+                .collect(),
         };
         let timing = measure::MeasureTiming {
             interval: config.interval,
@@ -288,9 +327,7 @@ impl Agent {
         };
         let server = match config.throughput_port {
             Some(port) => Some(throughput_server(
-                [v4.map(IpAddr::V4), v6.map(IpAddr::V6)]
-                    .into_iter()
-                    .flatten(),
+                config.listen_addresses(v4, v6).into_iter(),
                 port,
                 config.throughput_buffer,
                 &shutdown,
@@ -345,10 +382,7 @@ impl Agent {
             }
         }
         if let Some(port) = config.udp_port {
-            for ip in [v4.map(IpAddr::V4), v6.map(IpAddr::V6)]
-                .into_iter()
-                .flatten()
-            {
+            for ip in config.listen_addresses(v4, v6) {
                 let addr = std::net::SocketAddr::new(ip, port);
                 let socket = reflector::bind(addr)
                     .map_err(|source| AgentError::Reflector { addr, source })?;
@@ -413,31 +447,41 @@ fn open_probers(
     use transport_choice::ProbeMode;
     let wants =
         |t: Transport| config.probe == ProbeMode::Auto || config.probe == ProbeMode::Only(t);
-    let icmp = if wants(Transport::Icmp) {
-        match icmp::Icmp::open(v4, v6, Arc::clone(counters)) {
-            Ok(icmp) => Some(icmp),
+    let icmp = |open: &dyn Fn() -> Result<icmp::Icmp, AgentError>| {
+        if !wants(Transport::Icmp) {
+            return Ok(None);
+        }
+        match open() {
+            Ok(icmp) => Ok(Some(icmp)),
             Err(err) if config.probe == ProbeMode::Auto => {
                 tracing::warn!(%err, "probing by UDP and TCP only");
-                None
+                Ok(None)
             }
-            Err(err) => return Err(err),
+            Err(err) => Err(err),
         }
-    } else {
-        None
     };
-    let udp = if wants(Transport::Udp) {
-        Some(
-            udp::Udp::open(&config.addresses, Arc::clone(counters))
-                .map_err(AgentError::UdpSocket)?,
-        )
-    } else {
-        None
+    let udp = |addresses: &[IpAddr]| {
+        wants(Transport::Udp)
+            .then(|| udp::Udp::open(addresses, Arc::clone(counters)))
+            .transpose()
+            .map_err(AgentError::UdpSocket)
     };
-    Ok(probers::Probers {
-        icmp,
-        udp,
+    let primary = probers::Source {
+        icmp: icmp(&|| icmp::Icmp::open(v4, v6, Arc::clone(counters)))?,
+        udp: udp(&config.addresses)?,
         local: config.addresses.clone(),
-    })
+    };
+    let mut named = Vec::new();
+    for (network, address) in &config.networks {
+        let address = *address;
+        let source = probers::Source {
+            icmp: icmp(&|| icmp::Icmp::open_on(address, Arc::clone(counters)))?,
+            udp: udp(&[address])?,
+            local: vec![address],
+        };
+        named.push((network.clone(), source));
+    }
+    Ok(probers::Probers { primary, named })
 }
 
 /// Opens the throughput server on each of `addresses` (one per family).

@@ -6,11 +6,10 @@
 //! the current time; tests call them directly.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::IpAddr;
 
 use netaware_core::coordinates::Coordinates;
 use netaware_core::matrix::{PairMatrix, PairReadings};
-use netaware_core::network::{self, Network};
+use netaware_core::network::Network;
 use netaware_core::registry::{AgentFacts, Registry};
 use netaware_core::scored::ScoredMatrix;
 use netaware_core::throughput_plan::Planner;
@@ -50,8 +49,7 @@ impl SnapshotInputs {
     }
 
     /// The scored matrix of every network but the primary, as of `now`:
-    /// measured pairs only (coordinates are the primary network's), for
-    /// the matrix API; placement goes by the primary network.
+    /// measured pairs only (coordinates are the primary network's).
     pub fn score_other_networks(&self, now: UnixMillis) -> BTreeMap<Network, ScoredMatrix> {
         self.other_readings
             .iter()
@@ -281,11 +279,11 @@ impl CollectorState {
     /// Registers an agent. Returns the node name and whether membership
     /// changed (so every session must get a new peer set).
     pub fn hello(&mut self, hello: &Hello, now: UnixMillis) -> Result<(String, bool), Invalid> {
-        let (info, window_ms) = validate::hello(hello)?;
-        let name = info.name.clone();
+        let checked = validate::hello(hello)?;
+        let name = checked.info.name.clone();
         let changed = self
             .registry
-            .agent_hello(info, window_ms, now)
+            .agent_hello(checked.info, checked.window_ms, now)
             .map_err(|err| Invalid(err.to_string()))?;
         let mark = self.seq_marks.entry(name.clone()).or_insert(SeqMark {
             instance: hello.instance,
@@ -304,14 +302,9 @@ impl CollectorState {
                 stamp: hello.stamp_port,
             },
         );
-        let addresses: Vec<IpAddr> = hello
-            .addresses
-            .iter()
-            .filter_map(|a| a.parse().ok())
-            .collect();
-        let others: Vec<(Network, String)> = network::networks_of(&addresses)
+        let others: Vec<(Network, String)> = checked
+            .other_networks
             .into_iter()
-            .filter(|(network, _)| !network.is_primary())
             .map(|(network, address)| (network, address.to_string()))
             .collect();
         let clock_offset_ms = (hello.sent_unix_ms > 0).then(|| {

@@ -19,6 +19,9 @@ use netaware_proto::v1::{Hello, NodeStats, ThroughputResult, Window};
 pub const MAX_NAME_LEN: usize = 253;
 /// Most addresses in one hello.
 pub const MAX_ADDRESSES: usize = 16;
+/// Most named networks in one hello (eight rails of each family, with
+/// room for a storage and a frontend network).
+pub const MAX_NETWORKS: usize = 18;
 /// Most peers in one window.
 pub const MAX_PEERS_PER_WINDOW: usize = 10_000;
 /// Most interfaces in one node stats sample.
@@ -65,8 +68,21 @@ pub fn check_name(what: &str, name: &str, allow_empty: bool) -> Result<(), Inval
 /// Longest agent version a hello may carry.
 pub const MAX_VERSION_LEN: usize = 64;
 
-/// A hello, checked: the node it names, its window length and instance.
-pub fn hello(hello: &Hello) -> Result<(NodeInfo, u64), Invalid> {
+/// A hello, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedHello {
+    /// The node it names, at its primary address.
+    pub info: NodeInfo,
+    /// Its window length.
+    pub window_ms: u64,
+    /// Its address on every network but the primary: its other family's
+    /// (a dual-stack node), then each named network it is on.
+    pub other_networks: Vec<(Network, IpAddr)>,
+}
+
+/// A hello, checked: the node it names, its window length, and the
+/// networks it is on.
+pub fn hello(hello: &Hello) -> Result<CheckedHello, Invalid> {
     check_name("node", &hello.node, false)?;
     check_name("zone", &hello.zone, false)?;
     check_name("region", &hello.region, true)?;
@@ -100,7 +116,47 @@ pub fn hello(hello: &Hello) -> Result<(NodeInfo, u64), Invalid> {
         region: hello.region.clone(),
         kind: NodeKind::Agent,
     };
-    Ok((info, window_ms))
+    Ok(CheckedHello {
+        info,
+        window_ms,
+        other_networks: other_networks(hello)?,
+    })
+}
+
+/// The hello's networks past the primary, each named once.
+fn other_networks(hello: &Hello) -> Result<Vec<(Network, IpAddr)>, Invalid> {
+    if hello.networks.len() > MAX_NETWORKS {
+        return invalid(format!("more than {MAX_NETWORKS} networks in one hello"));
+    }
+    let addresses: Vec<IpAddr> = hello
+        .addresses
+        .iter()
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let mut networks: Vec<(Network, IpAddr)> = netaware_core::network::networks_of(&addresses)
+        .into_iter()
+        .filter(|(network, _)| !network.is_primary())
+        .collect();
+    for named in &hello.networks {
+        let network =
+            convert::network_from_wire(&named.network).map_err(|err| Invalid(err.to_string()))?;
+        if !network.is_named() {
+            return invalid(format!(
+                "network {network} is netaware's own: a hello names only networks an operator named"
+            ));
+        }
+        if networks.iter().any(|(n, _)| *n == network) {
+            return invalid(format!("network {network} named twice"));
+        }
+        let address: IpAddr = named.address.parse().map_err(|_| {
+            Invalid(format!(
+                "address {:?} on network {network} is not an IP address",
+                named.address
+            ))
+        })?;
+        networks.push((network, address));
+    }
+    Ok(networks)
 }
 
 /// One peer window, checked: the peer, the probes towards it, and the
@@ -286,7 +342,7 @@ fn node_stats(stats: &NodeStats) -> Result<(), Invalid> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netaware_proto::v1::PeerWindow;
+    use netaware_proto::v1::{NetworkAddress, PeerWindow};
 
     fn hello_msg() -> Hello {
         Hello {
@@ -301,7 +357,39 @@ mod tests {
             throughput_port: 0,
             stamp_port: 0,
             sent_unix_ms: 0,
+            networks: Vec::new(),
         }
+    }
+
+    fn on(network: &str, address: &str) -> NetworkAddress {
+        NetworkAddress {
+            network: network.into(),
+            address: address.into(),
+        }
+    }
+
+    #[test]
+    fn a_hellos_networks_are_its_other_family_then_the_named_ones() {
+        let checked = hello(&Hello {
+            addresses: vec!["10.0.0.1".into(), "fd00::1".into()],
+            networks: vec![on("rail-0", "172.16.0.1"), on("rail-1", "172.16.1.1")],
+            ..hello_msg()
+        })
+        .unwrap();
+        let named: Vec<(String, String)> = checked
+            .other_networks
+            .iter()
+            .map(|(n, a)| (n.to_string(), a.to_string()))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("primary-ipv6".to_owned(), "fd00::1".to_owned()),
+                ("rail-0".to_owned(), "172.16.0.1".to_owned()),
+                ("rail-1".to_owned(), "172.16.1.1".to_owned()),
+            ]
+        );
+        assert_eq!(checked.info.address, "10.0.0.1");
     }
 
     #[test]
@@ -344,6 +432,32 @@ mod tests {
                 node: "x".repeat(300),
                 ..hello_msg()
             },
+            Hello {
+                networks: vec![on("Rail", "172.16.0.1")],
+                ..hello_msg()
+            },
+            Hello {
+                networks: vec![on("primary", "172.16.0.1")],
+                ..hello_msg()
+            },
+            Hello {
+                networks: vec![on("primary-ipv6", "fd00::1")],
+                ..hello_msg()
+            },
+            Hello {
+                networks: vec![on("rail-0", "172.16.0.1"), on("rail-0", "172.16.0.2")],
+                ..hello_msg()
+            },
+            Hello {
+                networks: vec![on("rail-0", "rail-0.example")],
+                ..hello_msg()
+            },
+            Hello {
+                networks: (0..=MAX_NETWORKS)
+                    .map(|i| on(&format!("rail-{i}"), "172.16.0.1"))
+                    .collect(),
+                ..hello_msg()
+            },
         ] {
             assert!(hello(&broken).is_err(), "{broken:?}");
         }
@@ -352,14 +466,15 @@ mod tests {
     #[test]
     fn windows_are_checked_whole() {
         let mut registry = Registry::new();
-        let (info, window_ms) = hello(&hello_msg()).unwrap();
-        registry.agent_hello(info, window_ms, 0).unwrap();
-        let (other, _) = hello(&Hello {
+        let checked = hello(&hello_msg()).unwrap();
+        let window_ms = checked.window_ms;
+        registry.agent_hello(checked.info, window_ms, 0).unwrap();
+        let other = hello(&Hello {
             node: "n2".into(),
             ..hello_msg()
         })
         .unwrap();
-        registry.agent_hello(other, window_ms, 0).unwrap();
+        registry.agent_hello(other.info, window_ms, 0).unwrap();
         let good = PeerWindow {
             peer: "n2".into(),
             sent: 10,

@@ -20,6 +20,7 @@ pub fn hello(node: &str) -> pb::Hello {
         throughput_port: 0,
         stamp_port: 0,
         sent_unix_ms: now_ms(),
+        networks: Vec::new(),
     }
 }
 

@@ -64,6 +64,7 @@ impl Fleet {
             window_ms: self.window_ms,
             probe_interval_ms: (self.window_ms / 10).max(1),
             sent_unix_ms: netaware_runtime::clock::now_ms(),
+            networks: Vec::new(),
             instance,
             stamp_port: 0,
             throughput_port: 0,
