@@ -1,5 +1,7 @@
 //! A connection to a collector's Scores service, as the CLI uses it.
 
+use netaware_core::network::Network;
+use netaware_proto::convert;
 use netaware_proto::v1 as pb;
 use netaware_proto::v1::scores_client::ScoresClient;
 use tonic::transport::Channel;
@@ -8,10 +10,12 @@ use tonic::transport::Channel;
 /// answer is over 4 MiB.
 pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 
-/// A Scores client (a clone shares its connection).
+/// A Scores client (a clone shares its connection), asking about one
+/// network (the primary unless [`ScoresConnection::on`] says otherwise).
 #[derive(Clone, Debug)]
 pub struct ScoresConnection {
     client: ScoresClient<Channel>,
+    network: Network,
 }
 
 impl ScoresConnection {
@@ -31,7 +35,17 @@ impl ScoresConnection {
             .map_err(|err| anyhow::anyhow!("cannot reach the collector at {url}: {err}"))?;
         Ok(Self {
             client: ScoresClient::new(channel).max_decoding_message_size(MAX_RESPONSE_BYTES),
+            network: Network::primary(),
         })
+    }
+
+    /// The same connection, asking about `network`: its zones, estimates
+    /// and rankings.
+    pub fn on(self, network: &Network) -> Self {
+        Self {
+            network: network.clone(),
+            ..self
+        }
     }
 
     /// The whole matrix, every page put together.
@@ -75,7 +89,9 @@ impl ScoresConnection {
     pub async fn zones(&mut self) -> anyhow::Result<pb::ZoneSummary> {
         Ok(self
             .client
-            .get_zones(pb::ZonesRequest {})
+            .get_zones(pb::ZonesRequest {
+                network: convert::network_to_wire(&self.network),
+            })
             .await?
             .into_inner())
     }
@@ -98,6 +114,7 @@ impl ScoresConnection {
         let request = pb::EstimateRequest {
             src: src.to_owned(),
             dst: dst.unwrap_or_default().to_owned(),
+            network: convert::network_to_wire(&self.network),
         };
         Ok(self.client.estimate(request).await?.into_inner())
     }
@@ -114,6 +131,7 @@ impl ScoresConnection {
             placed: placed.to_vec(),
             candidates: Vec::new(),
             strict_zone: false,
+            network: convert::network_to_wire(&self.network),
         };
         Ok(self.client.rank(request).await?.into_inner())
     }

@@ -66,6 +66,26 @@ pub enum IpFamily {
     V6,
 }
 
+/// The `--network` flags that tell an agent of the topology's further
+/// networks: the same on every host, as a DaemonSet's arguments are.
+fn network_flags(topology: &netaware_lab::topology::Topology) -> Vec<String> {
+    topology
+        .networks
+        .iter()
+        .enumerate()
+        .flat_map(|(k, network)| {
+            [
+                "--network".to_owned(),
+                format!(
+                    "{}={}",
+                    network.name,
+                    netaware_lab::topology::NetworkSpec::block(k)
+                ),
+            ]
+        })
+        .collect()
+}
+
 fn duration_arg(duration: Duration) -> String {
     format!("{}ms", duration.as_millis())
 }
@@ -138,6 +158,7 @@ impl LabSystem {
                 ])
                 .args(["--probe-timeout", &duration_arg(timing.probe_timeout)])
                 .args(["--metrics-port", &AGENT_METRICS_PORT.to_string()])
+                .args(network_flags(system.lab.topology()))
                 .args(agent_flags)
                 .env("RUST_LOG", "error")
                 .stdout(Stdio::null());
@@ -492,8 +513,13 @@ impl LabSystem {
 
     /// A ranking for `size` workers with workers already on `placed`.
     pub fn rank(&self, size: usize, placed: &[&str]) -> anyhow::Result<RankJson> {
+        self.rank_on(netaware_core::network::PRIMARY, size, placed)
+    }
+
+    /// The same, placed by `network`'s matrix.
+    pub fn rank_on(&self, network: &str, size: usize, placed: &[&str]) -> anyhow::Result<RankJson> {
         let size = size.to_string();
-        let mut args = vec!["rank", "--json", "--size", &size];
+        let mut args = vec!["rank", "--json", "--network", network, "--size", &size];
         for peer in placed {
             args.extend(["--peer", peer]);
         }

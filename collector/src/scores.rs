@@ -7,7 +7,7 @@ use std::time::Duration;
 use netaware_core::extender::rank_answer;
 use netaware_core::network::Network;
 use netaware_core::pair_rtt::RttLookup;
-use netaware_core::placement::JobRequest;
+use netaware_core::placement::{JobRequest, Placer};
 use netaware_proto::v1 as pb;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -88,21 +88,16 @@ impl pb::scores_server::Scores for ScoresService {
                 (snapshot, token.offset)
             }
         };
-        let network = convert::network_from_wire(&request.network)
-            .map_err(|err| Status::invalid_argument(err.to_string()))?;
+        let network = network_of(&request.network)?;
         let page_size = usize::try_from(request.page_size).unwrap_or(usize::MAX);
         let version = snapshot.version;
         // A page of a large matrix takes milliseconds to cut: off the
         // threads that serve sessions.
         let cut = tokio::task::spawn_blocking(move || {
-            let Some(versioned) = snapshot.versioned_of(&network) else {
-                let known: Vec<&str> = snapshot.networks().map(Network::as_str).collect();
-                return Err(Status::not_found(format!(
-                    "nothing measured on network {network} (networks: {})",
-                    known.join(", ")
-                )));
-            };
-            Ok(follow::page(
+            let versioned = snapshot
+                .versioned_of(&network)
+                .ok_or_else(|| unmeasured(&snapshot, &network))?;
+            Ok::<_, Status>(follow::page(
                 versioned,
                 MatrixFilter::of(&request),
                 offset,
@@ -141,8 +136,9 @@ impl pb::scores_server::Scores for ScoresService {
         if !request.dst.is_empty() {
             check_name("dst", &request.dst, false).map_err(|e| Status::invalid_argument(e.0))?;
         }
+        let network = network_of(&request.network)?;
         let snapshot = self.snapshot().await;
-        let scored = snapshot.scored();
+        let scored = placer_of(&snapshot, &network)?.matrix();
         let known = |name: &str| {
             scored
                 .index_of(name)
@@ -176,11 +172,12 @@ impl pb::scores_server::Scores for ScoresService {
 
     async fn get_zones(
         &self,
-        _: Request<pb::ZonesRequest>,
+        request: Request<pb::ZonesRequest>,
     ) -> Result<Response<pb::ZoneSummary>, Status> {
+        let network = network_of(&request.into_inner().network)?;
         let snapshot = self.snapshot().await;
         Ok(Response::new(convert::zones_to_wire(
-            &snapshot.scored().zones(),
+            &placer_of(&snapshot, &network)?.matrix().zones(),
         )))
     }
 
@@ -190,13 +187,15 @@ impl pb::scores_server::Scores for ScoresService {
     ) -> Result<Response<pb::RankResponse>, Status> {
         let request = request.into_inner();
         let job = job_request(&request)?;
+        let network = network_of(&request.network)?;
         let snapshot = self.snapshot().await;
+        let placer = placer_of(&snapshot, &network)?;
         // What the extender decides on these candidates, by the same
         // settings it receives with the matrix.
-        let answer = rank_answer(&snapshot.placer, &job);
+        let answer = rank_answer(placer, &job);
         Ok(Response::new(convert::rank_answer_to_wire(
             &answer,
-            snapshot.placer.config(),
+            placer.config(),
         )))
     }
 
@@ -311,4 +310,26 @@ fn job_request(request: &pb::RankRequest) -> Result<JobRequest<'_>, Status> {
         candidates: (!request.candidates.is_empty()).then_some(&request.candidates[..]),
         strict_zone: request.strict_zone,
     })
+}
+
+/// The network a request names (empty: the primary).
+fn network_of(name: &str) -> Result<Network, Status> {
+    convert::network_from_wire(name).map_err(|err| Status::invalid_argument(err.to_string()))
+}
+
+/// What places on `network` in `snapshot`, or NOT_FOUND naming the
+/// networks there are.
+fn placer_of<'s>(snapshot: &'s Snapshot, network: &Network) -> Result<&'s Placer, Status> {
+    snapshot
+        .placer_of(network)
+        .ok_or_else(|| unmeasured(snapshot, network))
+}
+
+/// NOT_FOUND for a network nothing was measured on.
+fn unmeasured(snapshot: &Snapshot, network: &Network) -> Status {
+    let known: Vec<&str> = snapshot.networks().map(Network::as_str).collect();
+    Status::not_found(format!(
+        "nothing measured on network {network} (networks: {})",
+        known.join(", ")
+    ))
 }

@@ -97,9 +97,10 @@ pub struct Snapshot {
     pub placer: Placer,
     /// How it was scored.
     pub config: ModelConfig,
-    /// The measured pairs of every network but the primary (a
-    /// dual-stack cluster's other family), scored at the same instant.
-    pub other_networks: BTreeMap<Network, ScoredMatrix>,
+    /// Every network but the primary (a dual-stack cluster's other
+    /// family, the rails), scored at the same instant from its measured
+    /// pairs, each placed by the same settings.
+    pub other_networks: BTreeMap<Network, Placer>,
     built: Instant,
 }
 
@@ -126,12 +127,22 @@ impl Snapshot {
         if network.is_primary() {
             return Some(self.versioned());
         }
-        let scored = self.other_networks.get(network)?;
+        let scored = self.other_networks.get(network)?.matrix();
         Some(Versioned {
             scored,
             network,
             ..self.versioned()
         })
+    }
+
+    /// What places a job on `network`; `None` when nothing was measured
+    /// on it.
+    pub fn placer_of(&self, network: &Network) -> Option<&Placer> {
+        if network.is_primary() {
+            Some(&self.placer)
+        } else {
+            self.other_networks.get(network)
+        }
     }
 
     /// Every network with a matrix, the primary first.
@@ -325,7 +336,11 @@ fn snapshot_of(inputs: SnapshotInputs, coordinates: &Coordinates, at: UnixMillis
         at,
         placer: Placer::new(scored, inputs.config.placement),
         config: inputs.config,
-        other_networks: inputs.score_other_networks(at),
+        other_networks: inputs
+            .score_other_networks(at)
+            .into_iter()
+            .map(|(network, scored)| (network, Placer::new(scored, inputs.config.placement)))
+            .collect(),
         built: Instant::now(),
     }
 }

@@ -1,7 +1,7 @@
 //! `netaware estimate`: a pair's RTT, or a node's to every other, and what
 //! each rests on (measured, coordinates, zone average).
 
-use super::Target;
+use super::{NetworkArg, Target};
 use crate::output::OutputArgs;
 use crate::{json, render};
 
@@ -12,6 +12,8 @@ pub struct EstimateArgs {
     target: Target,
     #[command(flatten)]
     output: OutputArgs,
+    #[command(flatten)]
+    network: NetworkArg,
     /// The probing node.
     #[arg(long)]
     src: String,
@@ -26,6 +28,7 @@ pub async fn run(args: EstimateArgs) -> anyhow::Result<()> {
         .target
         .connect()
         .await?
+        .on(&args.network.network)
         .estimate(&args.src, args.dst.as_deref())
         .await?;
     args.output

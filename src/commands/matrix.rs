@@ -1,7 +1,7 @@
 //! `netaware matrix`: the measured pairs, for people (a table, printed as
 //! the pages come for `-o json`), or drawn as a heat map.
 
-use super::Target;
+use super::{NetworkArg, Target};
 use crate::output::{Format, OutputArgs};
 use crate::{heatmap, json, render};
 
@@ -18,11 +18,8 @@ pub struct MatrixArgs {
     /// Only this node: it, its peers and its pairs both ways.
     #[arg(long)]
     node: Option<String>,
-    /// The network's pairs: `primary` (the nodes' first addresses), or a
-    /// dual-stack cluster's other family, `primary-ipv6` (or
-    /// `primary-ipv4`).
-    #[arg(long, default_value = netaware_core::network::PRIMARY)]
-    network: String,
+    #[command(flatten)]
+    network: NetworkArg,
     /// Draw the pairs as a heat map in this format (to --file) instead of
     /// printing them.
     #[arg(long, value_enum, requires = "file")]
@@ -42,14 +39,14 @@ pub async fn run(args: MatrixArgs) -> anyhow::Result<()> {
         (None, Some(node)) => format!("node {node}"),
         (None, None) => "all nodes".to_owned(),
     };
-    if args.network != netaware_core::network::PRIMARY {
-        title = format!("{title}, network {}", args.network);
+    let network = &args.network.network;
+    if !network.is_primary() {
+        title = format!("{title}, network {network}");
     }
-    let network = netaware_core::network::Network::parse(&args.network)?;
     let request = netaware_proto::v1::MatrixRequest {
         zone: args.zone.clone().unwrap_or_default(),
         node: args.node.clone().unwrap_or_default(),
-        network: netaware_proto::convert::network_to_wire(&network),
+        network: netaware_proto::convert::network_to_wire(network),
         ..Default::default()
     };
     let mut scores = args.target.connect().await?;

@@ -140,6 +140,22 @@ impl Command {
     }
 }
 
+/// Which network a command asks about.
+#[derive(Debug, Clone, clap::Args)]
+pub struct NetworkArg {
+    /// The network: `primary` (the nodes' first addresses), a dual-stack
+    /// cluster's other family (`primary-ipv6`, or `primary-ipv4`), or a
+    /// network the agents measure by `--network NAME=...` (a rail).
+    #[arg(long, default_value = netaware_core::network::PRIMARY, value_parser = parse_network)]
+    pub network: netaware_core::network::Network,
+}
+
+fn parse_network(
+    name: &str,
+) -> Result<netaware_core::network::Network, netaware_core::network::InvalidNetwork> {
+    netaware_core::network::Network::parse(name)
+}
+
 /// Which collector a command asks, and how.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Target {

@@ -1,7 +1,7 @@
 //! `netaware rank`: the candidates for a job, best first, as the collector
 //! ranks them, with what the extender answers for each.
 
-use super::Target;
+use super::{NetworkArg, Target};
 use crate::output::OutputArgs;
 use crate::{json, render};
 
@@ -12,6 +12,8 @@ pub struct RankArgs {
     target: Target,
     #[command(flatten)]
     output: OutputArgs,
+    #[command(flatten)]
+    network: NetworkArg,
     /// Workers in the job.
     #[arg(long)]
     size: usize,
@@ -27,6 +29,7 @@ pub async fn run(args: RankArgs) -> anyhow::Result<()> {
         .target
         .connect()
         .await?
+        .on(&args.network.network)
         .rank(args.size, &args.peers)
         .await?;
     let answer = json::RankJson::from(&ranking);

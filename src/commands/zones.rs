@@ -1,7 +1,7 @@
 //! `netaware zones`: each zone and its freshness, and the aggregates of
 //! every zone pair.
 
-use super::Target;
+use super::{NetworkArg, Target};
 use crate::output::OutputArgs;
 use crate::{json, render};
 
@@ -12,11 +12,19 @@ pub struct ZonesArgs {
     target: Target,
     #[command(flatten)]
     output: OutputArgs,
+    #[command(flatten)]
+    network: NetworkArg,
 }
 
 /// Prints the collector's zone summary.
 pub async fn run(args: ZonesArgs) -> anyhow::Result<()> {
-    let zones = args.target.connect().await?.zones().await?;
+    let zones = args
+        .target
+        .connect()
+        .await?
+        .on(&args.network.network)
+        .zones()
+        .await?;
     args.output.print(&json::ZonesJson::from(&zones), |wide| {
         render::zones(&zones, wide)
     })
