@@ -11,13 +11,15 @@ use std::time::{Duration, Instant};
 
 use crate::emulator::{Emulator, Port, Stats};
 use crate::netns;
-use crate::topology::{CONTROL_HOST, Faults, HostSpec, LinkProfile, Topology};
+use crate::topology::{CONTROL_HOST, Faults, HostSpec, LinkProfile, NetworkSpec, Topology};
 use crate::tun;
 
 /// Prefix length of the lab's addresses: 198.18.0.0/15.
 const PREFIX_LEN: u8 = 15;
 /// Prefix length of the lab's IPv6 addresses: 2001:2::/48.
 const PREFIX_LEN_V6: u8 = 48;
+/// Prefix length of a further network's addresses: 172.(16+k).0.0/16.
+const PREFIX_LEN_NETWORK: u8 = 16;
 
 /// Why a lab could not start.
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +114,26 @@ impl Lab {
                 device: device.file,
                 addresses: spec.addresses.clone(),
             });
+        }
+        // Then each further network's ports, host by host: no default
+        // route, so that only traffic for the network's block takes it.
+        for k in 0..lab.topology.networks.len() {
+            for host in lab.hosts.iter().filter(|h| h.spec.name != CONTROL_HOST) {
+                // Not the primary devices' prefix: the kernel would name it
+                // as the primary device the host already holds.
+                let device = tun::open("nalabn%d")?;
+                let address = host.spec.networks[k];
+                netns::attach_secondary(
+                    &host.namespace,
+                    &device.name,
+                    &NetworkSpec::interface(k),
+                    &format!("{address}/{PREFIX_LEN_NETWORK}"),
+                )?;
+                ports.push(Port {
+                    device: device.file,
+                    addresses: vec![address],
+                });
+            }
         }
         lab.emulator = Some(Emulator::start(ports, lab.links(&Faults::default()))?);
         Ok(lab)
@@ -253,14 +275,28 @@ impl Lab {
     /// The configured RTT (ms) and delivery ratio of a probe from `src` to
     /// `dst`, under the current faults.
     pub fn round_trip(&self, src: &str, dst: &str) -> Result<(f64, f64), LabError> {
+        self.round_trip_on(None, src, dst)
+    }
+
+    /// The same on the primary network (`None`) or on the topology's
+    /// further network number `k`.
+    pub fn round_trip_on(
+        &self,
+        network: Option<usize>,
+        src: &str,
+        dst: &str,
+    ) -> Result<(f64, f64), LabError> {
         let faults = self
             .faults
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        Ok(self
-            .topology
-            .round_trip(&self.host(src)?.spec, &self.host(dst)?.spec, &faults))
+        Ok(self.topology.round_trip_on(
+            network,
+            &self.host(src)?.spec,
+            &self.host(dst)?.spec,
+            &faults,
+        ))
     }
 
     /// The emulator's counters.
@@ -268,12 +304,33 @@ impl Lab {
         self.emulator.as_ref().map(Emulator::stats)
     }
 
+    /// Every port's network and host, in the emulator's order: every
+    /// host on the primary network, then each further network's workers.
+    fn ports(&self) -> Vec<(Option<usize>, &HostSpec)> {
+        let primary = self.hosts.iter().map(|h| (None, &h.spec));
+        let further = (0..self.topology.networks.len())
+            .flat_map(move |k| self.workers().map(move |h| (Some(k), &h.spec)));
+        primary.chain(further).collect()
+    }
+
     fn links(&self, faults: &Faults) -> Vec<LinkProfile> {
-        let specs: Vec<&HostSpec> = self.hosts.iter().map(|h| &h.spec).collect();
-        specs
+        let ports = self.ports();
+        // Between two networks nothing passes (the emulator never routes
+        // so: each port's addresses are of its own network).
+        let apart = LinkProfile {
+            loss: 1.0,
+            ..LinkProfile::default()
+        };
+        ports
             .iter()
-            .flat_map(|src| specs.iter().map(move |dst| (*src, *dst)))
-            .map(|(src, dst)| self.topology.path(src, dst, faults))
+            .flat_map(|src| ports.iter().map(move |dst| (*src, *dst)))
+            .map(|((net_src, src), (net_dst, dst))| {
+                if net_src == net_dst {
+                    self.topology.path_on(net_src, src, dst, faults)
+                } else {
+                    apart
+                }
+            })
             .collect()
     }
 }

@@ -76,6 +76,22 @@ pub fn attach_plain(namespace: &str, device: &str, address: &str) -> io::Result<
     ip(&["-n", namespace, "link", "set", device, "up"])
 }
 
+/// Moves `device` into `namespace` under the name `name`, gives it
+/// `address/prefix` and brings it up, with no other route than its own
+/// block's: a host's further network (a rail), which only the traffic for
+/// that block takes.
+pub fn attach_secondary(
+    namespace: &str,
+    device: &str,
+    name: &str,
+    address: &str,
+) -> io::Result<()> {
+    ip(&["link", "set", "dev", device, "netns", namespace])?;
+    ip(&["-n", namespace, "link", "set", "dev", device, "name", name])?;
+    ip(&["-n", namespace, "addr", "add", address, "dev", name])?;
+    ip(&["-n", namespace, "link", "set", name, "up"])
+}
+
 /// Kills what still runs in `namespace`, then removes it.
 pub fn remove(namespace: &str) -> io::Result<()> {
     if let Ok(output) = Command::new("ip")

@@ -138,6 +138,113 @@ pub struct Topology {
     /// The address families every host has.
     #[serde(default)]
     pub families: Families,
+    /// Further networks every host is on (rails), each with links of its
+    /// own; the control host is on none of them.
+    #[serde(default)]
+    pub networks: Vec<NetworkSpec>,
+}
+
+/// Most further networks a lab may have.
+pub const MAX_NETWORKS: usize = 8;
+
+/// A further network every worker host is on, with links of its own (a
+/// rail: its own switches, its own faulty NICs). Network k (from 0) gives
+/// zone i's host j the address 172.(16+k).i.j/16, on an interface named
+/// `net{k+1}` (as Multus names secondary interfaces).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    /// The network's name, as agents are told it (`--network NAME=...`).
+    pub name: String,
+    /// Profile between two hosts of the same zone.
+    #[serde(default)]
+    pub intra_zone: LinkProfile,
+    /// Profiles between zones.
+    #[serde(default)]
+    pub inter_zone: Vec<ZonePairSpec>,
+    /// Profile between zones that `inter_zone` does not name.
+    #[serde(default)]
+    pub default_inter_zone: LinkProfile,
+    /// Per-host overrides on this network.
+    #[serde(default)]
+    pub hosts: BTreeMap<String, LinkProfile>,
+    /// Directed overrides on this network.
+    #[serde(default)]
+    pub pairs: Vec<PairSpec>,
+}
+
+impl NetworkSpec {
+    /// The block of network number `k`'s addresses.
+    pub fn block(k: usize) -> String {
+        format!("172.{}.0.0/16", 16 + k)
+    }
+
+    /// The interface of network number `k` in every host.
+    pub fn interface(k: usize) -> String {
+        format!("net{}", k + 1)
+    }
+}
+
+/// Which links a path is looked up in: the primary network's (the
+/// topology's own fields) or a further network's.
+#[derive(Debug, Clone, Copy)]
+struct LinkTable<'t> {
+    intra_zone: &'t LinkProfile,
+    inter_zone: &'t [ZonePairSpec],
+    default_inter_zone: &'t LinkProfile,
+    hosts: &'t BTreeMap<String, LinkProfile>,
+    pairs: &'t [PairSpec],
+}
+
+impl LinkTable<'_> {
+    /// The profile between two zones (or within one), before host overrides.
+    fn zone_profile(&self, a: &str, b: &str) -> LinkProfile {
+        if a == b {
+            return *self.intra_zone;
+        }
+        self.inter_zone
+            .iter()
+            .find(|p| (p.zones[0] == a && p.zones[1] == b) || (p.zones[1] == a && p.zones[0] == b))
+            .map_or(*self.default_inter_zone, |p| p.profile)
+    }
+
+    /// Checks every profile and name in the table.
+    fn check(
+        &self,
+        what: &str,
+        zones: &HashSet<String>,
+        names: &HashSet<String>,
+    ) -> Result<(), TopologyError> {
+        let invalid = |message: String| Err(TopologyError::Invalid(message));
+        self.intra_zone.check(&format!("{what}intra_zone"))?;
+        self.default_inter_zone
+            .check(&format!("{what}default_inter_zone"))?;
+        for pair in self.inter_zone {
+            for zone in &pair.zones {
+                if !zones.contains(zone) {
+                    return invalid(format!("{what}inter_zone names unknown zone {zone:?}"));
+                }
+            }
+            pair.profile
+                .check(&format!("{what}inter_zone {:?}", pair.zones))?;
+        }
+        for (host, profile) in self.hosts {
+            if !names.contains(host) {
+                return invalid(format!("{what}hosts names unknown host {host:?}"));
+            }
+            profile.check(&format!("{what}host {host}"))?;
+        }
+        for pair in self.pairs {
+            for host in [&pair.from, &pair.to] {
+                if !names.contains(host) {
+                    return invalid(format!("{what}pairs names unknown host {host:?}"));
+                }
+            }
+            pair.profile
+                .check(&format!("{what}pair {} -> {}", pair.from, pair.to))?;
+        }
+        Ok(())
+    }
 }
 
 /// The address families of a lab's hosts. Every family goes through the
@@ -204,12 +311,13 @@ pub enum TopologyError {
 }
 
 /// The topologies that ship with the lab, by name.
-pub const SHIPPED: [(&str, &str); 5] = [
+pub const SHIPPED: [(&str, &str); 6] = [
     ("default", include_str!("../topologies/default.yaml")),
     ("small", include_str!("../topologies/small.yaml")),
     ("bench", include_str!("../topologies/bench.yaml")),
     ("ipv6", include_str!("../topologies/ipv6.yaml")),
     ("dual", include_str!("../topologies/dual.yaml")),
+    ("rails", include_str!("../topologies/rails.yaml")),
 ];
 
 /// A host of the lab, with its place and address.
@@ -226,6 +334,9 @@ pub struct HostSpec {
     pub address: IpAddr,
     /// Every address of the host, `address` first (see [`Families`]).
     pub addresses: Vec<IpAddr>,
+    /// Its address on each of the topology's further networks, in their
+    /// order (none for the control host).
+    pub networks: Vec<IpAddr>,
 }
 
 /// Faults switched on while the lab runs.
@@ -301,34 +412,59 @@ impl Topology {
                 }
             }
         }
-        self.intra_zone.check("intra_zone")?;
-        self.default_inter_zone.check("default_inter_zone")?;
         self.control_link.check("control_link")?;
-        for pair in &self.inter_zone {
-            for zone in &pair.zones {
-                if !zones.contains(zone) {
-                    return invalid(format!("inter_zone names unknown zone {zone:?}"));
-                }
-            }
-            pair.profile
-                .check(&format!("inter_zone {:?}", pair.zones))?;
+        self.table(None).check("", &zones, &names)?;
+        if self.networks.len() > MAX_NETWORKS {
+            return invalid(format!("a lab has at most {MAX_NETWORKS} further networks"));
         }
-        for (host, profile) in &self.hosts {
-            if !names.contains(host) {
-                return invalid(format!("hosts names unknown host {host:?}"));
+        let mut networks = HashSet::new();
+        for (k, network) in self.networks.iter().enumerate() {
+            let valid = (1..=32).contains(&network.name.len())
+                && network.name.starts_with(|c: char| c.is_ascii_lowercase())
+                && network
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !network.name.starts_with("primary");
+            if !valid {
+                return invalid(format!(
+                    "network name {:?} must be 1 to 32 lowercase letters, digits or '-', not primary",
+                    network.name
+                ));
             }
-            profile.check(&format!("host {host}"))?;
-        }
-        for pair in &self.pairs {
-            for host in [&pair.from, &pair.to] {
-                if !names.contains(host) {
-                    return invalid(format!("pairs names unknown host {host:?}"));
-                }
+            if !networks.insert(network.name.as_str()) {
+                return invalid(format!("network {:?} appears twice", network.name));
             }
-            pair.profile
-                .check(&format!("pair {} -> {}", pair.from, pair.to))?;
+            self.table(Some(k))
+                .check(&format!("network {}: ", network.name), &zones, &names)?;
         }
         Ok(())
+    }
+
+    /// The links of the primary network (`None`) or of further network
+    /// number `k`.
+    fn table(&self, network: Option<usize>) -> LinkTable<'_> {
+        match network.and_then(|k| self.networks.get(k)) {
+            None => LinkTable {
+                intra_zone: &self.intra_zone,
+                inter_zone: &self.inter_zone,
+                default_inter_zone: &self.default_inter_zone,
+                hosts: &self.hosts,
+                pairs: &self.pairs,
+            },
+            Some(spec) => LinkTable {
+                intra_zone: &spec.intra_zone,
+                inter_zone: &spec.inter_zone,
+                default_inter_zone: &spec.default_inter_zone,
+                hosts: &spec.hosts,
+                pairs: &spec.pairs,
+            },
+        }
+    }
+
+    /// The number of the further network called `name`.
+    pub fn network_number(&self, name: &str) -> Option<usize> {
+        self.networks.iter().position(|n| n.name == name)
     }
 
     /// Every host with its addresses, zone by zone, then the control host.
@@ -338,12 +474,20 @@ impl Topology {
     pub fn hosts(&self) -> Vec<HostSpec> {
         let spec = |name: &str, zone: &str, region: &str, subnet: u8, host: u8| {
             let addresses = self.families.addresses(subnet, host);
+            let networks = if name == CONTROL_HOST {
+                Vec::new()
+            } else {
+                (0..self.networks.len())
+                    .map(|k| IpAddr::V4(Ipv4Addr::new(172, 16 + k as u8, subnet, host)))
+                    .collect()
+            };
             HostSpec {
                 name: name.to_owned(),
                 zone: zone.to_owned(),
                 region: region.to_owned(),
                 address: addresses[0],
                 addresses,
+                networks,
             }
         };
         let mut hosts = Vec::new();
@@ -365,23 +509,39 @@ impl Topology {
     /// The profile of the path from `src` to `dst` (hosts as listed by
     /// [`Topology::hosts`]), with `faults` applied.
     pub fn path(&self, src: &HostSpec, dst: &HostSpec, faults: &Faults) -> LinkProfile {
+        self.path_on(None, src, dst, faults)
+    }
+
+    /// The same on the primary network (`None`) or on further network
+    /// number `k`. Faults switched at run time hold on the primary
+    /// network; a cut zone is cut off on every network.
+    pub fn path_on(
+        &self,
+        network: Option<usize>,
+        src: &HostSpec,
+        dst: &HostSpec,
+        faults: &Faults,
+    ) -> LinkProfile {
+        let table = self.table(network);
         let base = if src.name == CONTROL_HOST || dst.name == CONTROL_HOST {
             self.control_link
         } else {
-            self.zone_profile(&src.zone, &dst.zone)
+            table.zone_profile(&src.zone, &dst.zone)
         };
         let none = LinkProfile::default();
         let mut path = base
-            .then(self.hosts.get(&src.name).unwrap_or(&none))
-            .then(self.hosts.get(&dst.name).unwrap_or(&none));
-        for pair in self
+            .then(table.hosts.get(&src.name).unwrap_or(&none))
+            .then(table.hosts.get(&dst.name).unwrap_or(&none));
+        for pair in table
             .pairs
             .iter()
             .filter(|p| p.from == src.name && p.to == dst.name)
         {
             path = path.then(&pair.profile);
         }
-        if let Some(extra) = faults.pairs.get(&(src.name.clone(), dst.name.clone())) {
+        if network.is_none()
+            && let Some(extra) = faults.pairs.get(&(src.name.clone(), dst.name.clone()))
+        {
             path = path.then(extra);
         }
         let cut = |zone: &str| faults.cut_zones.contains(zone);
@@ -393,13 +553,7 @@ impl Topology {
 
     /// The profile between two zones (or within one), before host overrides.
     pub fn zone_profile(&self, a: &str, b: &str) -> LinkProfile {
-        if a == b {
-            return self.intra_zone;
-        }
-        self.inter_zone
-            .iter()
-            .find(|p| (p.zones[0] == a && p.zones[1] == b) || (p.zones[1] == a && p.zones[0] == b))
-            .map_or(self.default_inter_zone, |p| p.profile)
+        self.table(None).zone_profile(a, b)
     }
 
     /// The topology in words: hosts by zone, then the configured RTT, loss
@@ -459,14 +613,51 @@ impl Topology {
             }
             let _ = writeln!(out, "{host}: {}", notes.join(", "));
         }
+        for (k, network) in self.networks.iter().enumerate() {
+            let table = self.table(Some(k));
+            let intra = table.zone_profile("", "");
+            let overrides: Vec<String> = network
+                .hosts
+                .iter()
+                .map(|(host, p)| {
+                    format!(
+                        "{host} +{} ms each way, {:.1}% loss",
+                        p.delay_ms,
+                        p.loss * 100.0
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "network {} ({} on {}): RTT {:.1} ms inside a zone{}{}",
+                network.name,
+                NetworkSpec::block(k),
+                NetworkSpec::interface(k),
+                2.0 * intra.delay_ms,
+                if overrides.is_empty() { "" } else { "; " },
+                overrides.join("; ")
+            );
+        }
         out
     }
 
     /// The round trip a probe from `src` to `dst` makes: the configured
     /// RTT (ms) and the share of probes that come back.
     pub fn round_trip(&self, src: &HostSpec, dst: &HostSpec, faults: &Faults) -> (f64, f64) {
-        let there = self.path(src, dst, faults);
-        let back = self.path(dst, src, faults);
+        self.round_trip_on(None, src, dst, faults)
+    }
+
+    /// The same on the primary network (`None`) or on further network
+    /// number `k`.
+    pub fn round_trip_on(
+        &self,
+        network: Option<usize>,
+        src: &HostSpec,
+        dst: &HostSpec,
+        faults: &Faults,
+    ) -> (f64, f64) {
+        let there = self.path_on(network, src, dst, faults);
+        let back = self.path_on(network, dst, src, faults);
         (
             there.delay_ms + back.delay_ms,
             (1.0 - there.loss) * (1.0 - back.loss),
@@ -564,6 +755,56 @@ mod tests {
     }
 
     #[test]
+    fn a_further_network_has_its_own_links_and_addresses() {
+        let topology = Topology::named("rails").unwrap();
+        let hosts = topology.hosts();
+        let host = |name: &str| hosts.iter().find(|h| h.name == name).unwrap();
+        let none = Faults::default();
+        assert_eq!(host("b3").networks, vec![IpAddr::from([172, 16, 2, 3])]);
+        assert!(host("control").networks.is_empty());
+        let rail = topology.network_number("rail-0");
+        assert_eq!(rail, Some(0));
+        assert_eq!(topology.network_number("rail-9"), None);
+        // a3 is lossy on the primary network only, b1 on rail-0 only.
+        assert!((topology.path(host("a3"), host("a1"), &none).loss - 0.05).abs() < 1e-12);
+        assert_eq!(
+            topology.path_on(rail, host("a3"), host("a1"), &none).loss,
+            0.0
+        );
+        assert_eq!(topology.path(host("b1"), host("b2"), &none).loss, 0.0);
+        assert!((topology.path_on(rail, host("b1"), host("b2"), &none).loss - 0.05).abs() < 1e-12);
+        // Each network's delays.
+        let (rtt, _) = topology.round_trip_on(rail, host("c1"), host("c2"), &none);
+        assert!((rtt - 2.1).abs() < 1e-9, "{rtt}");
+        let (rtt, _) = topology.round_trip(host("c1"), host("c2"), &none);
+        assert!((rtt - 0.2).abs() < 1e-9, "{rtt}");
+        // A fault switched at run time holds on the primary network only;
+        // a cut zone is cut on every network.
+        let mut faults = Faults::default();
+        faults.pairs.insert(
+            ("a1".into(), "a2".into()),
+            LinkProfile {
+                loss: 0.3,
+                ..LinkProfile::default()
+            },
+        );
+        faults.cut_zones.insert("zone-c".into());
+        assert_eq!(
+            topology.path_on(rail, host("a1"), host("a2"), &faults).loss,
+            0.0
+        );
+        assert_eq!(
+            topology.path_on(rail, host("a1"), host("c1"), &faults).loss,
+            1.0
+        );
+        assert!(
+            topology
+                .describe()
+                .contains("network rail-0 (172.16.0.0/16 on net1)")
+        );
+    }
+
+    #[test]
     fn bad_topologies_are_refused() {
         for (text, needle) in [
             ("zones: []", "1 to"),
@@ -583,6 +824,26 @@ mod tests {
             ),
             ("zones: [{name: a, hosts: ['x y']}]", "letters"),
             ("zones: [{name: a, hosts: [x]}]\ncolour: red", "colour"),
+            (
+                "zones: [{name: a, hosts: [x]}]\nnetworks: [{name: Rail}]",
+                "network name",
+            ),
+            (
+                "zones: [{name: a, hosts: [x]}]\nnetworks: [{name: primary}]",
+                "network name",
+            ),
+            (
+                "zones: [{name: a, hosts: [x]}]\nnetworks: [{name: r}, {name: r}]",
+                "twice",
+            ),
+            (
+                "zones: [{name: a, hosts: [x]}]\nnetworks: [{name: r, hosts: {y: {loss: 0.1}}}]",
+                "network r: hosts names unknown host",
+            ),
+            (
+                "zones: [{name: a, hosts: [x]}]\nnetworks: [{name: r, intra_zone: {loss: 2}}]",
+                "network r: intra_zone",
+            ),
         ] {
             let err = Topology::parse(text).unwrap_err().to_string();
             assert!(err.contains(needle), "{text}: {err}");

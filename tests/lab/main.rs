@@ -10,5 +10,6 @@ mod lying_node;
 mod measurement;
 mod observability;
 mod one_placement;
+mod rails;
 mod recovery;
 mod throughput_lab;

@@ -1,0 +1,177 @@
+//! A lab with two networks (the `rails` topology: the primary, and rail-0
+//! on a second interface of every host, with faults of its own), agents
+//! told of rail-0 by `--network rail-0=172.16.0.0/16` as a DaemonSet would
+//! tell them: each network's matrix follows its own truth, and placement
+//! by each network follows that network.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use netaware::json::MatrixJson;
+use netaware::lab_system::{AgentTiming, LabSystem};
+use netaware_lab::{Topology, root_or_skip};
+
+use crate::measurement::{Z_999, in_binomial_interval_at, no_throughput_tests, pair, ping_median};
+
+const NETWORKS: [&str; 2] = ["primary", "rail-0"];
+
+/// Where a pair's median may be from its network's configured RTT plus
+/// the emulator's overhead (ms): below the 2 ms by which the two networks'
+/// paths differ (a1 -> b1, c1 -> c2), so that a pair measured over the
+/// wrong network fails.
+const PAIR_TOLERANCE_MS: f64 = 1.0;
+
+/// The mean absolute error over a network's pairs may be at most this
+/// (ms), the lab accuracy test's tolerance against the truth.
+const MEAN_TOLERANCE_MS: f64 = 0.2;
+
+#[test]
+fn each_network_follows_its_own_truth_and_placement_by_it_follows_that_network() {
+    if !root_or_skip("rails lab") {
+        return;
+    }
+    let _one = netaware_testkit::one_lab_at_a_time();
+    let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
+    let system = LabSystem::start(
+        Topology::named("rails").unwrap(),
+        exe,
+        AgentTiming::FAST,
+        &no_throughput_tests(),
+    )
+    .unwrap();
+    let lab = system.lab();
+    let rail = lab.topology().network_number("rail-0");
+    let workers: Vec<String> = lab.workers().map(|h| h.spec.name.clone()).collect();
+    let pairs = workers.len() * (workers.len() - 1);
+
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let matrices: Vec<MatrixJson> = loop {
+        let read: Vec<MatrixJson> = NETWORKS
+            .iter()
+            .filter_map(|n| system.matrix_of_network(n).ok())
+            .collect();
+        let settled = read.len() == NETWORKS.len()
+            && read.iter().all(|m| {
+                m.pairs.len() == pairs
+                    && m.pairs.iter().all(|p| p.samples >= 100)
+                    && !m.nodes.iter().any(|n| n.stale)
+            });
+        if settled {
+            break read;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for six windows of every pair on both networks: {:?}",
+            read.iter()
+                .map(|m| (m.pairs.len(), m.pairs.iter().map(|p| p.samples).min()))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+
+    // The emulator's overhead, as ping sees it on the control link; and
+    // ping itself over rail-0 (the address on net1), against rail-0's
+    // truth: the lab routes the rail apart from the primary network.
+    let (control_rtt, _) = lab.round_trip("a1", "control").unwrap();
+    let overhead = ping_median(&system, "a1", "control", 50) - control_rtt;
+    let c2_on_rail = lab.host("c2").unwrap().spec.networks[0].to_string();
+    let mut pinged = lab
+        .ping("a1", &c2_on_rail, 20, Duration::from_millis(20))
+        .unwrap();
+    pinged.sort_by(f64::total_cmp);
+    let (rail_rtt, _) = lab.round_trip_on(rail, "a1", "c2").unwrap();
+    let ping_on_rail = pinged[pinged.len() / 2];
+    assert!(
+        (ping_on_rail - rail_rtt - overhead).abs() <= PAIR_TOLERANCE_MS,
+        "ping a1 -> c2 over rail-0: {ping_on_rail} ms, configured {rail_rtt} ms"
+    );
+
+    for (network, matrix) in NETWORKS.iter().zip(&matrices) {
+        let on = if *network == "primary" { None } else { rail };
+        assert!(matrix.pairs.iter().all(|p| p.network == *network));
+        let mut errors = Vec::new();
+        let (mut probes, mut lost, mut expected) = (0u64, 0.0, 0.0);
+        for src in &workers {
+            for dst in workers.iter().filter(|d| *d != src) {
+                let pair = pair(matrix, src, dst);
+                let (rtt, delivered) = lab.round_trip_on(on, src, dst).unwrap();
+                let error = pair.rtt_median_ms.unwrap() - (rtt + overhead);
+                assert!(
+                    error.abs() <= PAIR_TOLERANCE_MS,
+                    "{network} {src} -> {dst}: median {:?}, configured {rtt} ms",
+                    pair.rtt_median_ms
+                );
+                errors.push(error.abs());
+                let loss = pair.loss_ratio.unwrap();
+                if delivered < 1.0 {
+                    probes += pair.samples;
+                    lost += loss * pair.samples as f64;
+                    expected += (1.0 - delivered) * pair.samples as f64;
+                } else {
+                    assert!(loss <= 0.01, "{network} {src} -> {dst}: loss {loss}");
+                }
+            }
+        }
+        let mean = errors.iter().sum::<f64>() / errors.len() as f64;
+        assert!(mean <= MEAN_TOLERANCE_MS, "{network}: mean error {mean} ms");
+        // Each network's lossy host (a3 on the primary, b1 on rail-0):
+        // the pooled loss of its pairs in its 99.9% interval.
+        assert!(probes > 0, "{network}: no lossy pair");
+        assert!(
+            in_binomial_interval_at(
+                Z_999,
+                lost / probes as f64,
+                expected / probes as f64,
+                probes
+            ),
+            "{network}: pooled loss {} over {probes} probes, configured {}",
+            lost / probes as f64,
+            expected / probes as f64
+        );
+    }
+
+    // Placement by each network: zone-a is whole on rail-0 and broken on
+    // the primary (a3), zone-b the other way round (b1).
+    let feasible = |network: &str, placed: &str, node: &str| {
+        let ranking = system.rank_on(network, 3, &[placed]).unwrap();
+        let entry = ranking.nodes.iter().find(|n| n.name == node).unwrap();
+        (entry.feasible, entry.reason.clone())
+    };
+    let (ok, reason) = feasible("primary", "a1", "a3");
+    assert!(
+        !ok && reason.as_deref().unwrap_or("").contains("loss"),
+        "{reason:?}"
+    );
+    assert!(feasible("rail-0", "a1", "a3").0, "a3 is clean on rail-0");
+    let (ok, reason) = feasible("rail-0", "b2", "b1");
+    assert!(
+        !ok && reason.as_deref().unwrap_or("").contains("loss"),
+        "{reason:?}"
+    );
+    assert!(
+        feasible("primary", "b2", "b1").0,
+        "b1 is clean on the primary"
+    );
+    for (network, lossy) in [("primary", "a3"), ("rail-0", "b1")] {
+        let ranking = system.rank_on(network, 3, &[]).unwrap();
+        let top: Vec<&str> = ranking
+            .nodes
+            .iter()
+            .take(3)
+            .map(|n| n.name.as_str())
+            .collect();
+        let zone = ranking.zone.clone().unwrap();
+        assert!(
+            ranking
+                .nodes
+                .iter()
+                .take(3)
+                .all(|n| n.feasible && n.zone == zone),
+            "{network}: {ranking:?}"
+        );
+        assert!(!top.contains(&lossy), "{network}: {top:?}");
+    }
+    // A network nobody measured is an error that names the ones there are.
+    let err = system.rank_on("rail-9", 3, &[]).unwrap_err().to_string();
+    assert!(err.contains("primary, rail-0"), "{err}");
+}
