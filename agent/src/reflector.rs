@@ -1,7 +1,10 @@
 //! The agent's STAMP reflector (RFC 8762): answers the UDP probes of every
 //! peer on the agent's port (`--udp-port`), with its kernel's receive
 //! stamp and its own send time, so that the prober can take the
-//! reflector's hold out of the round trip.
+//! reflector's hold out of the round trip. The send time is the stamp
+//! taken before the send plus what sends lately took until the kernel
+//! handed the reply to the device (its transmit stamps, SO_TIMESTAMPING),
+//! since a reply cannot carry the moment it leaves.
 //!
 //! It answers anyone, as any echo service does, within bounds: a reply is
 //! never longer than its request (no amplification), packets that are not
@@ -39,6 +42,10 @@ pub fn bind(addr: SocketAddr) -> io::Result<AsyncFd<Socket>> {
     };
     let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
     socket.bind(&SockAddr::from(addr))?;
+    if let Err(err) = kernel_stamps::stamp_sends(&socket) {
+        // Then the hold leaves out the send, as it did before.
+        tracing::warn!(%err, %addr, "no send stamps on the STAMP reflector");
+    }
     kernel_stamps::register(socket)
 }
 
@@ -47,6 +54,7 @@ pub async fn serve(socket: AsyncFd<Socket>, counters: Arc<Counters>, shutdown: C
     let mut buffer = [0u8; stamp_packet::MAX_LEN + 1];
     let mut budget = Budget::new(MAX_REPLIES_PER_SECOND, Instant::now());
     let mut seq = 0u32;
+    let mut send_delay = SendDelay::default();
     loop {
         let received = tokio::select! {
             () = shutdown.cancelled() => return,
@@ -75,7 +83,10 @@ pub async fn serve(socket: AsyncFd<Socket>, counters: Arc<Counters>, shutdown: C
         }
         let arrived = NtpTime::from_system(stamped.unwrap_or_else(SystemTime::now));
         seq = seq.wrapping_add(1);
-        let sending = NtpTime::from_system(SystemTime::now());
+        let stamped_at = SystemTime::now();
+        // The reply leaves once the send is through the stack, after this
+        // stamp: what the sends lately took is counted in the hold.
+        let sending = NtpTime::from_system(stamped_at + send_delay.typical());
         let Some(reply) = stamp_packet::reflect(&buffer[..len], seq, arrived, sending) else {
             counters.reflector_refused.fetch_add(1, Relaxed);
             continue;
@@ -84,10 +95,51 @@ pub async fn serve(socket: AsyncFd<Socket>, counters: Arc<Counters>, shutdown: C
         match socket.get_ref().send_to(&reply, &to) {
             Ok(_) => {
                 counters.reflected.fetch_add(1, Relaxed);
+                // The kernel stamps the reply as it hands it to the device,
+                // within the send: a stamp from before this one's own
+                // (an earlier reply's, late) says nothing of it.
+                kernel_stamps::sent_stamps(socket.get_ref(), |left| {
+                    if let Ok(took) = left.duration_since(stamped_at) {
+                        send_delay.note(took);
+                    }
+                });
             }
             // A full send buffer drops the reply, as the network would.
             Err(err) => tracing::debug!(%err, %from, "reflecting a probe"),
         }
+    }
+}
+
+/// The most a single send counts towards [`SendDelay`]: one that took
+/// longer was preempted, which says nothing of the next.
+const MAX_SEND_DELAY_SAMPLE: Duration = Duration::from_micros(100);
+
+/// What a reply's send takes, from the reflector's last stamp until the
+/// kernel hands the packet to the device (a moving average of the last few
+/// dozen sends' transmit stamps): the part of the hold that the reply
+/// cannot stamp itself.
+/// An ICMP echo reply, sent by the kernel, never pays it.
+#[derive(Debug, Default)]
+struct SendDelay {
+    /// Nanoseconds, averaged.
+    average_ns: f64,
+}
+
+impl SendDelay {
+    /// Weight of the newest send in the average.
+    const WEIGHT: f64 = 1.0 / 32.0;
+
+    fn note(&mut self, took: Duration) {
+        let sample = took.min(MAX_SEND_DELAY_SAMPLE).as_nanos() as f64;
+        if self.average_ns == 0.0 {
+            self.average_ns = sample;
+        } else {
+            self.average_ns += (sample - self.average_ns) * Self::WEIGHT;
+        }
+    }
+
+    fn typical(&self) -> Duration {
+        Duration::from_nanos(self.average_ns as u64)
     }
 }
 
@@ -125,6 +177,26 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_send_delay_follows_the_sends_and_ignores_a_preempted_one() {
+        let mut delay = SendDelay::default();
+        assert_eq!(delay.typical(), Duration::ZERO);
+        delay.note(Duration::from_micros(8));
+        assert_eq!(delay.typical(), Duration::from_micros(8));
+        for _ in 0..200 {
+            delay.note(Duration::from_micros(12));
+        }
+        let typical = delay.typical().as_nanos();
+        assert!((11_900..=12_000).contains(&typical), "{typical}");
+        // A send kept from running for 5 ms counts as 100 us at most.
+        delay.note(Duration::from_millis(5));
+        assert!(
+            delay.typical() < Duration::from_micros(16),
+            "{:?}",
+            delay.typical()
+        );
+    }
 
     #[test]
     fn the_budget_allows_its_rate_and_no_more() {
