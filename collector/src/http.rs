@@ -10,7 +10,7 @@ use axum::routing::get;
 
 use crate::agents::Agents;
 use crate::ingest::Ingest;
-use crate::metrics::{DEFAULT_PAIR_NODE_LIMIT, ScrapeFacts, WorkMetrics, exposition};
+use crate::metrics::{DEFAULT_PAIR_NODE_LIMIT, ScrapeFacts, WorkMetrics, exposition_of_networks};
 use crate::snapshots::Snapshots;
 
 /// What the HTTP endpoint reads.
@@ -58,7 +58,16 @@ async fn metrics(State(shared): State<HttpState>) -> impl IntoResponse {
     };
     (
         [(CONTENT_TYPE, netaware_runtime::PROMETHEUS_CONTENT_TYPE)],
-        netaware_runtime::prometheus_text(&exposition(&shared.work, snapshot.scored(), &facts)),
+        netaware_runtime::prometheus_text(&exposition_of_networks(
+            &shared.work,
+            snapshot.scored(),
+            &snapshot
+                .other_networks
+                .iter()
+                .map(|(network, placer)| (network, placer.matrix()))
+                .collect::<Vec<_>>(),
+            &facts,
+        )),
     )
 }
 

@@ -17,6 +17,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
+use netaware_core::network::Network;
 use netaware_core::placement::PlacementConfig;
 use netaware_core::scored::{ScoredMatrix, ZoneSummary};
 use netaware_core::transport::Transport;
@@ -68,6 +69,8 @@ struct PairLabels {
     dst: String,
     src_zone: String,
     dst_zone: String,
+    /// The network the pair was measured over (`primary`, a rail's name).
+    network: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -216,9 +219,21 @@ pub struct ScrapeFacts {
 /// The metrics text of a scrape: the work counters and the matrix as of
 /// the snapshot.
 pub fn exposition(work: &WorkMetrics, snapshot: &ScoredMatrix, facts: &ScrapeFacts) -> String {
+    exposition_of_networks(work, snapshot, &[], facts)
+}
+
+/// The same, with the pairs of every other network (`others`) beside the
+/// primary network's, each pair labelled with its network.
+pub fn exposition_of_networks(
+    work: &WorkMetrics,
+    snapshot: &ScoredMatrix,
+    others: &[(&Network, &ScoredMatrix)],
+    facts: &ScrapeFacts,
+) -> String {
     let mut registry = Registry::with_prefix("netaware");
     register_work(&mut registry, work, facts);
     register_matrix(&mut registry, snapshot, facts);
+    register_pairs(&mut registry, snapshot, others, facts);
     let mut text = String::new();
     // Writing into a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
@@ -483,15 +498,31 @@ fn register_matrix(registry: &mut Registry, snapshot: &ScoredMatrix, facts: &Scr
         "zone_pair",
         "zone pair: mean over its measured node pairs",
     );
+}
 
-    if nodes.len() <= facts.pair_node_limit {
-        let families = PairFamilies::default();
+/// Every pair of every network while the cluster has at most
+/// `pair_node_limit` nodes, each labelled with its network.
+fn register_pairs(
+    registry: &mut Registry,
+    primary: &ScoredMatrix,
+    others: &[(&Network, &ScoredMatrix)],
+    facts: &ScrapeFacts,
+) {
+    if primary.nodes().len() > facts.pair_node_limit {
+        return;
+    }
+    let families = PairFamilies::default();
+    let primary_network = Network::primary();
+    let networks = std::iter::once((&primary_network, primary)).chain(others.iter().copied());
+    for (network, snapshot) in networks {
+        let nodes = snapshot.nodes();
         for p in snapshot.pairs() {
             let labels = PairLabels {
                 src: nodes[p.src].info.name.clone(),
                 dst: nodes[p.dst].info.name.clone(),
                 src_zone: nodes[p.src].info.zone.clone(),
                 dst_zone: nodes[p.dst].info.zone.clone(),
+                network: network.to_string(),
             };
             let s = &p.summary;
             families.set(
@@ -503,8 +534,8 @@ fn register_matrix(registry: &mut Registry, snapshot: &ScoredMatrix, facts: &Scr
                 p.quality,
             );
         }
-        families.register(registry, "pair", "node pair src -> dst");
     }
+    families.register(registry, "pair", "node pair src -> dst over a network");
 }
 
 fn seconds(ms: f64) -> f64 {
@@ -671,8 +702,8 @@ mod tests {
             .inc();
         let text = exposition(&work, &state().snapshot(2_000), &facts(100));
         for line in [
-            r#"netaware_pair_rtt_seconds{src="a1",dst="a2",src_zone="a",dst_zone="a"} 0.00025"#,
-            r#"netaware_pair_loss_ratio{src="a1",dst="b1",src_zone="a",dst_zone="b"} 0.2"#,
+            r#"netaware_pair_rtt_seconds{src="a1",dst="a2",src_zone="a",dst_zone="a",network="primary"} 0.00025"#,
+            r#"netaware_pair_loss_ratio{src="a1",dst="b1",src_zone="a",dst_zone="b",network="primary"} 0.2"#,
             r#"netaware_zone_pair_rtt_seconds{src_zone="a",dst_zone="b"} 0.005"#,
             r#"netaware_node_stale{node="a1",zone="a"} 0"#,
             r#"netaware_pairs_probed{probe="icmp"} 1"#,
@@ -691,6 +722,27 @@ mod tests {
         // No goodput was measured: no sample rather than a made-up 0.
         assert!(!text.contains("netaware_pair_goodput_bytes_per_second{"));
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn every_networks_pairs_are_exported_each_with_its_network() {
+        let primary = state().snapshot(2_000);
+        // Another network's matrix: here the same figures, under its name.
+        let rail = Network::parse("rail-0").unwrap();
+        let text = exposition_of_networks(
+            &WorkMetrics::default(),
+            &primary,
+            &[(&rail, &primary)],
+            &facts(100),
+        );
+        for network in ["primary", "rail-0"] {
+            let line = format!(
+                r#"netaware_pair_rtt_seconds{{src="a1",dst="a2",src_zone="a",dst_zone="a",network="{network}"}} 0.00025"#
+            );
+            assert!(text.contains(&line), "missing {line}:\n{text}");
+        }
+        // Node and zone figures stay the primary network's, once.
+        assert_eq!(text.matches("netaware_node_stale{node=\"a1\"").count(), 1);
     }
 
     #[test]

@@ -128,7 +128,8 @@ fn panel_queries(dashboard: &Value) -> Vec<(String, String)> {
                         .as_str()
                         .unwrap()
                         .replace("$__rate_interval", RATE_INTERVAL)
-                        .replace("$zone", ".*");
+                        .replace("$zone", ".*")
+                        .replace("$network", "primary");
                     (title.clone(), expr)
                 })
         })

@@ -167,7 +167,7 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
     assert!(value(&text, "netaware_collector_peer_set_size_bucket{le=\"2.0\"}") < sets);
     let rtt = value(
         &text,
-        "netaware_pair_rtt_seconds{src=\"e2e-a1\",dst=\"e2e-a2\",src_zone=\"zone-a\",dst_zone=\"zone-a\"}",
+        "netaware_pair_rtt_seconds{src=\"e2e-a1\",dst=\"e2e-a2\",src_zone=\"zone-a\",dst_zone=\"zone-a\",network=\"primary\"}",
     );
     assert!(rtt > 0.0 && rtt < 0.005, "loopback RTT {rtt} s");
     let goodput = value(

@@ -88,9 +88,23 @@ impl DemoSystem for OnLab {
             let matrix = self.system.ask(&["matrix"])?;
             let size = job_size.to_string();
             let ranking = self.system.ask(&["rank", "--size", &size])?;
-            Ok(format!(
-                "\n== Zones\n{zones}\n== Matrix\n{matrix}\n== Placement of a {job_size}-worker job\n{ranking}\n== Measured topology\n{topology}"
-            ))
+            let mut report = format!(
+                "\n== Zones\n{zones}\n== Matrix\n{matrix}\n== Placement of a {job_size}-worker job\n{ranking}"
+            );
+            // Each further network (a rail) has a matrix and a placement
+            // of its own.
+            for network in &self.system.lab().topology().networks {
+                let name = network.name.as_str();
+                let matrix = self.system.ask(&["matrix", "--network", name])?;
+                let ranking = self
+                    .system
+                    .ask(&["rank", "--network", name, "--size", &size])?;
+                report.push_str(&format!(
+                    "\n== Matrix of network {name}\n{matrix}\n== Placement of a {job_size}-worker job by network {name}\n{ranking}"
+                ));
+            }
+            report.push_str(&format!("\n== Measured topology\n{topology}"));
+            Ok(report)
         })
     }
 

@@ -42,7 +42,8 @@ pub struct DemoOptions {
     #[arg(long)]
     pub job_size: Option<usize>,
     /// Lab topology: a shipped name (default, small, bench, ipv6: IPv6 only,
-    /// dual: dual-stack) or a YAML file.
+    /// dual: dual-stack, rails: a second network, rail-0, with faults of
+    /// its own) or a YAML file.
     #[arg(long, default_value = "default")]
     pub topology: String,
     /// Run on loopback even as root.
