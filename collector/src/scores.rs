@@ -206,10 +206,13 @@ impl pb::scores_server::Scores for ScoresService {
         let peer = request
             .remote_addr()
             .map_or_else(|| "unknown".to_owned(), |addr| addr.to_string());
-        let interval = match request.into_inner().min_interval_ms {
+        let request = request.into_inner();
+        let interval = match request.min_interval_ms {
             0 => DEFAULT_WATCH_INTERVAL,
             ms => Duration::from_millis(u64::from(ms)).max(MIN_WATCH_INTERVAL),
         };
+        let network = network_of(&request.network)?;
+        placer_of(&*self.snapshot().await, &network)?;
         let shared = self.clone();
         let (tx, rx) = mpsc::channel(4);
         tokio::spawn(async move {
@@ -225,11 +228,19 @@ impl pb::scores_server::Scores for ScoresService {
                 // threads that serve sessions, behind them.
                 let before = sent.clone();
                 let now = Arc::clone(&snapshot);
-                let updates = netaware_runtime::background::run(move || match before {
-                    None => follow::full_state(now.versioned()),
-                    Some(before) => follow::delta(before.versioned(), now.versioned()),
+                let followed = network.clone();
+                let updates = netaware_runtime::background::run(move || {
+                    // A network that is no longer measured ends the stream
+                    // (the follower asks again, and hears NOT_FOUND).
+                    let now = now.versioned_of(&followed)?;
+                    Some(match &before {
+                        None => follow::full_state(now),
+                        Some(before) => follow::delta(before.versioned_of(&followed)?, now),
+                    })
                 });
-                let Some(updates) = updates.await else { return };
+                let Some(Some(updates)) = updates.await else {
+                    return;
+                };
                 for update in updates {
                     shared
                         .work

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use netaware_core::network::Network;
 use netaware_core::placement::{PlacementConfig, PlacementOverrides, Placer};
 use netaware_core::scored::ScoredMatrix;
 use netaware_proto::v1 as pb;
@@ -65,6 +66,8 @@ pub struct ScoreCache {
     /// The extender's own placement flags, each overriding the
     /// collector's setting of the same name.
     overrides: PlacementOverrides,
+    /// The network whose matrix it follows.
+    network: Network,
     /// Matrices received since start.
     pub updates: Arc<AtomicU64>,
 }
@@ -79,8 +82,20 @@ impl ScoreCache {
             replaced: Arc::new(Mutex::new(None)),
             max_age,
             overrides: PlacementOverrides::default(),
+            network: Network::primary(),
             updates: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// The same cache, following `network`'s matrix (the primary's unless
+    /// said).
+    pub fn on_network(self, network: Network) -> Self {
+        Self { network, ..self }
+    }
+
+    /// The network it follows.
+    pub fn network(&self) -> &Network {
+        &self.network
     }
 
     /// The same cache, placing by `overrides` where they are set and by
@@ -201,10 +216,11 @@ impl ScoreCache {
         let mut stream = client
             .watch_matrix(pb::WatchRequest {
                 min_interval_ms: 1_000,
+                network: netaware_proto::convert::network_to_wire(&self.network),
             })
             .await?
             .into_inner();
-        tracing::info!(collector = %collector.uri(), "following the collector's scores");
+        tracing::info!(collector = %collector.uri(), network = %self.network, "following the collector's scores");
         // A new watch starts with the full state: a new follower.
         let mut follower = Follower::new();
         let mut pages = Vec::new();

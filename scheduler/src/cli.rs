@@ -9,9 +9,11 @@ use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::ScoreCache;
+use crate::networks::NetworkCaches;
 use crate::placements::Placements;
 use crate::pods;
 use crate::server::{Extender, observability_router, router};
+use netaware_core::network::Network;
 use netaware_core::placement::{PlacementConfig, PlacementConfigError, PlacementOverrides};
 
 /// The extender's flags.
@@ -51,6 +53,15 @@ pub struct SchedulerArgs {
     /// Overrides the collector's --min-goodput-fraction.
     #[arg(long)]
     pub min_goodput_fraction: Option<f64>,
+    /// A further network to follow (repeat for more): a pod labelled
+    /// `netaware.io/network: NAME` is placed by that network's matrix (a
+    /// rail the agents measure with `--network NAME=...`).
+    #[arg(long = "network", value_parser = parse_network)]
+    pub networks: Vec<Network>,
+    /// The network a pod without the `netaware.io/network` label is
+    /// placed by (followed whether or not `--network` names it).
+    #[arg(long, default_value = netaware_core::network::PRIMARY, value_parser = parse_network)]
+    pub default_network: Network,
     /// TLS towards the collector; with --tls-cert, the extender and
     /// metrics are served over HTTPS with that certificate.
     #[command(flatten)]
@@ -78,6 +89,9 @@ pub enum SchedulerError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The networks followed leave out the default.
+    #[error(transparent)]
+    Networks(#[from] crate::networks::DefaultNotFollowed),
     /// The thread that follows the collector could not start.
     #[error("starting the score feed: {0}")]
     Feed(#[source] std::io::Error),
@@ -101,6 +115,21 @@ impl SchedulerArgs {
     }
 }
 
+fn parse_network(name: &str) -> Result<Network, netaware_core::network::InvalidNetwork> {
+    Network::parse(name)
+}
+
+impl SchedulerArgs {
+    /// Every network followed, the default among them, each once.
+    pub fn followed_networks(&self) -> Vec<Network> {
+        let mut followed = vec![Network::primary(), self.default_network.clone()];
+        followed.extend(self.networks.iter().cloned());
+        followed.sort();
+        followed.dedup();
+        followed
+    }
+}
+
 async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, SchedulerError> {
     tokio::net::TcpListener::bind(addr)
         .await
@@ -117,17 +146,33 @@ pub async fn run(args: SchedulerArgs, shutdown: CancellationToken) -> Result<(),
             "overrides the collector's placement setting: the extender may place differently from what `netaware rank` and `netaware explain` say"
         );
     }
-    let cache = ScoreCache::new(args.max_score_age).overriding(overrides);
+    let caches: Vec<ScoreCache> = args
+        .followed_networks()
+        .into_iter()
+        .map(|network| {
+            ScoreCache::new(args.max_score_age)
+                .overriding(overrides)
+                .on_network(network)
+        })
+        .collect();
     let tls = args.tls.load()?;
     let https = args.http_tls.server(tls.as_ref())?;
     let collector = netaware_runtime::tls::endpoint(&args.collector, tls.as_ref())?;
     // The watch stream carries megabytes a second at thousands of nodes:
-    // decoded on a thread of its own, behind kube-scheduler's calls.
-    let feed = netaware_runtime::background::spawn_feed(
-        "netaware-score-feed",
-        cache.clone().follow_endpoint(collector, shutdown.clone()),
-    )
-    .map_err(SchedulerError::Feed)?;
+    // decoded on a thread of its own per network, behind kube-scheduler's
+    // calls.
+    let mut feeds = Vec::new();
+    for cache in &caches {
+        let feed = netaware_runtime::background::spawn_feed(
+            "netaware-score-feed",
+            cache
+                .clone()
+                .follow_endpoint(collector.clone(), shutdown.clone()),
+        )
+        .map_err(SchedulerError::Feed)?;
+        feeds.push(feed);
+    }
+    let networks = NetworkCaches::new(&args.default_network, caches)?;
     let placements = Arc::new(RwLock::new(Placements::new()));
     let kube = match kube::Client::try_default().await {
         Ok(client) => {
@@ -143,7 +188,9 @@ pub async fn run(args: SchedulerArgs, shutdown: CancellationToken) -> Result<(),
             None
         }
     };
-    let extender = Arc::new(Extender::new(cache, placements, kube));
+    let extender = Arc::new(
+        Extender::new(networks.default_cache().clone(), placements, kube).with_networks(networks),
+    );
     let listener = bind(args.listen).await?;
     let scheme = if https.is_some() { "https" } else { "http" };
     tracing::info!(listen = %args.listen, scheme, collector = %args.collector, "extender listening");
@@ -168,7 +215,12 @@ pub async fn run(args: SchedulerArgs, shutdown: CancellationToken) -> Result<(),
             served?;
         }
     }
-    // The feed has seen the same shutdown; it ends within a moment.
-    let _ = tokio::task::spawn_blocking(move || feed.join()).await;
+    // The feeds have seen the same shutdown; they end within a moment.
+    let _ = tokio::task::spawn_blocking(move || {
+        for feed in feeds {
+            let _ = feed.join();
+        }
+    })
+    .await;
     Ok(())
 }

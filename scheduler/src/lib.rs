@@ -20,6 +20,10 @@
 //!
 //! The optional bind verb ([`bind`]) creates the binding and records the
 //! place at once, so that workers scheduled back to back see each other.
+//!
+//! A pod is placed by the network its `netaware.io/network` label names
+//! (a rail), else the default network; each network followed has a cache
+//! of its own ([`networks`]).
 
 pub mod bind;
 pub mod cache;
@@ -27,6 +31,7 @@ pub mod cli;
 pub mod events;
 pub mod job;
 pub mod metrics;
+pub mod networks;
 pub mod placements;
 pub mod pods;
 pub mod robustness;

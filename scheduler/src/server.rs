@@ -20,6 +20,7 @@ use crate::cache::ScoreCache;
 use crate::events::{self, EventRecorder, PodRef};
 use crate::job::job_of;
 use crate::metrics::{Metrics, OutcomeLabels, ReasonLabels, VerbLabels};
+use crate::networks::{NETWORK_LABEL, NetworkCaches, NetworkChoice};
 use crate::placements::Placements;
 use crate::wire::{
     ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, HostPriority,
@@ -34,8 +35,9 @@ pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
 /// What the handlers share.
 pub struct Extender {
-    /// The scores, and the settings they are placed by.
-    pub cache: ScoreCache,
+    /// The scores of each network followed, and the settings they are
+    /// placed by.
+    pub networks: NetworkCaches,
     /// Where each job's workers run.
     pub placements: Arc<RwLock<Placements>>,
     /// The API server, for the bind verb; `None` when there is none.
@@ -51,7 +53,7 @@ pub struct Extender {
 impl std::fmt::Debug for Extender {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Extender")
-            .field("cache", &self.cache)
+            .field("networks", &self.networks)
             .field("kube", &self.kube.is_some())
             .finish_non_exhaustive()
     }
@@ -101,7 +103,7 @@ impl Extender {
         kube: Option<kube::Client>,
     ) -> Self {
         Self {
-            cache,
+            networks: NetworkCaches::single(cache),
             placements,
             events: kube.clone().map(|client| {
                 // The pod's name (its hostname), as Events' reportingInstance.
@@ -113,6 +115,14 @@ impl Extender {
             recent: Mutex::new(RecentPods::default()),
             metrics: Metrics::new(),
         }
+    }
+}
+
+impl Extender {
+    /// The same extender, following `networks` (the default network's
+    /// cache in place of the one it was made with).
+    pub fn with_networks(self, networks: NetworkCaches) -> Self {
+        Self { networks, ..self }
     }
 }
 
@@ -194,7 +204,8 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
             .ok_or_else(|| bad_request("a node in Nodes has no metadata.name".into()))?,
         (None, None) => Vec::new(),
     };
-    let job = match job_of(object_namespace(pod), &object_labels(pod)) {
+    let labels = object_labels(pod);
+    let job = match job_of(object_namespace(pod), &labels) {
         Some((key, size)) => {
             if let Some(uid) = pod
                 .get("metadata")
@@ -212,7 +223,16 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
         }
         None => None,
     };
-    let mut placer = extender.cache.fresh();
+    let (mut placer, unserved) = match extender.networks.for_labels(&labels) {
+        NetworkChoice::Followed(cache) => (cache.fresh(), None),
+        NetworkChoice::NotFollowed(network) => (
+            None,
+            Some(format!(
+                "network {network} (label {NETWORK_LABEL}) is not followed by this extender (--network {network})"
+            )),
+        ),
+        NetworkChoice::Invalid(why) => (None, Some(format!("label {NETWORK_LABEL}: {why}"))),
+    };
     // Full node objects carry kube's own view of zones: it wins.
     if let (Some(list), Some(scores)) = (&args.nodes, &placer) {
         let places: HashMap<&str, (String, String)> = list
@@ -237,9 +257,14 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
                 recorder.record(pod, note);
             }
             // A job's pods are told why nothing was weighed, so that a
-            // filtered network does not pass unseen.
+            // filtered network, or one the extender does not follow, does
+            // not pass unseen.
             (None, Some(neutral @ Neutral::CannotMeasure)) => {
                 recorder.record(pod, format!("placed without netaware: {neutral}"));
+            }
+            (None, Some(Neutral::NoScores)) if unserved.is_some() => {
+                let why = unserved.as_deref().unwrap_or_default();
+                recorder.record(pod, format!("placed without netaware: {why}"));
             }
             (None, _) => {}
         }
@@ -247,7 +272,7 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
     if let Some(neutral) = decision.neutral {
         match neutral {
             Neutral::NoScores | Neutral::CannotMeasure => {
-                tracing::warn!(reason = %neutral, "answering neutrally");
+                tracing::warn!(reason = %neutral, unserved = unserved.as_deref().unwrap_or(""), "answering neutrally");
             }
             Neutral::NoJob => {}
         }

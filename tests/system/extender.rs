@@ -481,3 +481,108 @@ async fn a_decision_for_a_pod_of_a_job_is_one_event_on_the_pod() {
     shutdown.cancel();
     scored.collector.wait().await;
 }
+
+/// A pod labelled `netaware.io/network: rail-0` is placed by rail-0's
+/// matrix, one without by the primary's: on the primary a3 is lossy, on
+/// rail-0 a2 is. A network the extender does not follow is answered
+/// neutrally, never failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_is_placed_by_the_network_its_label_names() {
+    use netaware_core::network::Network;
+    use netaware_scheduler::networks::NetworkCaches;
+    let shutdown = CancellationToken::new();
+    let collector = start_collector(Vec::new(), &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let nodes = [("a1", 1), ("a2", 2), ("a3", 3)];
+    let mut sessions = Vec::new();
+    for (name, host) in nodes {
+        let hello = netaware_proto::v1::Hello {
+            networks: vec![netaware_proto::v1::NetworkAddress {
+                network: "rail-0".into(),
+                address: format!("172.16.1.{host}"),
+            }],
+            ..netaware_testkit::hello(name)
+        };
+        let session = netaware_testkit::Session::open(&url, netaware_testkit::hello_message(hello))
+            .await
+            .expect("hello accepted");
+        sessions.push((name, session));
+    }
+    for (name, session) in &mut sessions {
+        let mut peers = Vec::new();
+        for (other, _) in nodes.iter().filter(|(n, _)| n != name) {
+            let lossy = |bad: &str| *name == bad || *other == bad;
+            peers.push(peer(other, if lossy("a3") { 6 } else { 10 }));
+            peers.push(netaware_proto::v1::PeerWindow {
+                network: "rail-0".into(),
+                ..peer(other, if lossy("a2") { 6 } else { 10 })
+            });
+        }
+        assert_eq!(session.send(window(1, peers)).await.code, 0);
+    }
+    let followed = |network: &str| {
+        ScoreCache::new(Duration::from_secs(30)).on_network(Network::parse(network).unwrap())
+    };
+    let caches = vec![followed("primary"), followed("rail-0")];
+    for cache in &caches {
+        tokio::spawn(cache.clone().follow(url.clone(), shutdown.clone()));
+    }
+    for cache in &caches {
+        netaware_testkit::wait_for(
+            "the extender's first matrix of each network",
+            Duration::from_secs(5),
+            || async {
+                cache
+                    .fresh()
+                    .filter(|m| m.matrix().pairs().iter().any(|p| p.summary.samples > 0))
+                    .map(|_| ())
+            },
+        )
+        .await;
+    }
+    let networks = NetworkCaches::new(&Network::primary(), caches).unwrap();
+    let extender = Arc::new(
+        Extender::new(
+            networks.default_cache().clone(),
+            Arc::new(RwLock::new(Placements::new())),
+            None,
+        )
+        .with_networks(networks),
+    );
+    let addr = serve_extender(extender, &shutdown).await;
+
+    let failed_on = |label: Option<&str>| {
+        let mut pod = pod();
+        if let Some(network) = label {
+            pod["metadata"]["labels"]["netaware.io/network"] = json!(network);
+        }
+        let args = json!({"Pod": pod, "NodeNames": ["a1", "a2", "a3"]});
+        async move {
+            let (status, body) = post(addr, "/filter", args.to_string().as_bytes()).await;
+            assert_eq!(status, 200, "{body}");
+            let result: Value = serde_json::from_str(&body).unwrap();
+            let mut failed: Vec<String> = result["FailedNodes"]
+                .as_object()
+                .map(|f| f.keys().cloned().collect())
+                .unwrap_or_default();
+            failed.sort();
+            failed
+        }
+    };
+    assert_eq!(
+        failed_on(None).await,
+        ["a3"],
+        "the primary network: a3 is lossy"
+    );
+    assert_eq!(failed_on(Some("primary")).await, ["a3"]);
+    assert_eq!(
+        failed_on(Some("rail-0")).await,
+        ["a2"],
+        "rail-0: a2 is lossy"
+    );
+    // Not followed, or not a network's name: neutral, nobody failed.
+    assert!(failed_on(Some("rail-7")).await.is_empty());
+    assert!(failed_on(Some("rail-0,rail-1")).await.is_empty());
+    shutdown.cancel();
+    drop(collector);
+}

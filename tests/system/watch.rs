@@ -24,6 +24,7 @@ async fn watch_sends_the_matrix_then_every_change() {
     let mut watch = scores
         .watch_matrix(pb::WatchRequest {
             min_interval_ms: 100,
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -62,6 +63,28 @@ async fn watch_sends_the_matrix_then_every_change() {
     .await;
     assert!(end.is_ok(), "the watch stream ends on shutdown");
     collector.wait().await;
+}
+
+/// A watch of a network nothing was measured on is NOT_FOUND, naming the
+/// networks there are; a name no network can have is INVALID_ARGUMENT.
+#[tokio::test]
+async fn watching_a_network_nobody_measures_is_not_found() {
+    let shutdown = CancellationToken::new();
+    let collector = start_collector(Vec::new(), &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let _a = Session::hello(&url, "a").await;
+    let mut scores = ScoresClient::connect(url).await.unwrap();
+    let watch = |network: &str| pb::WatchRequest {
+        network: network.into(),
+        ..Default::default()
+    };
+    let status = scores.watch_matrix(watch("rail-9")).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}");
+    assert!(status.message().contains("networks: primary"), "{status:?}");
+    let status = scores.watch_matrix(watch("Rail 9")).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    assert!(scores.watch_matrix(watch("primary")).await.is_ok());
+    shutdown.cancel();
 }
 
 #[tokio::test]
