@@ -567,8 +567,12 @@ impl Topology {
                 .iter()
                 .filter(|h| h.zone == zone.name)
                 .map(|h| {
-                    let addresses: Vec<String> =
-                        h.addresses.iter().map(ToString::to_string).collect();
+                    let addresses: Vec<String> = h
+                        .addresses
+                        .iter()
+                        .chain(&h.networks)
+                        .map(ToString::to_string)
+                        .collect();
                     format!("{} {}", h.name, addresses.join(" "))
                 })
                 .collect();
