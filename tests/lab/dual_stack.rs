@@ -5,25 +5,15 @@
 //! IPv6 pairs to UDP; placement goes by the primary network.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
-use netaware::json::MatrixJson;
 use netaware::lab_system::{AgentTiming, IpFamily, LabSystem};
 use netaware_core::transport::Transport;
 use netaware_lab::{Topology, root_or_skip};
 
-use crate::measurement::{Z_999, in_binomial_interval_at, no_throughput_tests, pair, ping_median};
+use crate::measurement::{no_throughput_tests, ping_median};
+use crate::per_network::{holds_to_its_truth, wait_for_every_network};
 
 const NETWORKS: [&str; 2] = ["primary", "primary-ipv6"];
-
-/// Where a pair's median may be from its configured RTT plus the
-/// emulator's overhead (ms): far below b1's extra 2 ms, so that a pair
-/// filed under the wrong node or family fails.
-const PAIR_TOLERANCE_MS: f64 = 1.0;
-
-/// The mean absolute error over a network's pairs may be at most this
-/// (ms), the lab accuracy test's tolerance against the truth.
-const MEAN_TOLERANCE_MS: f64 = 0.2;
 
 #[test]
 fn a_dual_stack_lab_measures_each_family_apart_and_a_filter_on_one_shows_only_there() {
@@ -43,68 +33,27 @@ fn a_dual_stack_lab_measures_each_family_apart_and_a_filter_on_one_shows_only_th
     system
         .drop_probes_over("b2", Transport::Icmp, IpFamily::V6)
         .unwrap();
-    let workers: Vec<String> = system
-        .lab()
-        .workers()
-        .map(|h| h.spec.name.clone())
-        .collect();
-    let pairs = workers.len() * (workers.len() - 1);
-
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let matrices: Vec<MatrixJson> = loop {
-        let read: Vec<MatrixJson> = NETWORKS
+    // Every IPv6 pair into b2 measured by UDP, ICMPv6 being dropped there.
+    let matrices = wait_for_every_network(&system, &NETWORKS, |read| {
+        read[1]
+            .pairs
             .iter()
-            .filter_map(|n| system.matrix_of_network(n).ok())
-            .collect();
-        let settled = read.len() == NETWORKS.len()
-            && read.iter().all(|m| {
-                m.pairs.len() == pairs
-                    && m.pairs.iter().all(|p| p.samples >= 100)
-                    && !m.nodes.iter().any(|n| n.stale)
-            })
-            && read[1]
-                .pairs
-                .iter()
-                .filter(|p| p.dst == "b2")
-                .all(|p| p.probe.as_deref() == Some("udp"));
-        if settled {
-            break read;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for six windows of every pair on both networks: {:?}",
-            read.iter()
-                .map(|m| (m.pairs.len(), m.pairs.iter().map(|p| p.samples).min()))
-                .collect::<Vec<_>>()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    };
+            .filter(|p| p.dst == "b2")
+            .all(|p| p.probe.as_deref() == Some("udp"))
+    });
 
     let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
     let overhead = ping_median(&system, "a1", "control", 50) - control_rtt;
+    // Both families cross the same links: one truth (the primary
+    // network's) for both, the lossy a2 in each family's pooled loss.
     for (network, matrix) in NETWORKS.iter().zip(&matrices) {
-        assert!(matrix.pairs.iter().all(|p| p.network == *network));
-        let mut errors = Vec::new();
-        let (mut probes, mut lost, mut expected) = (0u64, 0.0, 0.0);
-        for src in &workers {
-            for dst in workers.iter().filter(|d| *d != src) {
-                let pair = pair(matrix, src, dst);
-                let (rtt, delivered) = system.lab().round_trip(src, dst).unwrap();
-                let error = pair.rtt_median_ms.unwrap() - (rtt + overhead);
-                assert!(
-                    error.abs() <= PAIR_TOLERANCE_MS,
-                    "{network} {src} -> {dst}: median {:?}, configured {rtt} ms",
-                    pair.rtt_median_ms
-                );
-                errors.push(error.abs());
-                let loss = pair.loss_ratio.unwrap();
-                if delivered < 1.0 {
-                    probes += pair.samples;
-                    lost += loss * pair.samples as f64;
-                    expected += (1.0 - delivered) * pair.samples as f64;
-                } else {
-                    assert!(loss <= 0.01, "{network} {src} -> {dst}: loss {loss}");
-                }
+        holds_to_its_truth(
+            &system,
+            network,
+            None,
+            matrix,
+            overhead,
+            |src, dst, pair| {
                 // ICMPv6 is dropped into b2 only; everything else goes by
                 // ICMP on both families.
                 let by_udp = *network == "primary-ipv6" && dst == "b2";
@@ -116,23 +65,7 @@ fn a_dual_stack_lab_measures_each_family_apart_and_a_filter_on_one_shows_only_th
                 if by_udp {
                     assert!(pair.filtered.iter().any(|t| t == "icmp"), "{pair:?}");
                 }
-            }
-        }
-        let mean = errors.iter().sum::<f64>() / errors.len() as f64;
-        assert!(mean <= MEAN_TOLERANCE_MS, "{network}: mean error {mean} ms");
-        // The lossy a2, on both families: the pooled loss of its pairs in
-        // its 99.9% interval.
-        assert!(probes > 0);
-        assert!(
-            in_binomial_interval_at(
-                Z_999,
-                lost / probes as f64,
-                expected / probes as f64,
-                probes
-            ),
-            "{network}: pooled loss {} over {probes} probes, configured {}",
-            lost / probes as f64,
-            expected / probes as f64
+            },
         );
     }
 
@@ -173,23 +106,7 @@ fn dual_stack_accuracy_by_family_and_transport() {
             &flags,
         )
         .unwrap();
-        let pairs = {
-            let n = system.lab().workers().count();
-            n * (n - 1)
-        };
-        let deadline = Instant::now() + Duration::from_secs(90);
-        let matrices: Vec<MatrixJson> = loop {
-            let read: Vec<MatrixJson> = NETWORKS
-                .iter()
-                .filter_map(|n| system.matrix_of_network(n).ok())
-                .filter(|m| m.pairs.len() == pairs && m.pairs.iter().all(|p| p.samples >= 100))
-                .collect();
-            if read.len() == NETWORKS.len() {
-                break read;
-            }
-            assert!(Instant::now() < deadline, "timed out by {transport}");
-            std::thread::sleep(Duration::from_millis(500));
-        };
+        let matrices = wait_for_every_network(&system, &NETWORKS, |_| true);
         let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
         let overhead = ping_median(&system, "a1", "control", 50) - control_rtt;
         for (network, matrix) in NETWORKS.iter().zip(&matrices) {

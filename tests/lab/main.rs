@@ -10,6 +10,7 @@ mod lying_node;
 mod measurement;
 mod observability;
 mod one_placement;
+mod per_network;
 mod rails;
 mod recovery;
 mod throughput_lab;

@@ -5,25 +5,15 @@
 //! by each network follows that network.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use netaware::json::MatrixJson;
 use netaware::lab_system::{AgentTiming, LabSystem};
 use netaware_lab::{Topology, root_or_skip};
 
-use crate::measurement::{Z_999, in_binomial_interval_at, no_throughput_tests, pair, ping_median};
+use crate::measurement::{no_throughput_tests, ping_median};
+use crate::per_network::{PAIR_TOLERANCE_MS, holds_to_its_truth, wait_for_every_network};
 
 const NETWORKS: [&str; 2] = ["primary", "rail-0"];
-
-/// Where a pair's median may be from its network's configured RTT plus
-/// the emulator's overhead (ms): below the 2 ms by which the two networks'
-/// paths differ (a1 -> b1, c1 -> c2), so that a pair measured over the
-/// wrong network fails.
-const PAIR_TOLERANCE_MS: f64 = 1.0;
-
-/// The mean absolute error over a network's pairs may be at most this
-/// (ms), the lab accuracy test's tolerance against the truth.
-const MEAN_TOLERANCE_MS: f64 = 0.2;
 
 #[test]
 fn each_network_follows_its_own_truth_and_placement_by_it_follows_that_network() {
@@ -41,33 +31,7 @@ fn each_network_follows_its_own_truth_and_placement_by_it_follows_that_network()
     .unwrap();
     let lab = system.lab();
     let rail = lab.topology().network_number("rail-0");
-    let workers: Vec<String> = lab.workers().map(|h| h.spec.name.clone()).collect();
-    let pairs = workers.len() * (workers.len() - 1);
-
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let matrices: Vec<MatrixJson> = loop {
-        let read: Vec<MatrixJson> = NETWORKS
-            .iter()
-            .filter_map(|n| system.matrix_of_network(n).ok())
-            .collect();
-        let settled = read.len() == NETWORKS.len()
-            && read.iter().all(|m| {
-                m.pairs.len() == pairs
-                    && m.pairs.iter().all(|p| p.samples >= 100)
-                    && !m.nodes.iter().any(|n| n.stale)
-            });
-        if settled {
-            break read;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for six windows of every pair on both networks: {:?}",
-            read.iter()
-                .map(|m| (m.pairs.len(), m.pairs.iter().map(|p| p.samples).min()))
-                .collect::<Vec<_>>()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    };
+    let matrices = wait_for_every_network(&system, &NETWORKS, |_| true);
 
     // The emulator's overhead, as ping sees it on the control link; and
     // ping itself over rail-0 (the address on net1), against rail-0's
@@ -86,48 +50,11 @@ fn each_network_follows_its_own_truth_and_placement_by_it_follows_that_network()
         "ping a1 -> c2 over rail-0: {ping_on_rail} ms, configured {rail_rtt} ms"
     );
 
+    // Each network's lossy host (a3 on the primary, b1 on rail-0) is in
+    // its own pooled loss.
     for (network, matrix) in NETWORKS.iter().zip(&matrices) {
         let on = if *network == "primary" { None } else { rail };
-        assert!(matrix.pairs.iter().all(|p| p.network == *network));
-        let mut errors = Vec::new();
-        let (mut probes, mut lost, mut expected) = (0u64, 0.0, 0.0);
-        for src in &workers {
-            for dst in workers.iter().filter(|d| *d != src) {
-                let pair = pair(matrix, src, dst);
-                let (rtt, delivered) = lab.round_trip_on(on, src, dst).unwrap();
-                let error = pair.rtt_median_ms.unwrap() - (rtt + overhead);
-                assert!(
-                    error.abs() <= PAIR_TOLERANCE_MS,
-                    "{network} {src} -> {dst}: median {:?}, configured {rtt} ms",
-                    pair.rtt_median_ms
-                );
-                errors.push(error.abs());
-                let loss = pair.loss_ratio.unwrap();
-                if delivered < 1.0 {
-                    probes += pair.samples;
-                    lost += loss * pair.samples as f64;
-                    expected += (1.0 - delivered) * pair.samples as f64;
-                } else {
-                    assert!(loss <= 0.01, "{network} {src} -> {dst}: loss {loss}");
-                }
-            }
-        }
-        let mean = errors.iter().sum::<f64>() / errors.len() as f64;
-        assert!(mean <= MEAN_TOLERANCE_MS, "{network}: mean error {mean} ms");
-        // Each network's lossy host (a3 on the primary, b1 on rail-0):
-        // the pooled loss of its pairs in its 99.9% interval.
-        assert!(probes > 0, "{network}: no lossy pair");
-        assert!(
-            in_binomial_interval_at(
-                Z_999,
-                lost / probes as f64,
-                expected / probes as f64,
-                probes
-            ),
-            "{network}: pooled loss {} over {probes} probes, configured {}",
-            lost / probes as f64,
-            expected / probes as f64
-        );
+        holds_to_its_truth(&system, network, on, matrix, overhead, |_, _, _| {});
     }
 
     // Placement by each network: zone-a is whole on rail-0 and broken on
