@@ -43,6 +43,21 @@ fn peer(name: &str, received: u32) -> netaware_proto::v1::PeerWindow {
     }
 }
 
+/// Waits until `cache` holds a matrix with a measured pair.
+async fn first_matrix(cache: &ScoreCache) {
+    netaware_testkit::wait_for(
+        "the extender's first matrix",
+        Duration::from_secs(5),
+        || async {
+            cache
+                .fresh()
+                .filter(|m| m.matrix().pairs().iter().any(|p| p.summary.samples > 0))
+                .map(|_| ())
+        },
+    )
+    .await;
+}
+
 /// A collector whose a1, a2 and a3 are in zone-a and b1 in zone-b, a3
 /// losing 40% of its probes, and an extender (with `kube` as its API
 /// server) following it, served once its first matrix is in.
@@ -78,17 +93,7 @@ async fn scored_extender(kube: Option<kube::Client>, shutdown: &CancellationToke
     let placements = Arc::new(RwLock::new(Placements::new()));
     let extender = Arc::new(Extender::new(cache.clone(), Arc::clone(&placements), kube));
     let addr = serve_extender(extender, shutdown).await;
-    netaware_testkit::wait_for(
-        "the extender's first matrix",
-        Duration::from_secs(5),
-        || async {
-            cache
-                .fresh()
-                .filter(|m| m.matrix().pairs().iter().any(|p| p.summary.samples > 0))
-                .map(|_| ())
-        },
-    )
-    .await;
+    first_matrix(&cache).await;
     Scored {
         addr,
         placements,
@@ -528,17 +533,7 @@ async fn a_pod_is_placed_by_the_network_its_label_names() {
         tokio::spawn(cache.clone().follow(url.clone(), shutdown.clone()));
     }
     for cache in &caches {
-        netaware_testkit::wait_for(
-            "the extender's first matrix of each network",
-            Duration::from_secs(5),
-            || async {
-                cache
-                    .fresh()
-                    .filter(|m| m.matrix().pairs().iter().any(|p| p.summary.samples > 0))
-                    .map(|_| ())
-            },
-        )
-        .await;
+        first_matrix(cache).await;
     }
     let networks = NetworkCaches::new(&Network::primary(), caches).unwrap();
     let extender = Arc::new(
