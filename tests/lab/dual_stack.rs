@@ -11,7 +11,7 @@ use netaware_core::transport::Transport;
 use netaware_lab::{Topology, root_or_skip};
 
 use crate::measurement::{no_throughput_tests, ping_median};
-use crate::per_network::{holds_to_its_truth, wait_for_every_network};
+use crate::per_network::{holds_to_its_truth, start_lab, wait_for_every_network};
 
 const NETWORKS: [&str; 2] = ["primary", "primary-ipv6"];
 
@@ -21,14 +21,7 @@ fn a_dual_stack_lab_measures_each_family_apart_and_a_filter_on_one_shows_only_th
         return;
     }
     let _one = netaware_testkit::one_lab_at_a_time();
-    let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
-    let system = LabSystem::start(
-        Topology::named("dual").unwrap(),
-        exe,
-        AgentTiming::FAST,
-        &no_throughput_tests(),
-    )
-    .unwrap();
+    let system = start_lab("dual");
     // A firewall that drops ICMPv6 echo into b2 and lets IPv4's through.
     system
         .drop_probes_over("b2", Transport::Icmp, IpFamily::V6)

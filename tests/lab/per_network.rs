@@ -20,6 +20,18 @@ pub(crate) const PAIR_TOLERANCE_MS: f64 = 1.0;
 /// (ms), the lab accuracy test's tolerance against the truth.
 pub(crate) const MEAN_TOLERANCE_MS: f64 = 0.2;
 
+/// The shipped topology `name` with agents on the fast timing and no
+/// throughput tests (so that RTTs hold to the truth).
+pub(crate) fn start_lab(name: &str) -> LabSystem {
+    LabSystem::start(
+        netaware_lab::Topology::named(name).unwrap(),
+        std::path::Path::new(env!("CARGO_BIN_EXE_netaware")),
+        netaware::lab_system::AgentTiming::FAST,
+        &crate::measurement::no_throughput_tests(),
+    )
+    .unwrap()
+}
+
 /// The matrices of `networks`, in their order, once each has every pair
 /// of the lab's workers over six windows (100 probes), no stale node,
 /// and `settled` holds of them all (90 s at most).

@@ -4,14 +4,14 @@
 //! tell them: each network's matrix follows its own truth, and placement
 //! by each network follows that network.
 
-use std::path::Path;
 use std::time::Duration;
 
-use netaware::lab_system::{AgentTiming, LabSystem};
-use netaware_lab::{Topology, root_or_skip};
+use netaware_lab::root_or_skip;
 
-use crate::measurement::{no_throughput_tests, ping_median};
-use crate::per_network::{PAIR_TOLERANCE_MS, holds_to_its_truth, wait_for_every_network};
+use crate::measurement::ping_median;
+use crate::per_network::{
+    PAIR_TOLERANCE_MS, holds_to_its_truth, start_lab, wait_for_every_network,
+};
 
 const NETWORKS: [&str; 2] = ["primary", "rail-0"];
 
@@ -21,14 +21,7 @@ fn each_network_follows_its_own_truth_and_placement_by_it_follows_that_network()
         return;
     }
     let _one = netaware_testkit::one_lab_at_a_time();
-    let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
-    let system = LabSystem::start(
-        Topology::named("rails").unwrap(),
-        exe,
-        AgentTiming::FAST,
-        &no_throughput_tests(),
-    )
-    .unwrap();
+    let system = start_lab("rails");
     let lab = system.lab();
     let rail = lab.topology().network_number("rail-0");
     let matrices = wait_for_every_network(&system, &NETWORKS, |_| true);
