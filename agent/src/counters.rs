@@ -43,6 +43,12 @@ pub struct Counters {
     /// UDP replies whose reflector claimed to hold the probe longer than
     /// the prober takes out.
     pub holds_cut: AtomicU64,
+    /// Probes (ICMP and UDP) timed from the moment before their send, the
+    /// kernel having given no stamp of it.
+    pub sends_unstamped: AtomicU64,
+    /// Replies timed when the agent read them, the kernel having given no
+    /// stamp of their arrival.
+    pub replies_unstamped: AtomicU64,
     /// UDP probes of peers this agent's reflector answered.
     pub reflected: AtomicU64,
     /// Packets to the reflector that were no STAMP request.
@@ -54,6 +60,26 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// When a probe left: the kernel's stamp, else (counted) the moment
+    /// before its send.
+    pub(crate) fn left_at(&self, left: crate::kernel_stamps::Left) -> std::time::SystemTime {
+        if !left.by_kernel {
+            self.sends_unstamped.fetch_add(1, Relaxed);
+        }
+        left.at
+    }
+
+    /// When a reply arrived: the kernel's stamp, else (counted) now.
+    pub(crate) fn arrived_at(
+        &self,
+        stamped: Option<std::time::SystemTime>,
+    ) -> std::time::SystemTime {
+        stamped.unwrap_or_else(|| {
+            self.replies_unstamped.fetch_add(1, Relaxed);
+            std::time::SystemTime::now()
+        })
+    }
+
     pub(crate) fn probe_sent(&self, transport: Transport) {
         self.probes_sent.fetch_add(1, Relaxed);
         self.probes_by_transport[transport as usize].fetch_add(1, Relaxed);

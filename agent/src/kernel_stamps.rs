@@ -3,7 +3,9 @@
 //! tokio, and reading a packet with its source and stamp (recvmsg and its
 //! control messages). The ICMP prober, the UDP prober and the UDP
 //! reflector all read this way, so that none of their times carries the
-//! delay of waking the agent up.
+//! delay of waking the agent up. Sends are stamped by the kernel too
+//! ([`StampedSends`], SO_TIMESTAMPING), so that a probe's time does not
+//! carry the delay of a busy node between its stamp and its send either.
 
 // Unsafe is allowed here only for the kernel interface: setsockopt, recvmsg with control messages, and registering raw sockets with tokio.
 #![allow(unsafe_code)]
@@ -145,6 +147,84 @@ pub fn stamp_sends(socket: &Socket) -> io::Result<()> {
     }
 }
 
+/// Sends on a socket one at a time, each timed by the kernel's own stamp
+/// of the moment it handed the packet to the device. A probe stamped in
+/// user space before its send carries every microsecond the agent is kept
+/// from running between the stamp and the send (on a busy node, tens to
+/// hundreds); the kernel's stamp does not.
+///
+/// The stamps come back on the socket's error queue without saying which
+/// send they are for, so sends hold a lock from the send until its stamp is
+/// read: on a device without a queue of its own (veth, TUN, a NIC with an
+/// empty queue) the stamp is taken within the send call. A stamp that is
+/// not there when the call returns (a packet queued behind others) is
+/// replaced by the moment before the send, as without stamps; a stale one
+/// is told apart by its time.
+#[derive(Debug)]
+pub struct StampedSends {
+    one_at_a_time: std::sync::Mutex<()>,
+    stamped: bool,
+}
+
+impl StampedSends {
+    /// Asks the kernel to stamp `socket`'s sends; where it refuses, every
+    /// send is timed by the moment before it.
+    pub fn on(socket: &Socket) -> Self {
+        let stamped = match stamp_sends(socket) {
+            Ok(()) => true,
+            Err(err) => {
+                tracing::warn!(%err, "no send stamps: probes are timed from just before each send");
+                false
+            }
+        };
+        Self {
+            one_at_a_time: std::sync::Mutex::new(()),
+            stamped,
+        }
+    }
+
+    /// Sends `packet` to `to` once `socket` is writable; returns when it
+    /// left.
+    pub async fn send_to(
+        &self,
+        socket: &AsyncFd<Socket>,
+        packet: &[u8],
+        to: &socket2::SockAddr,
+    ) -> io::Result<Left> {
+        socket
+            .async_io(Interest::WRITABLE, |s| {
+                let _one = self.one_at_a_time.lock().unwrap_or_else(|e| e.into_inner());
+                let before = SystemTime::now();
+                s.send_to(packet, to)?;
+                let mut left = Left {
+                    at: before,
+                    by_kernel: false,
+                };
+                if self.stamped {
+                    sent_stamps(s, |at| {
+                        if at >= before {
+                            left = Left {
+                                at,
+                                by_kernel: true,
+                            };
+                        }
+                    });
+                }
+                Ok(left)
+            })
+            .await
+    }
+}
+
+/// When a packet left.
+#[derive(Debug, Clone, Copy)]
+pub struct Left {
+    /// The kernel's stamp, or else the moment before the send.
+    pub at: SystemTime,
+    /// Whether `at` is the kernel's stamp.
+    pub by_kernel: bool,
+}
+
 /// The send stamps waiting on `socket`'s error queue, oldest first, each
 /// handed to `each`; returns without waiting when there are none.
 pub fn sent_stamps(socket: &Socket, mut each: impl FnMut(SystemTime)) {
@@ -225,6 +305,43 @@ mod tests {
         // Nothing more waits, and reading an empty queue returns at once.
         let mut more = 0;
         sent_stamps(&sender, |_| more += 1);
+        assert_eq!(more, 0);
+    }
+
+    /// Sends on one socket from many tasks at once: each is timed by its
+    /// own kernel stamp, inside its send, and none is left on the queue.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_sends_each_get_their_own_stamp() {
+        let receiver = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = SockAddr::from(receiver.local_addr().unwrap());
+        let sender = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
+        let sends = std::sync::Arc::new(StampedSends::on(&sender));
+        let sender = std::sync::Arc::new(register(sender).unwrap());
+        let tasks: Vec<_> = (0..32)
+            .map(|_| {
+                let (sends, sender, to) = (sends.clone(), sender.clone(), to.clone());
+                tokio::spawn(async move {
+                    let before = SystemTime::now();
+                    let left = sends.send_to(&sender, b"probe", &to).await.unwrap();
+                    (before, left, SystemTime::now())
+                })
+            })
+            .collect();
+        let mut times = Vec::new();
+        for task in tasks {
+            let (before, left, after) = task.await.unwrap();
+            assert!(left.by_kernel, "{left:?}");
+            assert!(
+                before <= left.at && left.at <= after,
+                "{before:?} {left:?} {after:?}"
+            );
+            times.push(left.at);
+        }
+        times.sort();
+        times.dedup();
+        assert_eq!(times.len(), 32, "two sends with one stamp");
+        let mut more = 0;
+        sent_stamps(sender.get_ref(), |_| more += 1);
         assert_eq!(more, 0);
     }
 }

@@ -86,6 +86,16 @@ pub fn exposition(counters: &Counters) -> String {
             get(&counters.holds_cut),
         ),
         (
+            "probe_sends_unstamped",
+            "ICMP and UDP probes that the kernel did not stamp as they left, timed from just before the send instead (they then carry the node's scheduling delays)",
+            get(&counters.sends_unstamped),
+        ),
+        (
+            "replies_unstamped",
+            "ICMP and UDP replies that the kernel did not stamp as they arrived, timed when the agent read them instead",
+            get(&counters.replies_unstamped),
+        ),
+        (
             "reflector_replies",
             "UDP probes of peers that this agent's STAMP reflector answered",
             get(&counters.reflected),

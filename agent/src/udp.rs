@@ -2,8 +2,8 @@
 //! measures a peer where ICMP is filtered. One socket per address family,
 //! bound to the agent's address, shared by every probe.
 //!
-//! The round trip runs from just before the send to the kernel's receive
-//! stamp of the reply, less the time the reflector says it held the probe
+//! The round trip runs from the kernel's stamp of the probe's send to its
+//! stamp of the reply's arrival, less the time the reflector says it held the probe
 //! (its own kernel stamp on arrival to just before its send), so that the
 //! figure is the network's and not the peer agent's wake-up time. A reply
 //! is the probe's only when it comes from the probed address and carries
@@ -21,7 +21,7 @@ use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
 use crate::counters::Counters;
-use crate::kernel_stamps;
+use crate::kernel_stamps::{self, StampedSends};
 use crate::pending::{Pending, ProbeError};
 use crate::stamp_packet;
 
@@ -31,6 +31,7 @@ type Answer = (SystemTime, Option<Duration>);
 #[derive(Debug)]
 struct ProbeSocket {
     socket: AsyncFd<Socket>,
+    sends: StampedSends,
     pending: Pending<(IpAddr, u32), Answer>,
 }
 
@@ -85,21 +86,22 @@ impl Udp {
         let seq: u32 = rand::random();
         // Stamped for the early check no later than the probe leaves.
         let expected_at = SystemTime::now();
+        // The packet's own timestamp is part of what the reply must carry
+        // back; the RTT starts at the kernel's stamp of the send.
         let sent_at = SystemTime::now();
         let (packet, id) = stamp_packet::request(seq, sent_at, rand::random());
         let key = (target.ip(), id.seq);
         let waiter = socket.pending.expect(key, id.sent.0, expected_at);
         let to = SockAddr::from(target);
-        let sent = socket
-            .socket
-            .async_io(Interest::WRITABLE, |s| s.send_to(&packet, &to))
-            .await;
-        if let Err(err) = sent {
-            socket.pending.forget(&key);
-            return Err(ProbeError::Failed(err.to_string()));
-        }
+        let left = match socket.sends.send_to(&socket.socket, &packet, &to).await {
+            Ok(left) => self.counters.left_at(left),
+            Err(err) => {
+                socket.pending.forget(&key);
+                return Err(ProbeError::Failed(err.to_string()));
+            }
+        };
         let (arrived, hold) = socket.pending.wait(&key, waiter, timeout).await?;
-        let (rtt, cut) = stamp_packet::round_trip(sent_at, arrived, hold);
+        let (rtt, cut) = stamp_packet::round_trip(left, arrived, hold);
         if cut {
             self.counters.holds_cut.fetch_add(1, Relaxed);
         }
@@ -116,8 +118,10 @@ impl ProbeSocket {
         };
         let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
         socket.bind(&SockAddr::from(SocketAddr::new(ip, 0)))?;
+        let sends = StampedSends::on(&socket);
         Ok(Arc::new(Self {
             socket: kernel_stamps::register(socket)?,
+            sends,
             pending: Pending::default(),
         }))
     }
@@ -150,7 +154,7 @@ async fn receive(socket: Arc<ProbeSocket>, counters: Arc<Counters>) {
             counters.reply_refused(crate::replies::Refusal::Forged);
             continue;
         };
-        let arrived = stamped.unwrap_or_else(SystemTime::now);
+        let arrived = counters.arrived_at(stamped);
         socket.pending.answer(
             &(from.ip(), reply.id.seq),
             Some(reply.id.sent.0),

@@ -13,6 +13,7 @@ use crate::emulator::{Emulator, Port, Stats};
 use crate::netns;
 use crate::topology::{CONTROL_HOST, Faults, HostSpec, LinkProfile, NetworkSpec, Topology};
 use crate::tun;
+use crate::wire_ping::{self, WireCapture};
 
 /// Prefix length of the lab's addresses: 198.18.0.0/15.
 const PREFIX_LEN: u8 = 15;
@@ -208,7 +209,9 @@ impl Lab {
 
     /// Runs iputils ping (the reference the agents are held to) in `host`
     /// towards `address`: `count` echo requests `interval` apart; returns the
-    /// RTT of every reply, in ms, in order.
+    /// RTT of every reply, in ms, in order. The requests pad with
+    /// [`wire_ping::PATTERN`], which the agents' never do, so that a
+    /// capture ([`Lab::capture_pings`]) tells them apart.
     pub fn ping(
         &self,
         host: &str,
@@ -219,6 +222,7 @@ impl Lab {
         let output = self
             .command(host, "ping")?
             .args(["-n", "-c", &count.to_string(), "-W", "1"])
+            .args(["-p", wire_ping::PATTERN])
             .args(["-i", &format!("{:.3}", interval.as_secs_f64()), address])
             .output()?;
         Ok(String::from_utf8_lossy(&output.stdout)
@@ -226,6 +230,27 @@ impl Lab {
             .filter_map(|line| line.split("time=").nth(1))
             .filter_map(|time| time.split_whitespace().next()?.parse().ok())
             .collect())
+    }
+
+    /// Starts capturing the echo packets of [`Lab::ping`] in `host`, timed by the kernel ([`crate::wire_ping`]).
+    pub fn capture_pings(&self, host: &str) -> Result<WireCapture, LabError> {
+        Ok(WireCapture::start(self.command(host, "tcpdump")?)?)
+    }
+
+    /// [`Lab::ping`] under a capture: the round trip of every reply as the
+    /// wire saw it, in ms, in order.
+    pub fn ping_on_the_wire(
+        &self,
+        host: &str,
+        address: &str,
+        count: u32,
+        interval: Duration,
+    ) -> Result<Vec<f64>, LabError> {
+        let capture = self.capture_pings(host)?;
+        let pinged = self.ping(host, address, count, interval);
+        let rtts = wire_ping::round_trips(&capture.finish(), address);
+        pinged?;
+        Ok(rtts)
     }
 
     /// Starts `command` (from [`Lab::command`]) and keeps it, so that it is

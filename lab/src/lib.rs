@@ -17,6 +17,8 @@
 //! - [`forger`]: a host that answers echo requests ahead of time, and
 //!   [`lying_reflector`]: a STAMP reflector that claims false holds, for
 //!   the tests of what a lying node can do.
+//! - [`wire_ping`]: ping timed on the wire by tcpdump, the reference the
+//!   agents' round trips are held to.
 //! - [`Lab`]: starts all of it and removes it again on drop; namespaces
 //!   left behind by a process that died are removed at the next start.
 
@@ -28,6 +30,7 @@ pub mod lying_reflector;
 pub mod netns;
 pub mod topology;
 pub mod tun;
+pub mod wire_ping;
 
 pub use lab::{Lab, LabError, LabHost, is_root, root_or_skip};
 pub use topology::{Families, Faults, LinkProfile, Topology};
