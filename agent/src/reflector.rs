@@ -110,36 +110,38 @@ pub async fn serve(socket: AsyncFd<Socket>, counters: Arc<Counters>, shutdown: C
     }
 }
 
-/// The most a single send counts towards [`SendDelay`]: one that took
-/// longer was preempted, which says nothing of the next.
-const MAX_SEND_DELAY_SAMPLE: Duration = Duration::from_micros(100);
+/// How many of the latest sends [`SendDelay`] keeps.
+const SEND_DELAY_SAMPLES: usize = 31;
 
 /// What a reply's send takes, from the reflector's last stamp until the
-/// kernel hands the packet to the device (a moving average of the last few
-/// dozen sends' transmit stamps): the part of the hold that the reply
-/// cannot stamp itself.
-/// An ICMP echo reply, sent by the kernel, never pays it.
+/// kernel hands the packet to the device (the median of the last few dozen
+/// sends' transmit stamps): the part of the hold that the reply cannot
+/// stamp itself. A median, not a mean: the sends' times are skewed (a few
+/// preempted ones take far longer), and a mean would over-claim the hold
+/// of the typical reply, so that a round trip over a short path would read
+/// low, on loopback 0. An ICMP echo reply, sent by the kernel, never pays
+/// it.
 #[derive(Debug, Default)]
 struct SendDelay {
-    /// Nanoseconds, averaged.
-    average_ns: f64,
+    /// The latest sends, oldest overwritten first.
+    latest: Vec<Duration>,
+    next: usize,
 }
 
 impl SendDelay {
-    /// Weight of the newest send in the average.
-    const WEIGHT: f64 = 1.0 / 32.0;
-
     fn note(&mut self, took: Duration) {
-        let sample = took.min(MAX_SEND_DELAY_SAMPLE).as_nanos() as f64;
-        if self.average_ns == 0.0 {
-            self.average_ns = sample;
+        if self.latest.len() < SEND_DELAY_SAMPLES {
+            self.latest.push(took);
         } else {
-            self.average_ns += (sample - self.average_ns) * Self::WEIGHT;
+            self.latest[self.next] = took;
         }
+        self.next = (self.next + 1) % SEND_DELAY_SAMPLES;
     }
 
     fn typical(&self) -> Duration {
-        Duration::from_nanos(self.average_ns as u64)
+        let mut sorted = self.latest.clone();
+        sorted.sort_unstable();
+        sorted.get(sorted.len() / 2).copied().unwrap_or_default()
     }
 }
 
@@ -187,15 +189,15 @@ mod tests {
         for _ in 0..200 {
             delay.note(Duration::from_micros(12));
         }
-        let typical = delay.typical().as_nanos();
-        assert!((11_900..=12_000).contains(&typical), "{typical}");
-        // A send kept from running for 5 ms counts as 100 us at most.
+        assert_eq!(delay.typical(), Duration::from_micros(12));
+        // A send kept from running for 5 ms moves it not at all, nor do a
+        // few slow ones among many quick ones (their mean would be 21 us).
         delay.note(Duration::from_millis(5));
-        assert!(
-            delay.typical() < Duration::from_micros(16),
-            "{:?}",
-            delay.typical()
-        );
+        assert_eq!(delay.typical(), Duration::from_micros(12));
+        for i in 0..31 {
+            delay.note(Duration::from_micros(if i % 3 == 0 { 40 } else { 7 }));
+        }
+        assert_eq!(delay.typical(), Duration::from_micros(7));
     }
 
     #[test]
