@@ -96,11 +96,13 @@ impl ScoresConnection {
             .into_inner())
     }
 
-    /// The measured topology.
+    /// The measured topology of the connection's network.
     pub async fn topology(&mut self) -> anyhow::Result<pb::Topology> {
         Ok(self
             .client
-            .get_topology(pb::TopologyRequest {})
+            .get_topology(pb::TopologyRequest {
+                network: convert::network_to_wire(&self.network),
+            })
             .await?
             .into_inner())
     }
@@ -125,13 +127,25 @@ impl ScoresConnection {
         size: usize,
         placed: &[String],
     ) -> anyhow::Result<pb::RankResponse> {
+        let network = self.network.clone();
+        self.rank_by(&[network], size, placed).await
+    }
+
+    /// [`ScoresConnection::rank`] by the worst of `networks`, pair by pair
+    /// (by that network alone when it is one).
+    pub async fn rank_by(
+        &mut self,
+        networks: &[Network],
+        size: usize,
+        placed: &[String],
+    ) -> anyhow::Result<pb::RankResponse> {
         let request = pb::RankRequest {
             size: u32::try_from(size)
                 .map_err(|_| anyhow::anyhow!("job size {size} is too large"))?,
             placed: placed.to_vec(),
             candidates: Vec::new(),
             strict_zone: false,
-            network: convert::network_to_wire(&self.network),
+            network: convert::networks_to_wire(networks),
         };
         Ok(self.client.rank(request).await?.into_inner())
     }

@@ -8,6 +8,7 @@ use netaware_core::extender::rank_answer;
 use netaware_core::network::Network;
 use netaware_core::pair_rtt::RttLookup;
 use netaware_core::placement::{JobRequest, Placer};
+use netaware_core::worst_of::worst_of_placers;
 use netaware_proto::v1 as pb;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -160,11 +161,15 @@ impl pb::scores_server::Scores for ScoresService {
 
     async fn get_topology(
         &self,
-        _: Request<pb::TopologyRequest>,
+        request: Request<pb::TopologyRequest>,
     ) -> Result<Response<pb::Topology>, Status> {
+        let network = network_of(&request.into_inner().network)?;
         let published = self.topology.get();
+        let Some(topology) = published.of(&network) else {
+            return Err(unmeasured(&*self.snapshot().await, &network));
+        };
         Ok(Response::new(convert::topology_to_wire(
-            &published.topology,
+            &topology,
             published.observed_unix_ms,
             self.confirmations,
         )))
@@ -187,9 +192,24 @@ impl pb::scores_server::Scores for ScoresService {
     ) -> Result<Response<pb::RankResponse>, Status> {
         let request = request.into_inner();
         let job = job_request(&request)?;
-        let network = network_of(&request.network)?;
+        let networks = convert::networks_from_wire(&request.network)
+            .map_err(|err| Status::invalid_argument(err.to_string()))?;
         let snapshot = self.snapshot().await;
-        let placer = placer_of(&snapshot, &network)?;
+        let placers = networks
+            .iter()
+            .map(|network| placer_of(&snapshot, network))
+            .collect::<Result<Vec<&Placer>, Status>>()?;
+        // A job over several networks is placed by the worst of them, pair
+        // by pair, as the extender places a pod that lists them: built
+        // here for this one answer (the extender keeps its own).
+        let combined;
+        let placer = match placers.as_slice() {
+            [placer] => *placer,
+            several => {
+                combined = worst_of_placers(several).expect("several networks");
+                &combined
+            }
+        };
         // What the extender decides on these candidates, by the same
         // settings it receives with the matrix.
         let answer = rank_answer(placer, &job);

@@ -30,7 +30,8 @@
 //! - [`network`]: the networks a pair is measured over (the primary, a
 //!   dual-stack node's other family, the rails an operator names), each
 //!   with a matrix of its own; [`network_address`]: how a node finds its
-//!   address on a named network.
+//!   address on a named network; [`worst_of`]: the matrix of a job that
+//!   uses several networks at once, each pair its worst network's.
 //! - [`stats`]: quantiles, medians and means, one definition for all.
 //! - [`transport`]: how a pair was probed (ICMP, UDP, TCP), and what was
 //!   found filtered on the way.
@@ -71,6 +72,7 @@ pub mod throughput_plan;
 pub mod transport;
 pub mod verdict;
 pub mod window;
+pub mod worst_of;
 
 /// Milliseconds since the Unix epoch. All times in the core are this type,
 /// passed in by the caller.

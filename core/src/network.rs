@@ -33,7 +33,40 @@ pub struct Network(String);
 )]
 pub struct InvalidNetwork(pub String);
 
+/// The most networks one list may name (a job over every rail of an
+/// eight-rail node).
+pub const MAX_LISTED: usize = 8;
+
+/// A list of networks that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidNetworkList {
+    /// One of the names.
+    #[error(transparent)]
+    Name(#[from] InvalidNetwork),
+    /// Too many names.
+    #[error("{0} networks listed, at most {MAX_LISTED}")]
+    TooMany(usize),
+}
+
 impl Network {
+    /// The networks of a comma list (`rail-0,rail-1`; blanks around each
+    /// name ignored, a repeat counted once), in order: what a job that
+    /// uses several networks at once is placed by, the worst of them pair
+    /// by pair ([`crate::worst_of`]).
+    pub fn parse_list(list: &str) -> Result<Vec<Self>, InvalidNetworkList> {
+        let mut networks: Vec<Self> = Vec::new();
+        for name in list.split(',') {
+            let network = Self::parse(name.trim())?;
+            if !networks.contains(&network) {
+                networks.push(network);
+            }
+        }
+        if networks.len() > MAX_LISTED {
+            return Err(InvalidNetworkList::TooMany(networks.len()));
+        }
+        Ok(networks)
+    }
+
     /// The primary network.
     pub fn primary() -> Self {
         Self(PRIMARY.to_owned())
@@ -109,6 +142,31 @@ pub fn networks_of(addresses: &[IpAddr]) -> Vec<(Network, IpAddr)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_names_each_network_once_in_order() {
+        let names = |list: &str| -> Result<Vec<String>, InvalidNetworkList> {
+            Ok(Network::parse_list(list)?
+                .iter()
+                .map(|n| n.as_str().to_owned())
+                .collect())
+        };
+        assert_eq!(names("rail-0").unwrap(), ["rail-0"]);
+        assert_eq!(
+            names(" rail-1 , rail-0,rail-1").unwrap(),
+            ["rail-1", "rail-0"]
+        );
+        assert!(matches!(names("rail-0,"), Err(InvalidNetworkList::Name(_))));
+        assert!(matches!(names(""), Err(InvalidNetworkList::Name(_))));
+        let nine = (0..=MAX_LISTED)
+            .map(|i| format!("rail-{i}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        assert_eq!(
+            names(&nine),
+            Err(InvalidNetworkList::TooMany(MAX_LISTED + 1))
+        );
+    }
     use proptest::prelude::*;
 
     fn ips(list: &[&str]) -> Vec<IpAddr> {

@@ -19,7 +19,7 @@ use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::measured_topology::{
     Block, BlockNode, LinkCost, MeasuredTopology, NetworkCosts, ZoneBlocks,
 };
-use netaware_core::network::{InvalidNetwork, Network};
+use netaware_core::network::{InvalidNetwork, InvalidNetworkList, Network};
 use netaware_core::pair_rtt::{PairRtt, RttBasis};
 use netaware_core::placement::{Basis, PlacementConfig, Placer};
 use netaware_core::registry::AgentFacts;
@@ -343,6 +343,25 @@ pub fn network_from_wire(name: &str) -> Result<Network, InvalidNetwork> {
     } else {
         Network::parse(name)
     }
+}
+
+/// The networks of a Rank request: one name or a comma list, none the
+/// primary.
+pub fn networks_from_wire(list: &str) -> Result<Vec<Network>, InvalidNetworkList> {
+    if list.is_empty() {
+        Ok(vec![Network::primary()])
+    } else {
+        Network::parse_list(list)
+    }
+}
+
+/// The wire form of a list of networks: their names, comma-separated.
+pub fn networks_to_wire(networks: &[Network]) -> String {
+    networks
+        .iter()
+        .map(Network::as_str)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// A network's wire form: its name, always written out.

@@ -225,6 +225,7 @@ async fn decode(extender: &Extender, body: &[u8]) -> Result<Call, Response> {
     };
     let (mut placer, unserved) = match extender.networks.for_labels(&labels) {
         NetworkChoice::Followed(cache) => (cache.fresh(), None),
+        NetworkChoice::WorstOf(caches) => (extender.networks.worst_of(&caches), None),
         NetworkChoice::NotFollowed(network) => (
             None,
             Some(format!(

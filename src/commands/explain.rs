@@ -16,11 +16,13 @@ use netaware_proto::v1 as pb;
 use netaware_scheduler::job::{GROUP_SIZE_LABEL, JOB_LABELS};
 use serde::{Deserialize, Serialize};
 
-use super::Target;
+use super::{PlacedByArg, Target};
 use crate::json::{RankJson, RankedJson};
 use crate::output::OutputArgs;
 use crate::render::{figure, keep, neutral_line, table, text};
+use netaware_core::network::Network;
 use netaware_core::placement::PlacementConfig;
+use netaware_scheduler::networks::NETWORK_LABEL;
 
 /// A gap between a node's term and the best of its zone below which the
 /// term does not hold it back.
@@ -85,6 +87,9 @@ pub struct ExplainJson {
     pub size: usize,
     /// Where its workers run.
     pub placed: Vec<String>,
+    /// The network it is placed by, or a comma list (each pair its worst
+    /// network's).
+    pub network: String,
     /// Where the extender would put the next worker; null when no node
     /// may take it.
     pub next: Option<String>,
@@ -103,8 +108,14 @@ pub struct ExplainJson {
 }
 
 impl ExplainJson {
-    /// The explanation of `ranking` for a job of `size` on `placed`.
-    pub fn new(size: usize, placed: Vec<String>, ranking: &pb::RankResponse) -> Self {
+    /// The explanation of `ranking` for a job of `size` on `placed`,
+    /// ranked by `networks`.
+    pub fn new(
+        size: usize,
+        placed: Vec<String>,
+        networks: &[Network],
+        ranking: &pb::RankResponse,
+    ) -> Self {
         let rank = RankJson::from(ranking);
         let mut best: BTreeMap<(&str, Term), f64> = BTreeMap::new();
         for node in rank.nodes.iter().filter(|n| n.feasible) {
@@ -141,6 +152,7 @@ impl ExplainJson {
         Self {
             size,
             placed,
+            network: netaware_proto::convert::networks_to_wire(networks),
             next: rank.next,
             neutral: rank.neutral,
             placement: rank.placement,
@@ -158,8 +170,13 @@ pub struct ExplainArgs {
     target: Target,
     #[command(flatten)]
     output: OutputArgs,
+    /// Without it: the network its pods' `netaware.io/network` label names
+    /// (with `--job`), else the primary.
+    #[command(flatten)]
+    network: PlacedByArg,
     /// The job by name, `[NAMESPACE/]NAME`: its size and placed workers
-    /// read from the Kubernetes API (its pods, by their job labels).
+    /// (and its network) read from the Kubernetes API (its pods, by their
+    /// job labels).
     #[arg(long, conflicts_with_all = ["size", "peers"])]
     job: Option<String>,
     /// Workers in the job.
@@ -174,18 +191,31 @@ pub struct ExplainArgs {
 /// collector's Rank runs the extender's decision code on its snapshot, by
 /// the settings the extender places by.
 pub async fn run(args: ExplainArgs) -> anyhow::Result<()> {
-    let (size, placed) = match &args.job {
+    let (size, placed, labelled) = match &args.job {
         Some(job) => {
             let client = kube::Client::try_default().await.map_err(|err| {
                 anyhow::anyhow!("--job reads the job's pods from the Kubernetes API: {err}")
             })?;
-            job_from_pods(&job_pods(client, job).await?)
+            let pods = job_pods(client, job).await?;
+            let (size, placed) = job_from_pods(&pods);
+            (size, placed, network_of_pods(&pods)?)
         }
-        None => (args.size.unwrap_or(1), args.peers.clone()),
+        None => (args.size.unwrap_or(1), args.peers.clone(), None),
     };
     anyhow::ensure!(size >= 1, "--size must be at least 1");
-    let ranking = args.target.connect().await?.rank(size, &placed).await?;
-    let answer = ExplainJson::new(size, placed, &ranking);
+    let networks = args
+        .network
+        .networks
+        .map(|list| list.0)
+        .or(labelled)
+        .unwrap_or_else(|| vec![Network::primary()]);
+    let ranking = args
+        .target
+        .connect()
+        .await?
+        .rank_by(&networks, size, &placed)
+        .await?;
+    let answer = ExplainJson::new(size, placed, &networks, &ranking);
     args.output.print(&answer, |wide| render(&answer, wide))
 }
 
@@ -200,10 +230,11 @@ pub fn render(explain: &ExplainJson, wide: bool) -> String {
         format!(" ({})", explain.placed.join(", "))
     };
     let mut out = format!(
-        "job of {} workers, {} placed{placed}
+        "job of {} workers, {} placed{placed}, by network {}
 ",
         explain.size,
-        explain.placed.len()
+        explain.placed.len(),
+        explain.network
     );
     out.push_str(&neutral_line(explain.neutral.as_deref()));
     out.push_str(&match &explain.zone {
@@ -300,6 +331,21 @@ pub fn job_from_pods(pods: &[Pod]) -> (usize, Vec<String>) {
     (size.max(1), placed)
 }
 
+/// The networks a job's pods are placed by, as their
+/// `netaware.io/network` label names them (the first pod that has it);
+/// `None` when none has it.
+pub fn network_of_pods(pods: &[Pod]) -> anyhow::Result<Option<Vec<Network>>> {
+    let label = pods
+        .iter()
+        .find_map(|p| p.metadata.labels.as_ref()?.get(NETWORK_LABEL));
+    label
+        .map(|list| {
+            Network::parse_list(list)
+                .map_err(|err| anyhow::anyhow!("the job's label {NETWORK_LABEL}: {err}"))
+        })
+        .transpose()
+}
+
 /// The pods of the job `[namespace/]name`, by the first job label that
 /// names any.
 pub async fn job_pods(client: kube::Client, job: &str) -> anyhow::Result<Vec<Pod>> {
@@ -358,8 +404,10 @@ mod tests {
             placement: None,
             neutral: String::new(),
         };
-        let explain = ExplainJson::new(3, vec![], &ranking);
+        let rails = Network::parse_list("rail-0,rail-1").unwrap();
+        let explain = ExplainJson::new(3, vec![], &rails, &ranking);
         assert_eq!(explain.next.as_deref(), Some("b1"));
+        assert_eq!(explain.network, "rail-0,rail-1");
         let b2 = explain.nodes.iter().find(|n| n.node.name == "b2").unwrap();
         assert_eq!(
             b2.weakest,
@@ -371,6 +419,7 @@ mod tests {
         );
         assert_eq!(explain.nodes[1].weakest, None, "b3 is within 0.05 of b1");
         let text = render(&explain, false);
+        assert!(text.contains("by network rail-0,rail-1"), "{text}");
         assert!(
             text.contains("held back by delay 0.40 (its zone's best 0.97)"),
             "{text}"
@@ -409,6 +458,27 @@ mod tests {
         assert_eq!(job_from_pods(&pods), (4, vec!["a1".into(), "a2".into()]));
         let sized = [pod(Some("a1"), "Running", Some("8"))];
         assert_eq!(job_from_pods(&sized), (8, vec!["a1".into()]));
+        // The network its pods' label names, else none.
+        assert_eq!(network_of_pods(&pods).unwrap(), None);
+        let mut on_rails = pod(Some("a1"), "Running", None);
+        on_rails
+            .metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert(NETWORK_LABEL.into(), "rail-1, rail-0".into());
+        let networks = network_of_pods(&[pods[0].clone(), on_rails.clone()]).unwrap();
+        assert_eq!(
+            networks,
+            Some(Network::parse_list("rail-1,rail-0").unwrap())
+        );
+        on_rails
+            .metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert(NETWORK_LABEL.into(), "Rail 0".into());
+        assert!(network_of_pods(&[on_rails]).is_err());
     }
 
     #[tokio::test]

@@ -156,6 +156,30 @@ fn parse_network(
     netaware_core::network::Network::parse(name)
 }
 
+/// Which networks a job is placed by (`rank`, `explain`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct PlacedByArg {
+    /// The network, as for `matrix`, or a comma list (`rail-0,rail-1`):
+    /// each pair then as good as its worst network, as the extender places
+    /// pods whose `netaware.io/network` label lists them.
+    #[arg(long = "network", value_name = "NETWORK[,NETWORK...]", value_parser = parse_networks)]
+    pub networks: Option<NetworkList>,
+}
+
+/// Networks named by a comma list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetworkList(pub Vec<netaware_core::network::Network>);
+
+impl std::fmt::Display for NetworkList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&netaware_proto::convert::networks_to_wire(&self.0))
+    }
+}
+
+fn parse_networks(list: &str) -> Result<NetworkList, netaware_core::network::InvalidNetworkList> {
+    netaware_core::network::Network::parse_list(list).map(NetworkList)
+}
+
 /// Which collector a command asks, and how.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Target {

@@ -1,7 +1,7 @@
 //! `netaware rank`: the candidates for a job, best first, as the collector
 //! ranks them, with what the extender answers for each.
 
-use super::{NetworkArg, Target};
+use super::{PlacedByArg, Target};
 use crate::output::OutputArgs;
 use crate::{json, render};
 
@@ -13,7 +13,7 @@ pub struct RankArgs {
     #[command(flatten)]
     output: OutputArgs,
     #[command(flatten)]
-    network: NetworkArg,
+    network: PlacedByArg,
     /// Workers in the job.
     #[arg(long)]
     size: usize,
@@ -25,12 +25,15 @@ pub struct RankArgs {
 /// Prints the ranking.
 pub async fn run(args: RankArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.size >= 1, "--size must be at least 1");
+    let networks = args.network.networks.map_or_else(
+        || vec![netaware_core::network::Network::primary()],
+        |list| list.0,
+    );
     let ranking = args
         .target
         .connect()
         .await?
-        .on(&args.network.network)
-        .rank(args.size, &args.peers)
+        .rank_by(&networks, args.size, &args.peers)
         .await?;
     let answer = json::RankJson::from(&ranking);
     args.output

@@ -575,9 +575,50 @@ async fn a_pod_is_placed_by_the_network_its_label_names() {
         ["a2"],
         "rail-0: a2 is lossy"
     );
+    // Both: each pair as good as its worst network, and every pair is
+    // lossy on one of them (a2's on rail-0, a3's on the primary), so no
+    // node may take a worker. By the best of the two, none would fail.
+    assert_eq!(failed_on(Some("rail-0, primary")).await, ["a1", "a2", "a3"]);
     // Not followed, or not a network's name: neutral, nobody failed.
     assert!(failed_on(Some("rail-7")).await.is_empty());
     assert!(failed_on(Some("rail-0,rail-1")).await.is_empty());
+    assert!(failed_on(Some("rail-0,,primary")).await.is_empty());
+
+    // The collector's Rank places a job over both networks as the
+    // extender does.
+    let mut scores = netaware_proto::v1::scores_client::ScoresClient::connect(url.clone())
+        .await
+        .unwrap();
+    let feasible = |network: &str| {
+        let request = netaware_proto::v1::RankRequest {
+            size: 1,
+            network: network.into(),
+            ..Default::default()
+        };
+        let mut scores = scores.clone();
+        async move {
+            let ranking = scores.rank(request).await.unwrap().into_inner();
+            let mut feasible: Vec<String> = ranking
+                .nodes
+                .into_iter()
+                .filter(|n| n.feasible)
+                .map(|n| n.name)
+                .collect();
+            feasible.sort();
+            feasible
+        }
+    };
+    assert_eq!(feasible("rail-0").await, ["a1", "a3"]);
+    assert!(feasible("rail-0,primary").await.is_empty());
+    let unmeasured = scores
+        .rank(netaware_proto::v1::RankRequest {
+            size: 1,
+            network: "rail-0,rail-9".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unmeasured.code(), tonic::Code::NotFound, "{unmeasured:?}");
     shutdown.cancel();
     drop(collector);
 }
