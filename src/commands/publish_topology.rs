@@ -25,6 +25,10 @@ pub struct PublishArgs {
     /// The collector, and TLS towards it.
     #[command(flatten)]
     pub target: super::Target,
+    /// Whose blocks to publish (one network per publisher: the labels
+    /// and objects have one name each).
+    #[command(flatten)]
+    pub network: super::NetworkArg,
     /// What to publish (repeat for more): labels, kueue, volcano, diktyo.
     #[arg(long = "format", value_enum, required = true)]
     pub formats: Vec<Format>,
@@ -51,11 +55,11 @@ pub async fn run(args: PublishArgs, shutdown: CancellationToken) -> anyhow::Resu
         min_write_gap: args.min_write_gap,
     };
     let mut publisher = Publisher::start(client, options).await?;
-    tracing::info!(formats = ?args.formats, collector = %args.target.collector, "publishing the measured topology");
+    tracing::info!(formats = ?args.formats, collector = %args.target.collector, network = %args.network.network, "publishing the measured topology");
     let mut last_observed = 0;
     loop {
         let round = async {
-            let mut scores = args.target.connect().await?;
+            let mut scores = args.target.connect().await?.on(&args.network.network);
             let (topology, observed) = fetch(&mut scores).await?;
             if observed == last_observed {
                 return anyhow::Ok(None);

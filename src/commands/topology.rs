@@ -8,7 +8,7 @@ use netaware_proto::convert::topology_from_wire;
 use netaware_proto::v1 as pb;
 use netaware_publish::{KueueVersion, RenderOptions};
 
-use super::Target;
+use super::{NetworkArg, Target};
 use crate::client::ScoresConnection;
 use crate::output::OutputArgs;
 use crate::{json, render};
@@ -20,6 +20,10 @@ pub struct TopologyArgs {
     target: Target,
     #[command(flatten)]
     output: OutputArgs,
+    /// Whose blocks: a rail's are the racks of the backend fabric, which a
+    /// job placed by that rail should pack into.
+    #[command(flatten)]
+    network: NetworkArg,
     /// Print these objects as YAML (for review, or `kubectl apply
     /// --server-side -f -`).
     #[arg(long, value_enum)]
@@ -30,7 +34,7 @@ pub struct TopologyArgs {
 
 /// Prints the topology, or the objects that carry it.
 pub async fn run(args: TopologyArgs) -> anyhow::Result<()> {
-    let mut scores = args.target.connect().await?;
+    let mut scores = args.target.connect().await?.on(&args.network.network);
     let (topology, observed) = fetch(&mut scores).await?;
     if let Some(format) = args.format {
         let objects = netaware_publish::render(&topology, format, &args.render.options());

@@ -275,6 +275,120 @@ fn an_unreachable_collector_is_a_clear_error() {
     );
 }
 
+/// Four nodes measured over the primary network and rail-0, a4 lossy on
+/// rail-0 alone: `topology --network rail-0` marks it degraded, the
+/// primary's topology does not, and a network nobody measured is an error
+/// that names those there are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_network_has_a_topology_of_its_own() {
+    let shutdown = CancellationToken::new();
+    let mut config = netaware_testkit::collector_config(Vec::new(), None);
+    config.model.topology_interval = std::time::Duration::from_millis(100);
+    let collector = netaware_collector::Collector::start(config, shutdown.clone())
+        .await
+        .unwrap();
+    let url = format!("http://{}", collector.grpc_addr);
+    let nodes = ["a1", "a2", "a3", "a4"];
+    let mut sessions = Vec::new();
+    for (host, name) in nodes.iter().enumerate() {
+        let hello = netaware_proto::v1::Hello {
+            networks: vec![netaware_proto::v1::NetworkAddress {
+                network: "rail-0".into(),
+                address: format!("172.16.1.{}", host + 1),
+            }],
+            ..netaware_testkit::hello(name)
+        };
+        let session = Session::open(&url, netaware_testkit::hello_message(hello))
+            .await
+            .expect("hello accepted");
+        sessions.push((*name, session));
+    }
+    for (name, session) in &mut sessions {
+        let mut peers = Vec::new();
+        for other in nodes.iter().filter(|n| *n != name) {
+            let peer = netaware_proto::v1::PeerWindow {
+                peer: (*other).into(),
+                ..good_peer()
+            };
+            let lossy = *name == "a4" || *other == "a4";
+            peers.push(netaware_proto::v1::PeerWindow {
+                network: "rail-0".into(),
+                received: if lossy { 5 } else { 10 },
+                ..peer.clone()
+            });
+            peers.push(peer);
+        }
+        assert_eq!(session.send(window(1, peers)).await.code, 0);
+    }
+    let (rail, primary, unknown) = tokio::task::spawn_blocking(move || {
+        let url = url.as_str();
+        let topology = |network: &str| {
+            let output = Command::new(env!("CARGO_BIN_EXE_netaware"))
+                .args([
+                    "topology",
+                    "--collector",
+                    url,
+                    "--network",
+                    network,
+                    "-o",
+                    "json",
+                ])
+                .output()
+                .unwrap();
+            (
+                serde_json::from_slice::<Value>(&output.stdout).ok(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            )
+        };
+        let degraded = |topology: &Value| -> Vec<String> {
+            topology["zones"][0]["blocks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|b| b["degraded"].as_array().cloned().unwrap_or_default())
+                .filter_map(|n| n.as_str().map(str::to_owned))
+                .collect()
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let rail = loop {
+            if let (Some(rail), _) = topology("rail-0")
+                && !degraded(&rail).is_empty()
+            {
+                break degraded(&rail);
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no round marked a node on rail-0: {:?}",
+                topology("rail-0")
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        let primary = topology("primary").0.expect("the primary's topology");
+        let blocks = primary["zones"][0]["blocks"].clone();
+        (rail, (degraded(&primary), blocks), topology("rail-9"))
+    })
+    .await
+    .unwrap();
+    assert_eq!(rail, ["a4"]);
+    assert!(primary.0.is_empty(), "{:?}", primary.1);
+    let nodes_in_blocks: usize = primary
+        .1
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["nodes"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(nodes_in_blocks, 4, "{:?}", primary.1);
+    assert!(unknown.0.is_none());
+    assert!(
+        unknown.1.contains("rail-9") && unknown.1.contains("primary, rail-0"),
+        "{}",
+        unknown.1
+    );
+    shutdown.cancel();
+    collector.wait().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topology_says_when_it_has_none_yet_then_shows_the_blocks() {
     let shutdown = CancellationToken::new();

@@ -1,5 +1,5 @@
-//! The collector's measured topology (`netaware_core::measured_topology`):
-//! every round (`--topology-interval`,
+//! The collector's measured topology (`netaware_core::measured_topology`),
+//! one per network: every round (`--topology-interval`,
 //! [`TOPOLOGY_ROUND_INTERVAL`](crate::config::TOPOLOGY_ROUND_INTERVAL) by
 //! default) the
 //! published snapshot is read into blocks of close nodes, degraded marks
@@ -13,10 +13,12 @@
 //! what it sees (block numbers follow the order of the groups' first
 //! nodes, so an unchanged network gets its old numbers back).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use netaware_core::UnixMillis;
 use netaware_core::measured_topology::{self, BlockTracker, MeasuredTopology};
+use netaware_core::network::Network;
 use netaware_runtime::latest::Latest;
 use tokio_util::sync::CancellationToken;
 
@@ -24,19 +26,34 @@ use crate::config::ModelConfig;
 use crate::metrics::WorkMetrics;
 use crate::snapshots::Snapshots;
 
-/// The topology of the last round.
+/// The topology of the last round, of every network measured: a rail's
+/// blocks are what a job placed by that rail should pack into.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PublishedTopology {
-    /// Blocks, degraded marks and costs.
-    pub topology: MeasuredTopology,
+    /// Blocks, degraded marks and costs, by network.
+    pub by_network: BTreeMap<Network, MeasuredTopology>,
     /// When the round ran; 0 before the first.
     pub observed_unix_ms: UnixMillis,
+}
+
+impl PublishedTopology {
+    /// `network`'s topology; an empty one before the first round, `None`
+    /// when the round saw no matrix of that network.
+    pub fn of(&self, network: &Network) -> Option<MeasuredTopology> {
+        match self.by_network.get(network) {
+            Some(topology) => Some(topology.clone()),
+            None if self.observed_unix_ms == 0 => Some(MeasuredTopology::default()),
+            None => None,
+        }
+    }
 }
 
 /// The topology of the last round, for every reader.
 pub type SharedTopology = Latest<PublishedTopology>;
 
-/// Works the topology out every round until `shutdown`, into `published`.
+/// Works the topology of every network out every round until `shutdown`,
+/// into `published`. Each network has its tracker, kept across rounds; a
+/// network that is gone loses its own.
 pub async fn run(
     snapshots: Arc<Snapshots>,
     published: Arc<SharedTopology>,
@@ -44,7 +61,7 @@ pub async fn run(
     config: ModelConfig,
     shutdown: CancellationToken,
 ) {
-    let mut tracker = BlockTracker::new(&config.blocks);
+    let mut trackers: BTreeMap<Network, BlockTracker> = BTreeMap::new();
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return,
@@ -52,23 +69,35 @@ pub async fn run(
         }
         let snapshot = snapshots.published();
         let started = std::time::Instant::now();
+        let kept = std::mem::take(&mut trackers);
         let round = netaware_runtime::background::run(move || {
-            let observation =
-                measured_topology::observe(snapshot.scored(), &config.blocks, &config.placement);
+            let mut trackers = BTreeMap::new();
+            let mut by_network = BTreeMap::new();
+            let mut kept = kept;
+            for network in snapshot.networks() {
+                let Some(placer) = snapshot.placer_of(network) else {
+                    continue;
+                };
+                let observation =
+                    measured_topology::observe(placer.matrix(), &config.blocks, &config.placement);
+                let mut tracker = kept
+                    .remove(network)
+                    .unwrap_or_else(|| BlockTracker::new(&config.blocks));
+                by_network.insert(network.clone(), tracker.update(&observation));
+                trackers.insert(network.clone(), tracker);
+            }
             drop(snapshot);
-            let topology = tracker.update(&observation);
-            (tracker, topology)
+            (trackers, by_network)
         })
         .await;
-        let Some((kept, topology)) = round else {
+        let Some((kept, by_network)) = round else {
             tracing::error!("a round of the measured topology failed; starting it over");
-            tracker = BlockTracker::new(&config.blocks);
             continue;
         };
-        tracker = kept;
+        trackers = kept;
         work.topology_round.observe(started.elapsed().as_secs_f64());
         published.publish(PublishedTopology {
-            topology,
+            by_network,
             observed_unix_ms: netaware_runtime::clock::now_ms(),
         });
     }
