@@ -595,11 +595,7 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
     };
     let bias_undecided = {
         let biases = biases(&rounds);
-        biases
-            .iter()
-            .filter(|b| b.within())
-            .count()
-            == 1
+        biases.iter().filter(|b| b.within()).count() == 1
     };
     let again: Vec<usize> = (0..all_pairs.len())
         .filter(|&i| bias_undecided || undecided(&tries[i]))
@@ -627,10 +623,7 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
             );
         }
     }
-    let within = biases
-        .iter()
-        .filter(|b| b.within())
-        .count();
+    let within = biases.iter().filter(|b| b.within()).count();
     assert!(
         within * 2 > biases.len(),
         "the bias is off in {} of {} rounds:\n{}",

@@ -838,3 +838,42 @@ fn the_topology_publisher_reaches_the_collector_and_may_write_only_what_it_publi
             .all(|o| o["metadata"]["name"] != "netaware-topology-publisher")
     );
 }
+
+/// deploy/rails: every agent finds its address on each rail by the same
+/// arguments, and the extender follows each rail, placing unlabelled pods
+/// by the primary network as before.
+#[test]
+fn the_rails_overlay_measures_each_rail_and_the_extender_follows_them() {
+    let objects = render("deploy/rails");
+    let agent = container(find(&objects, "DaemonSet", "netaware-agent"), "agent");
+    let rules: Vec<String> = agent_args(agent)
+        .networks
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(rules, ["rail-0=172.16.0.0/16", "rail-1=172.17.0.0/16"]);
+    let extender = container(
+        find(&objects, "Deployment", "netaware-scheduler"),
+        "extender",
+    );
+    let args = extender_args(extender);
+    let followed: Vec<&str> = args.networks.iter().map(|n| n.as_str()).collect();
+    assert_eq!(followed, ["rail-0", "rail-1"]);
+    assert_eq!(args.default_network.as_str(), "primary");
+    // Nothing else changes: the base's objects, one for one.
+    let names = |objects: &[Value]| -> Vec<String> {
+        let mut names: Vec<String> = objects
+            .iter()
+            .map(|o| {
+                format!(
+                    "{} {}",
+                    o["kind"].as_str().unwrap(),
+                    o["metadata"]["name"].as_str().unwrap()
+                )
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(&objects), names(&rendered()));
+}
