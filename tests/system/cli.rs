@@ -23,6 +23,17 @@ fn netaware(args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// A collector that works the topology out every 100 ms.
+async fn collector_with_a_topology_round_every_100ms(
+    shutdown: &CancellationToken,
+) -> netaware_collector::Collector {
+    let mut config = netaware_testkit::collector_config(Vec::new(), None);
+    config.model.topology_interval = std::time::Duration::from_millis(100);
+    netaware_collector::Collector::start(config, shutdown.clone())
+        .await
+        .unwrap()
+}
+
 fn keys(value: &Value) -> Vec<&str> {
     let mut keys: Vec<&str> = value
         .as_object()
@@ -282,11 +293,7 @@ fn an_unreachable_collector_is_a_clear_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_network_has_a_topology_of_its_own() {
     let shutdown = CancellationToken::new();
-    let mut config = netaware_testkit::collector_config(Vec::new(), None);
-    config.model.topology_interval = std::time::Duration::from_millis(100);
-    let collector = netaware_collector::Collector::start(config, shutdown.clone())
-        .await
-        .unwrap();
+    let collector = collector_with_a_topology_round_every_100ms(&shutdown).await;
     let url = format!("http://{}", collector.grpc_addr);
     let nodes = ["a1", "a2", "a3", "a4"];
     let mut sessions = Vec::new();
@@ -412,11 +419,7 @@ async fn topology_says_when_it_has_none_yet_then_shows_the_blocks() {
     );
 
     // One with a round every 100 ms, two nodes of zone-a measured.
-    let mut config = netaware_testkit::collector_config(Vec::new(), None);
-    config.model.topology_interval = std::time::Duration::from_millis(100);
-    let collector = netaware_collector::Collector::start(config, shutdown.clone())
-        .await
-        .unwrap();
+    let collector = collector_with_a_topology_round_every_100ms(&shutdown).await;
     let url = format!("http://{}", collector.grpc_addr);
     let mut a = Session::hello(&url, "a").await;
     let _b = Session::hello(&url, "b").await;
