@@ -340,6 +340,7 @@ impl Agent {
             server,
             send_buffer: config.throughput_buffer,
             addresses: config.addresses.clone(),
+            networks: config.networks.clone(),
             quiet: Arc::clone(&quiet),
             results: results_tx,
             counters: Arc::clone(&counters),

@@ -116,8 +116,8 @@ pub struct ModelArgs {
     /// places by it.
     #[arg(long)]
     pub strict_zone: bool,
-    /// Share of each node's time that throughput tests may take (0 plans
-    /// none). One round over n nodes takes about 2 (n - 1) x (test + 1.5 s)
+    /// Share of each node's time that throughput tests may take on each
+    /// network (0 plans none). One round over n nodes takes about 2 (n - 1) x (test + 1.5 s)
     /// / budget.
     #[arg(long, default_value_t = 0.02)]
     pub throughput_budget: f64,
@@ -133,7 +133,8 @@ pub struct ModelArgs {
     /// Test throughput only between nodes of the same zone (large clusters).
     #[arg(long)]
     pub throughput_same_zone_only: bool,
-    /// Most throughput tests at once in the whole cluster (0: no limit).
+    /// Most throughput tests at once in the whole cluster, on each network
+    /// (0: no limit).
     #[arg(long, default_value_t = 0)]
     pub throughput_max_concurrent: usize,
 }

@@ -5,19 +5,19 @@
 //! The gRPC shells lock one [`CollectorState`] and call these methods with
 //! the current time; tests call them directly.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use netaware_core::coordinates::Coordinates;
 use netaware_core::matrix::{PairMatrix, PairReadings};
 use netaware_core::network::Network;
-use netaware_core::registry::{AgentFacts, Registry};
+use netaware_core::registry::{AgentFacts, NodeEntry, Registry};
 use netaware_core::scored::ScoredMatrix;
-use netaware_core::throughput_plan::Planner;
+use netaware_core::throughput_plan::{PlannedTest, Planner};
 use netaware_core::{NodeKind, UnixMillis};
 use netaware_proto::convert;
 use netaware_proto::v1::{Hello, NodeStats, Peer, ThroughputOrder, Window, throughput_order};
 
-use crate::config::ModelConfig;
+use crate::config::{ModelConfig, ThroughputConfig};
 use crate::inventory::InventoryNode;
 use crate::members::Members;
 use crate::saved::{self, SavedNode, SavedState};
@@ -76,6 +76,7 @@ const ISSUED_KEPT_MS: u64 = 15 * 60_000;
 struct IssuedTest {
     client: String,
     server: String,
+    network: Network,
     end: UnixMillis,
 }
 
@@ -122,7 +123,13 @@ pub struct CollectorState {
     seq_marks: HashMap<String, SeqMark>,
     node_stats: HashMap<String, NodeStats>,
     ports: HashMap<String, AgentPorts>,
-    planner: Option<Planner>,
+    /// One test planner per network that throughput is tested on (the
+    /// primary and every named network: each is its own NIC and fabric,
+    /// with a budget of its own), made when the network first has nodes.
+    planners: BTreeMap<Network, Planner>,
+    /// The last test id given out: ids are the collector's, unique across
+    /// the networks' planners.
+    last_test_id: u64,
     issued: HashMap<u64, IssuedTest>,
     throughput_counts: ThroughputCounts,
     version: u64,
@@ -169,9 +176,8 @@ impl CollectorState {
             seq_marks: HashMap::new(),
             node_stats: HashMap::new(),
             ports,
-            planner: config
-                .throughput
-                .map(|t| Planner::new(t.plan).expect("a ThroughputConfig is validated")),
+            planners: BTreeMap::new(),
+            last_test_id: 0,
             issued: HashMap::new(),
             throughput_counts: ThroughputCounts::default(),
             version: 1,
@@ -333,6 +339,29 @@ impl CollectorState {
                 .is_some_and(|others| others.iter().any(|(n, _)| n == network))
     }
 
+    /// `node`'s address on `network`, if it is on it.
+    fn address_on<'a>(&'a self, node: &'a NodeEntry, network: &Network) -> Option<&'a str> {
+        if network.is_primary() {
+            return Some(&node.info.address);
+        }
+        let others = self.other_networks.get(&node.info.name)?;
+        others
+            .iter()
+            .find(|(n, _)| n == network)
+            .map(|(_, address)| address.as_str())
+    }
+
+    /// The matrix that `network`'s figures go to, made on its first figure.
+    fn matrix_of_mut(&mut self, network: &Network) -> &mut PairMatrix {
+        if network.is_primary() {
+            return &mut self.matrix;
+        }
+        let windows_kept = self.config.windows_kept;
+        self.other_matrices
+            .entry(network.clone())
+            .or_insert_with(|| PairMatrix::new(windows_kept))
+    }
+
     /// The matrix of `network`, if anything was measured on it.
     pub fn matrix_of(&self, network: &Network) -> Option<&PairMatrix> {
         if network.is_primary() {
@@ -412,16 +441,24 @@ impl CollectorState {
             return Ok(Ingested::Duplicate);
         }
         for result in results {
-            let issued = self.issued.get(&result.test_id);
-            if !issued.is_some_and(|t| t.client == node && t.server == result.peer) {
+            let ordered = self
+                .issued
+                .get(&result.test_id)
+                .is_some_and(|t| t.client == node && t.server == result.peer);
+            let Some(test) = ordered
+                .then(|| self.issued.remove(&result.test_id))
+                .flatten()
+            else {
                 self.throughput_counts.ignored += 1;
                 continue;
-            }
-            self.issued.remove(&result.test_id);
+            };
             match result.outcome {
                 Ok(throughput) => {
-                    self.matrix
-                        .record_throughput(node, &result.peer, throughput);
+                    self.matrix_of_mut(&test.network).record_throughput(
+                        node,
+                        &result.peer,
+                        throughput,
+                    );
                     self.throughput_counts.measured += 1;
                 }
                 Err(_) => self.throughput_counts.failed += 1,
@@ -429,10 +466,7 @@ impl CollectorState {
         }
         for checked in pairs {
             if !checked.network.is_primary() {
-                let windows_kept = self.config.windows_kept;
-                self.other_matrices
-                    .entry(checked.network)
-                    .or_insert_with(|| PairMatrix::new(windows_kept))
+                self.matrix_of_mut(&checked.network)
                     .record(node, &checked.peer, checked.pair);
                 continue;
             }
@@ -458,8 +492,14 @@ impl CollectorState {
     }
 
     /// Plans the throughput tests to start now among the fresh agents that
-    /// run a throughput server, and returns the orders: (node, order), two
-    /// per test. `token` draws each test's random token.
+    /// run a throughput server, on each network they share, and returns the
+    /// orders: (node, order), two per test. `token` draws each test's
+    /// random token.
+    ///
+    /// Throughput is tested on the primary and on every named network (a
+    /// rail is a NIC and a fabric of its own), each with its own planner
+    /// and budget; not on a dual-stack node's other family, which crosses
+    /// the primary's NIC and links.
     pub fn plan_tests(
         &mut self,
         now: UnixMillis,
@@ -468,67 +508,105 @@ impl CollectorState {
         let Some(config) = self.config.throughput else {
             return Vec::new();
         };
-        let Some(planner) = self.planner.as_mut() else {
-            return Vec::new();
-        };
         self.issued
             .retain(|_, test| test.end.saturating_add(ISSUED_KEPT_MS) > now);
-        let ports = &self.ports;
-        let testable = self.registry.nodes().filter(|entry| {
-            entry.info.kind == NodeKind::Agent
-                && !entry.agent_stale(now)
-                && ports
-                    .get(&entry.info.name)
-                    .is_some_and(|p| p.throughput > 0)
-        });
-        planner.set_nodes(
-            testable.map(|e| (e.info.name.as_str(), e.info.zone.as_str())),
-            now,
-        );
         let mut orders = Vec::new();
-        for test in planner.plan(now) {
-            let (Some(client), Some(server)) = (
-                self.registry.get(&test.client),
-                self.registry.get(&test.server),
-            ) else {
-                continue;
+        for network in self.tested_networks() {
+            let planned = {
+                let testable: Vec<(&str, &str)> = self
+                    .registry
+                    .nodes()
+                    .filter(|entry| {
+                        entry.info.kind == NodeKind::Agent
+                            && !entry.agent_stale(now)
+                            && self.ports_of(&entry.info.name).throughput > 0
+                            && self.address_on(entry, &network).is_some()
+                    })
+                    .map(|e| (e.info.name.as_str(), e.info.zone.as_str()))
+                    .collect();
+                let planner = self.planners.entry(network.clone()).or_insert_with(|| {
+                    Planner::new(config.plan).expect("a ThroughputConfig is validated")
+                });
+                planner.set_nodes(testable, now);
+                planner.plan(now)
             };
-            let order = ThroughputOrder {
-                test_id: test.id,
-                token: token().to_vec(),
-                start_unix_ms: test.start,
-                expires_unix_ms: test.end,
-                omit_ms: config.omit_ms,
-                duration_ms: config.duration_ms,
-                streams: config.streams,
-                ..ThroughputOrder::default()
-            };
-            let client_order = ThroughputOrder {
-                role: throughput_order::Role::Client.into(),
-                peer: test.server.clone(),
-                peer_address: server.info.address.clone(),
-                port: self.ports_of(&test.server).throughput,
-                ..order.clone()
-            };
-            let server_order = ThroughputOrder {
-                role: throughput_order::Role::Server.into(),
-                peer: test.client.clone(),
-                peer_address: client.info.address.clone(),
-                ..order
-            };
-            self.issued.insert(
-                test.id,
-                IssuedTest {
-                    client: test.client.clone(),
-                    server: test.server.clone(),
-                    end: test.end,
-                },
-            );
-            self.throughput_counts.ordered += 1;
-            orders.push((test.server, server_order));
-            orders.push((test.client, client_order));
+            for test in planned {
+                if let Some(pair) = self.order_pair(&network, &test, &config, token()) {
+                    orders.extend(pair);
+                }
+            }
         }
         orders
+    }
+
+    /// The networks throughput is tested on: the primary, then the named
+    /// networks some node is on.
+    fn tested_networks(&self) -> Vec<Network> {
+        let named: BTreeSet<&Network> = self
+            .other_networks
+            .values()
+            .flatten()
+            .map(|(network, _)| network)
+            .filter(|network| network.is_named())
+            .collect();
+        std::iter::once(Network::primary())
+            .chain(named.into_iter().cloned())
+            .collect()
+    }
+
+    /// The server's and the client's orders for `test` on `network`
+    /// (server first, so that it holds the token before the client
+    /// connects), recorded as issued; `None` if an end is gone.
+    fn order_pair(
+        &mut self,
+        network: &Network,
+        test: &PlannedTest,
+        config: &ThroughputConfig,
+        token: [u8; 16],
+    ) -> Option<[(String, ThroughputOrder); 2]> {
+        let client = self.registry.get(&test.client)?;
+        let server = self.registry.get(&test.server)?;
+        let client_address = self.address_on(client, network)?.to_owned();
+        let server_address = self.address_on(server, network)?.to_owned();
+        self.last_test_id += 1;
+        let order = ThroughputOrder {
+            test_id: self.last_test_id,
+            token: token.to_vec(),
+            start_unix_ms: test.start,
+            expires_unix_ms: test.end,
+            omit_ms: config.omit_ms,
+            duration_ms: config.duration_ms,
+            streams: config.streams,
+            network: convert::network_to_wire(network),
+            ..ThroughputOrder::default()
+        };
+        let client_order = ThroughputOrder {
+            role: throughput_order::Role::Client.into(),
+            peer: test.server.clone(),
+            peer_address: server_address,
+            port: self.ports_of(&test.server).throughput,
+            ..order.clone()
+        };
+        let server_order = ThroughputOrder {
+            role: throughput_order::Role::Server.into(),
+            peer: test.client.clone(),
+            peer_address: client_address,
+            ..order
+        };
+        self.issued.insert(
+            self.last_test_id,
+            IssuedTest {
+                client: test.client.clone(),
+                server: test.server.clone(),
+                network: network.clone(),
+                end: test.end,
+            },
+        );
+        self.throughput_counts.ordered += 1;
+        Some([
+            (test.server.clone(), server_order),
+            (test.client.clone(), client_order),
+        ])
     }
 
     /// What became of throughput tests so far.
@@ -731,5 +809,86 @@ mod tests {
         let mut bad = window(3, 7_000, 10);
         bad.throughput = vec![result(client.test_id, "n2", f64::NAN)];
         assert!(state.ingest("n1", &bad, 7_000).is_err());
+    }
+
+    #[test]
+    fn each_named_network_is_tested_over_its_own_addresses_into_its_own_matrix() {
+        use netaware_proto::v1::NetworkAddress;
+        let on_rail = |node: &str, instance: u64, rail_address: &str| Hello {
+            networks: vec![NetworkAddress {
+                network: "rail-0".into(),
+                address: rail_address.into(),
+            }],
+            ..hello(node, instance)
+        };
+        // All of each node's time, so that every pair comes round soon.
+        let config = ModelConfig {
+            throughput: Some(ThroughputConfig::new(1.0, 500, 2_000, 1, false, None).unwrap()),
+            ..ModelConfig::default()
+        };
+        let mut state = CollectorState::new(config, Vec::new());
+        // n3 is on the primary network only: no rail test involves it.
+        let hellos = [
+            on_rail("n1", 1, "172.16.0.1"),
+            on_rail("n2", 2, "172.16.0.2"),
+            hello("n3", 3),
+        ];
+        let mut orders = Vec::new();
+        for now in (1_000..40_000).step_by(250) {
+            for hello in &hellos {
+                state.hello(hello, now).unwrap();
+            }
+            orders.extend(state.plan_tests(now, || [5; 16]));
+        }
+        let on = |network: &str| -> Vec<&ThroughputOrder> {
+            orders
+                .iter()
+                .map(|(_, o)| o)
+                .filter(|o| o.network == network)
+                .collect()
+        };
+        let rail = on("rail-0");
+        assert!(!on("primary").is_empty() && !rail.is_empty());
+        assert!(on("primary").iter().any(|o| o.peer == "n3"));
+        for order in &rail {
+            assert!(order.peer != "n3", "{order:?}");
+            assert!(order.peer_address.starts_with("172.16.0."), "{order:?}");
+        }
+        // Every test id is given once, whatever its network.
+        let mut ids: Vec<u64> = orders
+            .iter()
+            .filter(|(_, o)| o.role() == throughput_order::Role::Client)
+            .map(|(_, o)| o.test_id)
+            .collect();
+        let count = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), count);
+
+        // A rail test's result goes to the rail's matrix, not the primary's.
+        let client = rail
+            .iter()
+            .find(|o| o.role() == throughput_order::Role::Client && o.peer == "n2")
+            .expect("n1 tests n2 on rail-0");
+        let mut with = window(1, 41_000, 10);
+        with.throughput = vec![ThroughputResult {
+            test_id: client.test_id,
+            peer: "n2".into(),
+            goodput_bps: 5e7,
+            bytes: 12_500_000,
+            measured_ms: 2_000,
+            end_unix_ms: 41_000,
+            streams: 1,
+            ..ThroughputResult::default()
+        }];
+        assert_eq!(state.ingest("n1", &with, 41_000), Ok(Ingested::Accepted));
+        let rail_network = Network::parse("rail-0").unwrap();
+        let goodput = |network: &Network| {
+            state
+                .matrix_of(network)
+                .map(|m| m.summary("n1", "n2").throughput.map(|t| t.bps))
+        };
+        assert_eq!(goodput(&rail_network), Some(Some(5e7)));
+        assert_ne!(goodput(&Network::primary()), Some(Some(5e7)));
     }
 }

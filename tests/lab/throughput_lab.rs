@@ -1,14 +1,16 @@
 //! The agents' throughput test against iperf3 on the lab: links shaped to
 //! 50, 200 and 800 Mbit/s, the agent's test (0.5 s warm-up, 2 s measured,
 //! at most 3 s in all) and `iperf3 -t 10 -O 2` over the same link in the
-//! same run. Needs root; runs in CI. The tokens themselves are tested
-//! without root in agent/tests/throughput.rs.
+//! same run; and the collector's tests on a lab with two networks, each
+//! held to its own network's rates. Needs root; runs in CI. The tokens
+//! themselves are tested without root in agent/tests/throughput.rs.
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use netaware::json::ThroughputJson;
+use netaware::json::{MatrixJson, ThroughputJson};
+use netaware::lab_system::{AgentTiming, LabSystem};
 use netaware_lab::{Lab, Topology, root_or_skip};
 
 const TOKEN: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
@@ -134,6 +136,88 @@ fn agent_goodput_matches_iperf3_on_shaped_links() {
             failures.push(format!(
                 "{rate} Mbit/s: agent measured {share:.3} of the rate"
             ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Two networks over the same three hosts, each with a slow host of its
+/// own: t2 on the primary, t3 on rail-0. A test on rail-0 that crossed
+/// the primary's links instead would see t2 slow and t3 fast.
+const TWO_NETWORKS: &str = "
+zones:
+  - {name: zone-t, hosts: [t1, t2, t3]}
+intra_zone: {delay_ms: 1, rate_mbit: 100}
+hosts:
+  t2: {rate_mbit: 25}
+networks:
+  - name: rail-0
+    intra_zone: {delay_ms: 1, rate_mbit: 100}
+    hosts:
+      t3: {rate_mbit: 25}
+";
+
+/// The goodput (Mbit/s) of every directed pair of `network`, once each
+/// pair has one (120 s at most).
+fn goodputs_on(system: &LabSystem, network: &str) -> Vec<(String, String, f64)> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let matrix: Option<MatrixJson> = system.matrix_of_network(network).ok();
+        let measured: Vec<(String, String, f64)> = matrix
+            .iter()
+            .flat_map(|m| &m.pairs)
+            .filter_map(|p| Some((p.src.clone(), p.dst.clone(), p.throughput_bps? / 1e6)))
+            .collect();
+        if measured.len() == 6 {
+            return measured;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{network}: goodput for {} of 6 pairs after 120 s: {measured:?}",
+            measured.len()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[test]
+fn throughput_tests_on_a_second_network_measure_its_links() {
+    if !root_or_skip("throughput on two networks") {
+        return;
+    }
+    let _one = netaware_testkit::one_lab_at_a_time();
+    let flags: Vec<String> = [
+        "--throughput-budget",
+        "1",
+        "--throughput-duration",
+        "1500ms",
+        "--throughput-omit",
+        "500ms",
+    ]
+    .map(String::from)
+    .to_vec();
+    let system = LabSystem::start(
+        Topology::parse(TWO_NETWORKS).unwrap(),
+        exe(),
+        AgentTiming::FAST,
+        &flags,
+    )
+    .unwrap();
+    let mut failures = Vec::new();
+    for (network, slow) in [("primary", "t2"), ("rail-0", "t3")] {
+        for (src, dst, goodput) in goodputs_on(&system, network) {
+            let rate = if src == slow || dst == slow {
+                25.0
+            } else {
+                100.0
+            };
+            // TCP payload is 96.5% of the rate on the wire; the rest is
+            // the test's ramp and the emulator's share of two cores.
+            if !(0.8 * rate..=rate).contains(&goodput) {
+                failures.push(format!(
+                    "{network} {src} -> {dst}: {goodput:.1} Mbit/s, link {rate} Mbit/s"
+                ));
+            }
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");

@@ -46,6 +46,7 @@ async fn an_agent_outlives_a_collector_down_for_three_hours() {
             server: None,
             send_buffer: None,
             addresses: Vec::new(),
+            networks: Vec::new(),
             quiet: Arc::new(QuietPeers::default()),
             results: results_tx,
             counters: Arc::clone(&counters),

@@ -1,12 +1,19 @@
 //! Carries out the collector's throughput orders: a server order arms the
 //! token book, a client order runs a test at its start time and hands the
 //! result to the session, which sends it inside the next window.
+//!
+//! An order names its network: the client sends from this node's address
+//! on it (bound, so the test leaves by that network's interface) to the
+//! peer's address on it. An order for a network this node is not on is
+//! refused.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
+use netaware_core::network::{InvalidNetwork, Network};
+use netaware_proto::convert;
 use netaware_proto::v1::{ThroughputOrder, ThroughputResult, throughput_order::Role};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -36,9 +43,13 @@ pub struct Orders {
     pub server: Option<ServerHandle>,
     /// SO_SNDBUF for client streams.
     pub send_buffer: Option<u32>,
-    /// The node's addresses: tests are sent from the one of the server's
-    /// family, which is the address the collector gave the server.
+    /// The node's addresses: tests on the primary network are sent from
+    /// the one of the server's family, which is the address the collector
+    /// gave the server.
     pub addresses: Vec<IpAddr>,
+    /// The node's address on each named network it is on: tests on one
+    /// are sent from it.
+    pub networks: Vec<(Network, IpAddr)>,
     /// Probes to the other end pause during a test.
     pub quiet: Arc<QuietPeers>,
     /// Where finished tests go (to the session's next window).
@@ -52,7 +63,10 @@ pub struct Orders {
 impl Orders {
     /// Acts on one order.
     pub fn handle(&self, order: ThroughputOrder) {
-        let checked = check(&order);
+        let checked = check(&order).and_then(|(token, peer, network)| {
+            let source = self.source(&network, peer)?;
+            Ok((token, peer, source))
+        });
         if checked.is_ok() {
             // While data flows: from just before the start (the probes of
             // the last RTT before it would meet the first bytes) to the end
@@ -66,9 +80,9 @@ impl Orders {
         }
         let outcome = match (checked, order.role()) {
             (Err(reason), _) => Err(reason),
-            (Ok((token, address)), Role::Server) => self.arm(&order, token, address),
-            (Ok((token, address)), Role::Client) => {
-                self.spawn_client(order, token, address);
+            (Ok((token, peer, _)), Role::Server) => self.arm(&order, token, peer),
+            (Ok((token, peer, source)), Role::Client) => {
+                self.spawn_client(order, token, peer, source);
                 Ok(())
             }
             (Ok(_), Role::Unspecified) => Err(OrderError::NoRole),
@@ -96,7 +110,28 @@ impl Orders {
         })?)
     }
 
-    fn spawn_client(&self, order: ThroughputOrder, token: [u8; 16], server: IpAddr) {
+    /// The address a test on `network` to `peer` is sent from: on the
+    /// primary network the node's address of the peer's family (`None`:
+    /// the kernel's choice), on a named network the node's address on it.
+    fn source(&self, network: &Network, peer: IpAddr) -> Result<Option<IpAddr>, OrderError> {
+        if !network.is_named() {
+            let family = |a: &&IpAddr| a.is_ipv4() == peer.is_ipv4();
+            return Ok(self.addresses.iter().find(family).copied());
+        }
+        self.networks
+            .iter()
+            .find(|(n, _)| n == network)
+            .map(|&(_, address)| Some(address))
+            .ok_or_else(|| OrderError::NotOnNetwork(network.clone()))
+    }
+
+    fn spawn_client(
+        &self,
+        order: ThroughputOrder,
+        token: [u8; 16],
+        server: IpAddr,
+        source: Option<IpAddr>,
+    ) {
         let this = self.clone();
         tokio::spawn(async move {
             let wait = order.start_unix_ms.saturating_sub(now_ms());
@@ -106,11 +141,7 @@ impl Orders {
             }
             let plan = Plan {
                 server: SocketAddr::new(server, u16::try_from(order.port).unwrap_or(0)),
-                source: this
-                    .addresses
-                    .iter()
-                    .copied()
-                    .find(|a| a.is_ipv4() == server.is_ipv4()),
+                source,
                 token,
                 streams: u8::try_from(order.streams).unwrap_or(1),
                 omit: Duration::from_millis(order.omit_ms.into()),
@@ -151,6 +182,12 @@ pub enum OrderError {
     /// The peer's address does not parse.
     #[error("peer address {0:?} is not an IP address")]
     PeerAddress(String),
+    /// The network's name does not parse.
+    #[error(transparent)]
+    Network(#[from] InvalidNetwork),
+    /// An order for a network this node has no address on.
+    #[error("a test on network {0}, which this node is not on")]
+    NotOnNetwork(Network),
     /// The test's length or its streams are out of range.
     #[error("test length or streams out of range")]
     OutOfRange,
@@ -168,8 +205,8 @@ pub enum OrderError {
     BookFull(#[from] BookFull),
 }
 
-/// The token and the peer's address of a sound order.
-fn check(order: &ThroughputOrder) -> Result<([u8; 16], IpAddr), OrderError> {
+/// The token, the peer's address and the network of a sound order.
+fn check(order: &ThroughputOrder) -> Result<([u8; 16], IpAddr, Network), OrderError> {
     let token: [u8; 16] = order
         .token
         .as_slice()
@@ -179,6 +216,7 @@ fn check(order: &ThroughputOrder) -> Result<([u8; 16], IpAddr), OrderError> {
         .peer_address
         .parse()
         .map_err(|_| OrderError::PeerAddress(order.peer_address.clone()))?;
+    let network = convert::network_from_wire(&order.network)?;
     let test = Duration::from_millis(u64::from(order.omit_ms) + u64::from(order.duration_ms));
     let streams_ok = (1..=u32::from(MAX_STREAMS)).contains(&order.streams);
     if order.duration_ms == 0 || test > MAX_TEST || !streams_ok {
@@ -187,7 +225,7 @@ fn check(order: &ThroughputOrder) -> Result<([u8; 16], IpAddr), OrderError> {
     if order.role() == Role::Client && !(1..=u32::from(u16::MAX)).contains(&order.port) {
         return Err(OrderError::Port(order.port));
     }
-    Ok((token, address))
+    Ok((token, address, network))
 }
 
 /// The result message for a test.
@@ -214,4 +252,78 @@ pub fn result(
         Err(error) => result.error = error,
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn orders() -> Orders {
+        Orders {
+            server: None,
+            send_buffer: None,
+            addresses: vec!["10.0.0.1".parse().unwrap(), "fd00::1".parse().unwrap()],
+            networks: vec![(
+                Network::parse("rail-0").unwrap(),
+                "172.16.0.1".parse().unwrap(),
+            )],
+            quiet: Arc::default(),
+            results: mpsc::channel(1).0,
+            counters: Arc::default(),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_test_leaves_from_this_nodes_address_on_the_orders_network() {
+        let orders = orders();
+        let primary = Network::primary();
+        assert_eq!(
+            orders.source(&primary, ip("10.0.0.2")).unwrap(),
+            Some(ip("10.0.0.1"))
+        );
+        assert_eq!(
+            orders.source(&primary, ip("fd00::2")).unwrap(),
+            Some(ip("fd00::1"))
+        );
+        let rail = Network::parse("rail-0").unwrap();
+        assert_eq!(
+            orders.source(&rail, ip("172.16.0.2")).unwrap(),
+            Some(ip("172.16.0.1"))
+        );
+        let elsewhere = Network::parse("rail-1").unwrap();
+        assert!(matches!(
+            orders.source(&elsewhere, ip("172.17.0.2")),
+            Err(OrderError::NotOnNetwork(n)) if n == elsewhere
+        ));
+    }
+
+    #[test]
+    fn an_order_for_a_network_this_node_is_not_on_is_refused_and_counted() {
+        let orders = orders();
+        let order = ThroughputOrder {
+            test_id: 1,
+            role: Role::Client.into(),
+            peer: "b".into(),
+            peer_address: "172.17.0.2".into(),
+            port: 7471,
+            token: vec![1; 16],
+            duration_ms: 1_000,
+            streams: 1,
+            network: "rail-1".into(),
+            ..ThroughputOrder::default()
+        };
+        assert!(matches!(check(&order), Ok((_, _, n)) if n.as_str() == "rail-1"));
+        orders.handle(order.clone());
+        assert_eq!(orders.counters.throughput_orders_refused.load(Relaxed), 1);
+        let unreadable = ThroughputOrder {
+            network: "Rail 1".into(),
+            ..order
+        };
+        assert!(matches!(check(&unreadable), Err(OrderError::Network(_))));
+    }
 }
