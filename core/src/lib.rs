@@ -49,6 +49,7 @@ pub mod coordinate_pass;
 pub mod coordinates;
 pub mod estimate;
 pub mod extender;
+pub mod faults;
 pub mod host_model;
 pub mod labels;
 pub mod matrix;

@@ -1,0 +1,423 @@
+//! The greedy selection of the components that explain a network's links
+//! (see the [module docs](super)), for loss (binomial) and for delay
+//! (Gaussian over each class's noise).
+
+use std::collections::HashMap;
+
+use super::input::{FaultInput, FaultLink};
+use super::{Component, Evidence, FaultConfig, FaultMetric, Finding, MAX_EVIDENCE, Subject};
+use crate::stats::lower_median;
+
+/// How likely the links are with one more component at some level.
+trait Model {
+    /// The best level of a component over `links`, given what the
+    /// components chosen so far explain of each link, and the gain in
+    /// log-likelihood of adding it at that level.
+    fn fit(&self, links: &[usize], explained: &[f64]) -> (f64, f64);
+    /// What a link's explained part becomes with `level` added.
+    fn add(&self, explained: f64, level: f64) -> f64;
+    /// ... and with `level` taken away.
+    fn remove(&self, explained: f64, level: f64) -> f64;
+}
+
+/// The chosen components: (index into the covers, level, gain given the
+/// others).
+type Chosen = Vec<(usize, f64, f64)>;
+
+/// Refit passes after each change: levels settle within a few.
+const REFIT_PASSES: usize = 3;
+
+/// The components that explain the links, by greedy forward selection and
+/// backward elimination.
+fn select(
+    model: &impl Model,
+    covers: &[(Component, Vec<usize>)],
+    link_count: usize,
+    threshold: f64,
+    min_level: f64,
+    max: usize,
+) -> Chosen {
+    let mut explained = vec![0.0; link_count];
+    let mut chosen: Chosen = Vec::new();
+    // A component that cannot pass alone will not pass once others explain
+    // part of its links: only those that can are candidates.
+    let mut candidates: Vec<usize> = (0..covers.len())
+        .filter(|&i| {
+            let (level, gain) = model.fit(&covers[i].1, &explained);
+            level >= min_level && gain >= threshold
+        })
+        .collect();
+    while chosen.len() < max {
+        let best = candidates
+            .iter()
+            .map(|&i| (i, model.fit(&covers[i].1, &explained)))
+            .filter(|(_, (level, _))| *level >= min_level)
+            .max_by(|a, b| a.1.1.total_cmp(&b.1.1).then(b.0.cmp(&a.0)));
+        let Some((i, (level, gain))) = best.filter(|(_, (_, gain))| *gain >= threshold) else {
+            break;
+        };
+        for &link in &covers[i].1 {
+            explained[link] = model.add(explained[link], level);
+        }
+        chosen.push((i, level, gain));
+        candidates.retain(|&c| c != i);
+        refit(model, covers, &mut explained, &mut chosen);
+    }
+    // Drop what the others explain without it, one at a time.
+    loop {
+        let weakest = chosen
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, level, gain))| *gain < threshold || *level < min_level)
+            .min_by(|a, b| a.1.2.total_cmp(&b.1.2))
+            .map(|(k, _)| k);
+        let Some(k) = weakest else { break };
+        let (i, level, _) = chosen.remove(k);
+        for &link in &covers[i].1 {
+            explained[link] = model.remove(explained[link], level);
+        }
+        refit(model, covers, &mut explained, &mut chosen);
+    }
+    chosen
+}
+
+/// Fits each chosen level again given the others, and its gain.
+fn refit(
+    model: &impl Model,
+    covers: &[(Component, Vec<usize>)],
+    explained: &mut [f64],
+    chosen: &mut Chosen,
+) {
+    for _ in 0..REFIT_PASSES {
+        for entry in chosen.iter_mut() {
+            let (i, level, _) = *entry;
+            let links = &covers[i].1;
+            for &link in links {
+                explained[link] = model.remove(explained[link], level);
+            }
+            let (level, gain) = model.fit(links, explained);
+            for &link in links {
+                explained[link] = model.add(explained[link], level);
+            }
+            *entry = (i, level, gain);
+        }
+    }
+}
+
+/// The binomial model of loss: a link's probes are lost independently at
+/// `1 - (1 - b)(1 - e)(1 - l)`.
+struct LossModel<'a> {
+    links: &'a [FaultLink],
+    background: f64,
+}
+
+/// The most loss a component is fitted at (so that removing it again is
+/// always defined).
+const MAX_LEVEL: f64 = 0.99;
+
+impl Model for LossModel<'_> {
+    fn fit(&self, links: &[usize], explained: &[f64]) -> (f64, f64) {
+        let (mut lost, mut expected, mut room, mut sent) = (0.0, 0.0, 0.0, 0.0);
+        for &i in links {
+            let link = &self.links[i];
+            let q0 = self.add(self.background, explained[i]);
+            let n = link.sent as f64;
+            lost += link.lost as f64;
+            sent += n;
+            expected += n * q0;
+            room += n * (1.0 - q0);
+        }
+        if room <= 0.0 {
+            return (0.0, 0.0);
+        }
+        let level = ((lost - expected) / room).clamp(0.0, MAX_LEVEL);
+        if level == 0.0 {
+            return (0.0, 0.0);
+        }
+        let mut gain = (sent - lost) * (1.0 - level).ln();
+        for &i in links {
+            let link = &self.links[i];
+            if link.lost > 0 {
+                let q0 = self.add(self.background, explained[i]);
+                let q = self.add(q0, level);
+                gain += link.lost as f64 * (q / q0).ln();
+            }
+        }
+        (level, gain)
+    }
+
+    fn add(&self, explained: f64, level: f64) -> f64 {
+        1.0 - (1.0 - explained) * (1.0 - level)
+    }
+
+    fn remove(&self, explained: f64, level: f64) -> f64 {
+        (1.0 - (1.0 - explained) / (1.0 - level)).max(0.0)
+    }
+}
+
+/// Least background loss assumed: a network that lost nothing at all
+/// still loses a probe now and then.
+const MIN_BACKGROUND: f64 = 1e-4;
+
+/// The network's background loss: the pooled loss of its links with the
+/// lossiest tenth left out (the faults are among those).
+fn background_loss(links: &[FaultLink]) -> f64 {
+    let mut ratios: Vec<(f64, &FaultLink)> = links
+        .iter()
+        .filter(|l| l.sent > 0)
+        .map(|l| (l.lost as f64 / l.sent as f64, l))
+        .collect();
+    ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let kept = &ratios[..ratios.len() - ratios.len() / 10];
+    let (lost, sent) = kept.iter().fold((0u64, 0u64), |(lost, sent), (_, l)| {
+        (lost + l.lost, sent + l.sent)
+    });
+    if sent == 0 {
+        return MIN_BACKGROUND;
+    }
+    (lost as f64 / sent as f64).max(MIN_BACKGROUND)
+}
+
+/// The components whose loss explains the links.
+pub fn loss_faults(input: &FaultInput, config: &FaultConfig) -> Vec<Finding> {
+    let background = background_loss(&input.links);
+    let model = LossModel {
+        links: &input.links,
+        background,
+    };
+    let covers = input.covers(|l| l.sent > 0);
+    let chosen = select(
+        &model,
+        &covers,
+        input.links.len(),
+        config.loss_gain,
+        config.min_loss,
+        config.max_faults,
+    );
+    chosen
+        .into_iter()
+        .map(|(i, level, gain)| {
+            let (component, links) = &covers[i];
+            let mut evidence: Vec<Evidence> = links
+                .iter()
+                .map(|&l| {
+                    let link = &input.links[l];
+                    Evidence {
+                        src: link.src,
+                        dst: link.dst,
+                        value: link.lost as f64 / link.sent as f64,
+                        baseline: background,
+                    }
+                })
+                .collect();
+            worst_first(&mut evidence, |e| e.value);
+            Finding {
+                subject: Subject::Component(*component),
+                metric: FaultMetric::Loss,
+                value: level,
+                baseline: background,
+                confidence: confidence(gain, config.loss_gain),
+                evidence,
+            }
+        })
+        .collect()
+}
+
+/// `1 - exp(-gain / threshold)`: 0.63 at the threshold, 0.95 at three times it.
+fn confidence(gain: f64, threshold: f64) -> f64 {
+    (1.0 - (-gain / threshold).exp()).clamp(0.0, 1.0)
+}
+
+fn worst_first(evidence: &mut Vec<Evidence>, by: impl Fn(&Evidence) -> f64) {
+    evidence.sort_by(|a, b| {
+        by(b)
+            .total_cmp(&by(a))
+            .then((a.src, a.dst).cmp(&(b.src, b.dst)))
+    });
+    evidence.truncate(MAX_EVIDENCE);
+}
+
+/// The Gaussian model of delay: a link's RTT is its class's plus what its
+/// components add, with its class's noise.
+struct DelayModel {
+    /// Each link's RTT above its class's (ms), 0 for links left out.
+    excess: Vec<f64>,
+    /// Each link's noise (ms).
+    noise: Vec<f64>,
+}
+
+impl Model for DelayModel {
+    fn fit(&self, links: &[usize], explained: &[f64]) -> (f64, f64) {
+        let mut left: Vec<f64> = links
+            .iter()
+            .map(|&i| self.excess[i] - explained[i])
+            .collect();
+        let level = lower_median(&mut left).unwrap_or(0.0).max(0.0);
+        if level == 0.0 {
+            return (0.0, 0.0);
+        }
+        // Each link's part, with its excess held to twice the level so that
+        // one far link does not carry a component on its own.
+        let gain = links
+            .iter()
+            .map(|&i| {
+                let x = (self.excess[i] - explained[i]).min(2.0 * level);
+                level * (2.0 * x - level) / (2.0 * self.noise[i] * self.noise[i])
+            })
+            .sum();
+        (level, gain)
+    }
+
+    fn add(&self, explained: f64, level: f64) -> f64 {
+        explained + level
+    }
+
+    fn remove(&self, explained: f64, level: f64) -> f64 {
+        explained - level
+    }
+}
+
+/// Least noise a class is taken to have (ms): below it, RTT medians differ
+/// by the hosts' own delays, not by noise.
+const MIN_NOISE_MS: f64 = 0.01;
+/// Least noise as a share of the class's RTT.
+const MIN_NOISE_SHARE: f64 = 0.02;
+/// Scales a median absolute deviation to a Gaussian's standard deviation.
+const MAD_TO_SIGMA: f64 = 1.4826;
+
+/// Which class a link belongs to for delay: its zone pair, and whether
+/// both ends sit in one block.
+type DelayClass = (usize, usize, bool);
+
+/// Each node's block for delay classes: its own if it has a block-mate,
+/// else the block of its zone it is nearest to (a slow node is a block of
+/// its own in the measured topology, and would otherwise be its own
+/// baseline).
+fn delay_blocks(input: &FaultInput, left_out: &[bool]) -> Vec<Option<usize>> {
+    let sizes = input.block_sizes();
+    let mut near: HashMap<(usize, usize), Vec<f64>> = HashMap::new();
+    for link in input
+        .links
+        .iter()
+        .filter(|l| !left_out[l.src] && !left_out[l.dst])
+    {
+        let Some(rtt) = link.rtt_ms else { continue };
+        for (me, other) in [(link.src, link.dst), (link.dst, link.src)] {
+            let (a, b) = (&input.nodes[me], &input.nodes[other]);
+            if let Some(block) = b.block.filter(|&k| a.zone == b.zone && sizes[k] >= 2) {
+                near.entry((me, block)).or_default().push(rtt);
+            }
+        }
+    }
+    let mut nearest: HashMap<usize, (f64, usize)> = HashMap::new();
+    for ((node, block), mut rtts) in near {
+        let median = lower_median(&mut rtts).unwrap_or(f64::INFINITY);
+        let best = nearest.entry(node).or_insert((median, block));
+        if (median, block) < *best {
+            *best = (median, block);
+        }
+    }
+    input
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, node)| match node.block {
+            Some(block) if sizes[block] >= 2 => Some(block),
+            _ => nearest.get(&i).map(|&(_, block)| block),
+        })
+        .collect()
+}
+
+/// The components whose added delay explains the links, leaving out the
+/// links of `left_out_nodes` (mislabelled nodes, whose links would read
+/// as inflation).
+pub fn delay_faults(
+    input: &FaultInput,
+    config: &FaultConfig,
+    left_out_nodes: &[usize],
+) -> Vec<Finding> {
+    let mut left_out = vec![false; input.nodes.len()];
+    for &node in left_out_nodes {
+        left_out[node] = true;
+    }
+    let blocks = delay_blocks(input, &left_out);
+    let class_of = |link: &FaultLink| -> DelayClass {
+        let (a, b) = (&input.nodes[link.src], &input.nodes[link.dst]);
+        let same_block = blocks[link.src].is_some() && blocks[link.src] == blocks[link.dst];
+        (a.zone.min(b.zone), a.zone.max(b.zone), same_block)
+    };
+    let kept =
+        |link: &FaultLink| link.rtt_ms.is_some() && !left_out[link.src] && !left_out[link.dst];
+    let mut by_class: HashMap<DelayClass, Vec<f64>> = HashMap::new();
+    for link in input.links.iter().filter(|l| kept(l)) {
+        by_class
+            .entry(class_of(link))
+            .or_default()
+            .extend(link.rtt_ms);
+    }
+    let classes: HashMap<DelayClass, (f64, f64)> = by_class
+        .into_iter()
+        .map(|(class, mut rtts)| {
+            let median = lower_median(&mut rtts).unwrap_or(0.0);
+            let mut deviations: Vec<f64> = rtts.iter().map(|r| (r - median).abs()).collect();
+            let mad = lower_median(&mut deviations).unwrap_or(0.0);
+            let noise = (MAD_TO_SIGMA * mad)
+                .max(MIN_NOISE_MS)
+                .max(MIN_NOISE_SHARE * median);
+            (class, (median, noise))
+        })
+        .collect();
+    let baseline = |link: &FaultLink| classes.get(&class_of(link)).copied();
+    let (excess, noise): (Vec<f64>, Vec<f64>) = input
+        .links
+        .iter()
+        .map(|link| match (link.rtt_ms, baseline(link)) {
+            (Some(rtt), Some((median, noise))) if kept(link) => (rtt - median, noise),
+            _ => (0.0, 1.0),
+        })
+        .unzip();
+    let model = DelayModel { excess, noise };
+    // A zone link's delay is its class's: it is not a candidate.
+    let covers: Vec<(Component, Vec<usize>)> = input
+        .covers(|l| kept(l))
+        .into_iter()
+        .filter(|(component, _)| !matches!(component, Component::ZoneLink(..)))
+        .collect();
+    let chosen = select(
+        &model,
+        &covers,
+        input.links.len(),
+        config.delay_gain,
+        config.min_delay_ms,
+        config.max_faults,
+    );
+    chosen
+        .into_iter()
+        .map(|(i, level, gain)| {
+            let (component, links) = &covers[i];
+            let mut evidence: Vec<Evidence> = links
+                .iter()
+                .filter_map(|&l| {
+                    let link = &input.links[l];
+                    Some(Evidence {
+                        src: link.src,
+                        dst: link.dst,
+                        value: link.rtt_ms?,
+                        baseline: baseline(link)?.0,
+                    })
+                })
+                .collect();
+            let mut bases: Vec<f64> = evidence.iter().map(|e| e.baseline).collect();
+            let base = lower_median(&mut bases).unwrap_or(0.0);
+            worst_first(&mut evidence, |e| e.value - e.baseline);
+            Finding {
+                subject: Subject::Component(*component),
+                metric: FaultMetric::Delay,
+                value: level,
+                baseline: base,
+                confidence: confidence(gain, config.delay_gain),
+                evidence,
+            }
+        })
+        .collect()
+}
