@@ -107,6 +107,20 @@ impl ScoresConnection {
             .into_inner())
     }
 
+    /// The open faults of `network`, or of every network.
+    pub async fn faults(
+        &mut self,
+        network: Option<&Network>,
+    ) -> anyhow::Result<pb::FaultsResponse> {
+        Ok(self
+            .client
+            .get_faults(pb::FaultsRequest {
+                network: network.map(convert::network_to_wire).unwrap_or_default(),
+            })
+            .await?
+            .into_inner())
+    }
+
     /// The RTT of `src` to `dst`, or to every other node.
     pub async fn estimate(
         &mut self,

@@ -577,3 +577,91 @@ impl TopologyJson {
         }
     }
 }
+
+/// `faults --json`: the open faults.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FaultsJson {
+    /// When the collector's last round ran (ms since the Unix epoch).
+    pub observed_unix_ms: u64,
+    /// By network, kind and name.
+    pub faults: Vec<FaultJson>,
+}
+
+/// One fault.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FaultJson {
+    /// "node", "block_uplink", "zone_link", "pair" or "zone_label".
+    pub kind: String,
+    /// The nodes it is about: the node, the block's nodes, the pair's two
+    /// ends, the mislabelled node; none for a zone link.
+    pub nodes: Vec<String>,
+    /// The zones it is about.
+    pub zones: Vec<String>,
+    /// A block uplink's block number in its zone.
+    pub block: Option<u32>,
+    /// A mislabelled node: the zone its links say it is in.
+    pub measures_like: Option<String>,
+    /// The network it was found on.
+    pub network: String,
+    /// "loss", "delay" or "rtt".
+    pub metric: String,
+    /// A loss ratio, the ms added, or (zone labels) the node's RTT to its
+    /// labelled zone in ms.
+    pub value: f64,
+    /// What is usual there, in the same unit.
+    pub baseline: f64,
+    /// In [0, 1].
+    pub confidence: f64,
+    /// When it was first found (ms since the Unix epoch).
+    pub since_unix_ms: u64,
+    /// Its worst links.
+    pub evidence: Vec<FaultEvidenceJson>,
+}
+
+/// One link of a fault's evidence.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FaultEvidenceJson {
+    /// The probing node.
+    pub src: String,
+    /// The probed node.
+    pub dst: String,
+    /// Its loss ratio or RTT (ms).
+    pub value: f64,
+    /// What it would be without the fault.
+    pub baseline: f64,
+}
+
+impl From<&pb::FaultsResponse> for FaultsJson {
+    fn from(answer: &pb::FaultsResponse) -> Self {
+        Self {
+            observed_unix_ms: answer.observed_unix_ms,
+            faults: answer
+                .faults
+                .iter()
+                .map(|f| FaultJson {
+                    kind: f.kind.clone(),
+                    nodes: f.nodes.clone(),
+                    zones: f.zones.clone(),
+                    block: (f.block > 0).then_some(f.block),
+                    measures_like: (!f.measures_like.is_empty()).then(|| f.measures_like.clone()),
+                    network: f.network.clone(),
+                    metric: f.metric.clone(),
+                    value: f.value,
+                    baseline: f.baseline,
+                    confidence: f.confidence,
+                    since_unix_ms: f.since_unix_ms,
+                    evidence: f
+                        .evidence
+                        .iter()
+                        .map(|e| FaultEvidenceJson {
+                            src: e.src.clone(),
+                            dst: e.dst.clone(),
+                            value: e.value,
+                            baseline: e.baseline,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}

@@ -144,7 +144,7 @@ impl LabSystem {
                 ])
                 .args([
                     "--zone",
-                    &host.zone,
+                    system.lab.topology().zone_label(&host),
                     "--region",
                     &host.region,
                     "--collector",

@@ -12,7 +12,7 @@ use netaware_core::placement::Basis;
 use netaware_proto::convert::{node_kind_from_wire, transport_from_wire};
 use netaware_proto::v1 as pb;
 
-use crate::json::{RankJson, TopologyJson};
+use crate::json::{FaultJson, FaultsJson, RankJson, TopologyJson};
 
 /// A column of a table: its header, and whether it holds figures
 /// (right-aligned).
@@ -389,6 +389,90 @@ pub fn topology(topology: &TopologyJson, wide: bool) -> String {
         ));
     }
     out
+}
+
+/// What a fault is about, in a few words: the node, the block, the zones,
+/// the pair, or the node and the zone it measures like.
+fn fault_subject(fault: &FaultJson) -> String {
+    match fault.kind.as_str() {
+        "block_uplink" => format!(
+            "{} block {} ({} nodes)",
+            fault.zones.join(" "),
+            fault.block.unwrap_or(0),
+            fault.nodes.len()
+        ),
+        "zone_link" => fault.zones.join(" <-> "),
+        "pair" => fault.nodes.join(" <-> "),
+        "zone_label" => format!(
+            "{} labelled {}, measures like {}",
+            fault.nodes.join(" "),
+            fault.zones.join(" "),
+            fault.measures_like.as_deref().unwrap_or("-")
+        ),
+        _ => fault.nodes.join(" "),
+    }
+}
+
+/// A fault's figure in its unit: a loss in percent, a delay or RTT in ms.
+fn fault_figure(metric: &str, value: f64) -> String {
+    match metric {
+        "loss" => format!("{:.2}%", value * 100.0),
+        _ => format!("{value:.3} ms"),
+    }
+}
+
+/// The open faults, one line each; `wide` adds the worst links.
+pub fn faults(answer: &FaultsJson, wide: bool) -> String {
+    if answer.faults.is_empty() {
+        return "no faults found\n".to_owned();
+    }
+    let now = netaware_runtime::clock::now_ms();
+    let columns = keep(
+        wide,
+        &[
+            (text("KIND"), false),
+            (text("NETWORK"), false),
+            (text("SUBJECT"), false),
+            (text("METRIC"), false),
+            (figure("VALUE"), false),
+            (figure("BASELINE"), false),
+            (figure("CONFIDENCE"), false),
+            (figure("SINCE"), false),
+            (text("WORST LINKS"), true),
+        ],
+    );
+    let rows = answer.faults.iter().map(|fault| {
+        let since = now.saturating_sub(fault.since_unix_ms) / 1_000;
+        let worst = fault
+            .evidence
+            .iter()
+            .take(3)
+            .map(|e| {
+                format!(
+                    "{}->{} {}",
+                    e.src,
+                    e.dst,
+                    fault_figure(&fault.metric, e.value)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        keep(
+            wide,
+            &[
+                (fault.kind.clone(), false),
+                (fault.network.clone(), false),
+                (fault_subject(fault), false),
+                (fault.metric.clone(), false),
+                (fault_figure(&fault.metric, fault.value), false),
+                (fault_figure(&fault.metric, fault.baseline), false),
+                (format!("{:.2}", fault.confidence), false),
+                (format!("{since}s"), false),
+                (worst, true),
+            ],
+        )
+    });
+    table(&columns, rows)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use netaware_core::blocks::BlockConfig;
+use netaware_core::faults::FaultConfig;
 use netaware_core::placement::PlacementConfig;
 use netaware_core::score::{ScoreConfig, Weights};
 
@@ -101,6 +102,13 @@ pub struct ModelArgs {
     /// degraded mark changed, before the published topology moves it.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub block_confirmations: u32,
+    /// The least loss ratio a fault (a node, a block's uplink, a zone link,
+    /// a path) is named for (`netaware faults`).
+    #[arg(long, default_value_t = 0.005)]
+    pub fault_min_loss: f64,
+    /// The least RTT a fault must add (ms) to be named.
+    #[arg(long, default_value_t = 0.2)]
+    pub fault_min_delay: f64,
     /// Loss to a placed worker above which placement fails a node.
     #[arg(long, default_value_t = 0.05)]
     pub loss_threshold: f64,
@@ -170,6 +178,13 @@ impl ModelArgs {
         if self.windows_kept == 0 {
             return Err(ConfigError::NoWindowsKept.into());
         }
+        let fault_sizes_ok = self.fault_min_loss > 0.0
+            && self.fault_min_loss < 1.0
+            && self.fault_min_delay.is_finite()
+            && self.fault_min_delay > 0.0;
+        if !fault_sizes_ok {
+            return Err(ConfigError::FaultSize.into());
+        }
         let millis = |d: Duration| u32::try_from(d.as_millis()).unwrap_or(u32::MAX);
         let throughput = if self.throughput_budget == 0.0 {
             None
@@ -205,6 +220,11 @@ impl ModelArgs {
                 ..BlockConfig::default()
             },
             topology_interval: self.topology_interval.max(Duration::from_millis(100)),
+            faults: FaultConfig {
+                min_loss: self.fault_min_loss,
+                min_delay_ms: self.fault_min_delay,
+                ..FaultConfig::default()
+            },
         })
     }
 }

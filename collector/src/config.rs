@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use netaware_core::blocks::BlockConfig;
+use netaware_core::faults::FaultConfig;
 use netaware_core::placement::PlacementConfig;
 use netaware_core::score::ScoreConfig;
 use netaware_core::throughput_plan::{PlanConfig, PlanError};
@@ -42,8 +43,11 @@ pub struct ModelConfig {
     /// How blocks are cut and how long a node takes to move
     /// (`crate::tasks::topology`).
     pub blocks: BlockConfig,
-    /// Time between two rounds of the measured topology.
+    /// Time between two rounds of the measured topology (and of fault
+    /// localisation, which reads its blocks).
     pub topology_interval: Duration,
+    /// How faults are found (`netaware_core::faults`).
+    pub faults: FaultConfig,
 }
 
 /// Most peers an agent probes by default: a cluster of up to 65 nodes is a
@@ -67,6 +71,7 @@ impl Default for ModelConfig {
             coordinate_interval: COORDINATE_PASS_INTERVAL,
             blocks: BlockConfig::default(),
             topology_interval: TOPOLOGY_ROUND_INTERVAL,
+            faults: FaultConfig::default(),
         }
     }
 }

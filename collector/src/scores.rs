@@ -175,6 +175,34 @@ impl pb::scores_server::Scores for ScoresService {
         )))
     }
 
+    async fn get_faults(
+        &self,
+        request: Request<pb::FaultsRequest>,
+    ) -> Result<Response<pb::FaultsResponse>, Status> {
+        let request = request.into_inner();
+        let only = if request.network.is_empty() {
+            None
+        } else {
+            Some(network_of(&request.network)?)
+        };
+        let published = self.topology.get();
+        if let Some(network) = &only
+            && published.of(network).is_none()
+        {
+            return Err(unmeasured(&*self.snapshot().await, network));
+        }
+        let faults = published
+            .faults
+            .iter()
+            .filter(|fault| only.as_ref().is_none_or(|n| &fault.network == n))
+            .map(convert::fault_to_wire)
+            .collect();
+        Ok(Response::new(pb::FaultsResponse {
+            faults,
+            observed_unix_ms: published.observed_unix_ms,
+        }))
+    }
+
     async fn get_zones(
         &self,
         request: Request<pb::ZonesRequest>,

@@ -28,6 +28,7 @@ pub mod cluster;
 pub mod contention;
 pub mod estimates;
 pub mod fabric;
+pub mod faults;
 pub mod fleet;
 pub mod information;
 pub mod model;

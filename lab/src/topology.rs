@@ -142,6 +142,10 @@ pub struct Topology {
     /// own; the control host is on none of them.
     #[serde(default)]
     pub networks: Vec<NetworkSpec>,
+    /// Hosts whose agent is told another zone than the one the host sits
+    /// in (a node labelled wrong): host name to the zone its label says.
+    #[serde(default)]
+    pub zone_labels: BTreeMap<String, String>,
 }
 
 /// Most further networks a lab may have.
@@ -414,6 +418,18 @@ impl Topology {
         }
         self.control_link.check("control_link")?;
         self.table(None).check("", &zones, &names)?;
+        for (host, zone) in &self.zone_labels {
+            if !names.contains(host) || host == CONTROL_HOST {
+                return invalid(format!(
+                    "zone_labels names {host:?}, which is no worker host"
+                ));
+            }
+            if !zones.contains(zone) || zone == CONTROL_ZONE {
+                return invalid(format!(
+                    "zone_labels gives {host:?} the unknown zone {zone:?}"
+                ));
+            }
+        }
         if self.networks.len() > MAX_NETWORKS {
             return invalid(format!("a lab has at most {MAX_NETWORKS} further networks"));
         }
@@ -504,6 +520,14 @@ impl Topology {
         }
         hosts.push(spec(CONTROL_HOST, CONTROL_ZONE, "", 0, 2));
         hosts
+    }
+
+    /// The zone `host`'s agent is told: its label, which is where it sits
+    /// unless `zone_labels` says otherwise.
+    pub fn zone_label<'a>(&'a self, host: &'a HostSpec) -> &'a str {
+        self.zone_labels
+            .get(&host.name)
+            .map_or(&host.zone, String::as_str)
     }
 
     /// The profile of the path from `src` to `dst` (hosts as listed by

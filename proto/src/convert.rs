@@ -676,6 +676,33 @@ pub fn zones_to_wire(summary: &ZoneSummary) -> pb::ZoneSummary {
     }
 }
 
+/// The wire form of a fault.
+pub fn fault_to_wire(fault: &netaware_core::faults::tracker::Fault) -> pb::Fault {
+    pb::Fault {
+        kind: fault.kind.as_str().to_owned(),
+        nodes: fault.nodes.clone(),
+        network: network_to_wire(&fault.network),
+        metric: fault.metric.as_str().to_owned(),
+        value: fault.value,
+        baseline: fault.baseline,
+        confidence: fault.confidence,
+        since_unix_ms: fault.since_unix_ms,
+        evidence: fault
+            .evidence
+            .iter()
+            .map(|e| pb::FaultEvidence {
+                src: e.src.clone(),
+                dst: e.dst.clone(),
+                value: e.value,
+                baseline: e.baseline,
+            })
+            .collect(),
+        zones: fault.zones.clone(),
+        block: fault.block.unwrap_or(0),
+        measures_like: fault.measures_like.clone().unwrap_or_default(),
+    }
+}
+
 /// The wire form of the measured topology, as of `observed_unix_ms`,
 /// moved after `confirmations` rounds.
 pub fn topology_to_wire(

@@ -1,7 +1,7 @@
 //! Every `netaware` command, one file each: the three services
 //! ([`agent`], [`collector`], [`scheduler`]: the one way to start each),
 //! the questions an operator asks a running collector ([`matrix`],
-//! [`zones`], [`estimate`], [`rank`], [`explain`], [`topology`],
+//! [`zones`], [`estimate`], [`rank`], [`explain`], [`topology`], [`faults`],
 //! [`doctor`]), the
 //! tools ([`publish_topology`], [`certs`], [`throughput`]) and, with the
 //! `lab` feature (on by default, off in the image), [`demo`] and [`lab`].
@@ -14,6 +14,7 @@ pub mod demo;
 pub mod doctor;
 pub mod estimate;
 pub mod explain;
+pub mod faults;
 #[cfg(feature = "lab")]
 pub mod lab;
 #[cfg(feature = "lab")]
@@ -73,6 +74,10 @@ pub enum Command {
     /// the objects that carry it to node labels, Kueue, Volcano or Diktyo,
     /// as YAML.
     Topology(topology::TopologyArgs),
+    /// The faults found: the node, block uplink, zone link or path that
+    /// explains each network's bad pairs, with its evidence, and the nodes
+    /// whose zone label disagrees with what their links measure.
+    Faults(faults::FaultsArgs),
     /// Keep the measured topology applied to a cluster as node labels,
     /// Kueue, Volcano or Diktyo objects (server-side apply, field manager
     /// netaware), until SIGINT or SIGTERM.
@@ -130,6 +135,7 @@ impl Command {
             Command::Zones(args) => zones::run(args).await,
             Command::Estimate(args) => estimate::run(args).await,
             Command::Topology(args) => topology::run(args).await,
+            Command::Faults(args) => faults::run(args).await,
             Command::PublishTopology(args) => {
                 publish_topology::run(args, netaware_runtime::shutdown_on_signal()?).await
             }
@@ -150,7 +156,7 @@ pub struct NetworkArg {
     pub network: netaware_core::network::Network,
 }
 
-fn parse_network(
+pub(crate) fn parse_network(
     name: &str,
 ) -> Result<netaware_core::network::Network, netaware_core::network::InvalidNetwork> {
     netaware_core::network::Network::parse(name)

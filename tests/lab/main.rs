@@ -5,6 +5,7 @@
 
 mod demo;
 mod dual_stack;
+mod faults;
 mod filtered;
 mod lying_node;
 mod measurement;

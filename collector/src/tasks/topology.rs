@@ -9,14 +9,22 @@
 //! per reader; `netaware topology` and its publisher render it for Kueue,
 //! Volcano and Diktyo.
 //!
-//! The tracker lives in memory: after a restart the first round publishes
+//! The same round localises each network's faults from its matrix and
+//! the blocks just found (`netaware_core::faults`), and a fault tracker
+//! opens and clears them with hysteresis; each that opens or clears is
+//! logged, and `GetFaults` serves the open ones.
+//!
+//! The trackers live in memory: after a restart the first round publishes
 //! what it sees (block numbers follow the order of the groups' first
-//! nodes, so an unchanged network gets its old numbers back).
+//! nodes, so an unchanged network gets its old numbers back), and faults
+//! open again after their looks in a row.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use netaware_core::UnixMillis;
+use netaware_core::faults::tracker::{Change, Fault, FaultTracker, TrackerConfig};
+use netaware_core::faults::{FaultInput, localise};
 use netaware_core::measured_topology::{self, BlockTracker, MeasuredTopology};
 use netaware_core::network::Network;
 use netaware_runtime::latest::Latest;
@@ -34,6 +42,8 @@ pub struct PublishedTopology {
     pub by_network: BTreeMap<Network, MeasuredTopology>,
     /// When the round ran; 0 before the first.
     pub observed_unix_ms: UnixMillis,
+    /// The open faults of every network, by network, kind and name.
+    pub faults: Vec<Fault>,
 }
 
 impl PublishedTopology {
@@ -62,6 +72,7 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let mut trackers: BTreeMap<Network, BlockTracker> = BTreeMap::new();
+    let mut faults = FaultTracker::new(TrackerConfig::default());
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return,
@@ -70,10 +81,13 @@ pub async fn run(
         let snapshot = snapshots.published();
         let started = std::time::Instant::now();
         let kept = std::mem::take(&mut trackers);
+        let mut fault_tracker = std::mem::take(&mut faults);
+        let now = netaware_runtime::clock::now_ms();
         let round = netaware_runtime::background::run(move || {
             let mut trackers = BTreeMap::new();
             let mut by_network = BTreeMap::new();
             let mut kept = kept;
+            let mut changes = Vec::new();
             for network in snapshot.networks() {
                 let Some(placer) = snapshot.placer_of(network) else {
                     continue;
@@ -83,22 +97,70 @@ pub async fn run(
                 let mut tracker = kept
                     .remove(network)
                     .unwrap_or_else(|| BlockTracker::new(&config.blocks));
-                by_network.insert(network.clone(), tracker.update(&observation));
+                let topology = tracker.update(&observation);
+                let input = FaultInput::from_matrix(placer.matrix(), Some(&topology));
+                let found = localise(&input, &config.faults)
+                    .iter()
+                    .map(|finding| Fault::named(&input, network, finding, now))
+                    .collect();
+                changes.extend(fault_tracker.update(network, found));
+                by_network.insert(network.clone(), topology);
                 trackers.insert(network.clone(), tracker);
             }
+            // A network no longer measured has its faults clear.
+            let gone: Vec<Network> = fault_tracker
+                .open()
+                .into_iter()
+                .map(|fault| fault.network)
+                .filter(|network| !by_network.contains_key(network))
+                .collect();
+            for network in gone {
+                changes.extend(fault_tracker.update(&network, Vec::new()));
+            }
             drop(snapshot);
-            (trackers, by_network)
+            (trackers, by_network, fault_tracker, changes)
         })
         .await;
-        let Some((kept, by_network)) = round else {
+        let Some((kept, by_network, fault_tracker, changes)) = round else {
             tracing::error!("a round of the measured topology failed; starting it over");
             continue;
         };
         trackers = kept;
+        log_changes(&changes);
+        let open = fault_tracker.open();
+        faults = fault_tracker;
         work.topology_round.observe(started.elapsed().as_secs_f64());
         published.publish(PublishedTopology {
             by_network,
-            observed_unix_ms: netaware_runtime::clock::now_ms(),
+            observed_unix_ms: now,
+            faults: open,
         });
+    }
+}
+
+/// Says each fault that opened or cleared.
+fn log_changes(changes: &[Change]) {
+    for change in changes {
+        match change {
+            Change::Opened(fault) => tracing::warn!(
+                kind = %fault.kind,
+                network = %fault.network,
+                metric = %fault.metric,
+                nodes = ?fault.nodes,
+                zones = ?fault.zones,
+                value = fault.value,
+                baseline = fault.baseline,
+                confidence = fault.confidence,
+                "network fault found"
+            ),
+            Change::Cleared(fault) => tracing::info!(
+                kind = %fault.kind,
+                network = %fault.network,
+                metric = %fault.metric,
+                nodes = ?fault.nodes,
+                zones = ?fault.zones,
+                "network fault cleared"
+            ),
+        }
     }
 }

@@ -194,7 +194,7 @@ pub fn loss_faults(input: &FaultInput, config: &FaultConfig) -> Vec<Finding> {
         config.min_loss,
         config.max_faults,
     );
-    chosen
+    let findings = chosen
         .into_iter()
         .map(|(i, level, gain)| {
             let (component, links) = &covers[i];
@@ -220,7 +220,61 @@ pub fn loss_faults(input: &FaultInput, config: &FaultConfig) -> Vec<Finding> {
                 evidence,
             }
         })
-        .collect()
+        .collect();
+    pairs_to_nodes(findings)
+}
+
+/// Bad paths at one node that are taken for the node itself.
+pub const PAIRS_FOR_A_NODE: usize = 3;
+
+/// Findings with every node that ends [`PAIRS_FOR_A_NODE`] or more pair
+/// findings named as the node instead: the fewest components again, where
+/// the node's links disagree too much for one level to fit them all (a
+/// fault that is starting shows on some of its links' windows first).
+fn pairs_to_nodes(mut findings: Vec<Finding>) -> Vec<Finding> {
+    loop {
+        let mut ends: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (k, finding) in findings.iter().enumerate() {
+            if let Subject::Component(Component::Pair(a, b)) = finding.subject {
+                ends.entry(a).or_default().push(k);
+                ends.entry(b).or_default().push(k);
+            }
+        }
+        let Some((node, pairs)) = ends
+            .into_iter()
+            .filter(|(_, pairs)| pairs.len() >= PAIRS_FOR_A_NODE)
+            .max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.0.cmp(&a.0)))
+        else {
+            return findings;
+        };
+        let taken: Vec<Finding> = pairs.iter().map(|&k| findings[k].clone()).collect();
+        let mut kept = Vec::with_capacity(findings.len());
+        for (k, finding) in findings.into_iter().enumerate() {
+            if !pairs.contains(&k) {
+                kept.push(finding);
+            }
+        }
+        findings = kept;
+        let already = findings
+            .iter()
+            .any(|f| f.subject == Subject::Component(Component::Node(node)));
+        if !already {
+            let mut values: Vec<f64> = taken.iter().map(|f| f.value).collect();
+            let mut baselines: Vec<f64> = taken.iter().map(|f| f.baseline).collect();
+            let mut evidence: Vec<Evidence> =
+                taken.iter().flat_map(|f| f.evidence.clone()).collect();
+            let metric = taken[0].metric;
+            worst_first(&mut evidence, |e| e.value - e.baseline);
+            findings.push(Finding {
+                subject: Subject::Component(Component::Node(node)),
+                metric,
+                value: lower_median(&mut values).unwrap_or(0.0),
+                baseline: lower_median(&mut baselines).unwrap_or(0.0),
+                confidence: taken.iter().map(|f| f.confidence).fold(0.0, f64::max),
+                evidence,
+            });
+        }
+    }
 }
 
 /// `1 - exp(-gain / threshold)`: 0.63 at the threshold, 0.95 at three times it.
@@ -391,7 +445,7 @@ pub fn delay_faults(
         config.min_delay_ms,
         config.max_faults,
     );
-    chosen
+    let findings = chosen
         .into_iter()
         .map(|(i, level, gain)| {
             let (component, links) = &covers[i];
@@ -419,5 +473,6 @@ pub fn delay_faults(
                 evidence,
             }
         })
-        .collect()
+        .collect();
+    pairs_to_nodes(findings)
 }

@@ -10,6 +10,7 @@
 //! and write JSON and a PNG plot ([`plot`]) into `--out`.
 
 pub mod estimates;
+pub mod faults;
 pub mod lab;
 pub mod plot;
 pub mod sim;
@@ -29,6 +30,9 @@ pub enum EvaluateCommand {
     /// How far off the RTT estimates of never-probed pairs are on a
     /// simulated fabric, with bounded peer sets.
     Estimates(estimates::EstimateOptions),
+    /// How well faults planted on a simulated fabric are named, beside
+    /// simpler methods.
+    Faults(faults::FaultOptions),
 }
 
 /// Where an experiment's results go.
@@ -57,6 +61,11 @@ pub async fn run(command: EvaluateCommand, shutdown: CancellationToken) -> anyho
             }
             EvaluateCommand::Estimates(options) => {
                 tokio::task::spawn_blocking(move || estimates::run(&options))
+                    .await
+                    .context("the experiment panicked")?
+            }
+            EvaluateCommand::Faults(options) => {
+                tokio::task::spawn_blocking(move || faults::run(&options))
                     .await
                     .context("the experiment panicked")?
             }
