@@ -18,7 +18,10 @@
 //!   the zone is probed within [`cycle_epochs`] epochs, and every node is
 //!   probed by exactly `k` zone mates in each (its health stays measured).
 //!
-//! Whatever the cluster's size, an agent probes at most `max` peers.
+//! Whatever the cluster's size, an agent probes at most `max` peers, and
+//! at least one of them in its own zone when it has zone mates (however
+//! small the bound: its links inside the zone are what node health and
+//! fault localisation judge it by).
 //! Choosing is pure: the epoch comes from the caller's clock.
 
 use std::collections::BTreeMap;
@@ -96,6 +99,10 @@ pub fn choose(
         }
     }
     let mut chosen = other_zone_peers(node, zone, candidates, &zones, bound);
+    // At least one zone mate, however small the bound: fault localisation
+    // and node health need a node's links inside its zone.
+    let has_mates = ring.iter().any(|&i| candidates[i].0 != node);
+    chosen.truncate(bound.max - usize::from(has_mates));
     let room = bound.max - chosen.len().min(bound.max);
     chosen.splice(
         0..0,
@@ -373,6 +380,26 @@ mod tests {
             let most = probed_by.iter().max().copied().unwrap_or(0);
             prop_assert!(least > 0);
             prop_assert_eq!(least, most, "the ring spreads the probing evenly");
+        }
+    }
+
+    #[test]
+    fn every_agent_probes_a_zone_mate_whatever_its_bound() {
+        for zones in 2..=8 {
+            let cluster = cluster(zones * 5, zones);
+            let candidates = view(&cluster);
+            for max in 1..=zones + 1 {
+                for epoch in 0..3 {
+                    for (node, zone) in &candidates {
+                        let set = choose(node, zone, &candidates, bound(max, epoch));
+                        assert!(set.len() <= max);
+                        assert!(
+                            set.iter().any(|&i| candidates[i].1 == *zone),
+                            "{node} in {zone}, {zones} zones, bound {max}: {set:?}"
+                        );
+                    }
+                }
+            }
         }
     }
 }
