@@ -10,8 +10,11 @@ use axum::routing::get;
 
 use crate::agents::Agents;
 use crate::ingest::Ingest;
-use crate::metrics::{DEFAULT_PAIR_NODE_LIMIT, ScrapeFacts, WorkMetrics, exposition_of_networks};
+use crate::metrics::{
+    DEFAULT_PAIR_NODE_LIMIT, FaultFacts, ScrapeFacts, WorkMetrics, exposition_of_networks,
+};
 use crate::snapshots::Snapshots;
+use crate::tasks::topology::SharedTopology;
 
 /// What the HTTP endpoint reads.
 #[derive(Debug, Clone)]
@@ -24,6 +27,8 @@ pub struct HttpState {
     pub agents: Arc<Agents>,
     /// Counters of the collector's work.
     pub work: Arc<WorkMetrics>,
+    /// The last round's topology and faults.
+    pub topology: Arc<SharedTopology>,
 }
 
 /// The HTTP routes.
@@ -49,12 +54,22 @@ async fn metrics(State(shared): State<HttpState>) -> impl IntoResponse {
         (state.throughput_counts(), last_seqs)
     };
     let placement = snapshot.config.placement;
+    let published = shared.topology.get();
+    let faults = FaultFacts {
+        networks: published.by_network.keys().cloned().collect(),
+        open: published
+            .faults
+            .iter()
+            .map(|fault| (fault.network.clone(), fault.kind))
+            .collect(),
+    };
     let facts = ScrapeFacts {
         open_sessions: shared.agents.sessions().len(),
         throughput,
         pair_node_limit: DEFAULT_PAIR_NODE_LIMIT,
         last_seqs,
         placement,
+        faults,
     };
     (
         [(CONTENT_TYPE, netaware_runtime::PROMETHEUS_CONTENT_TYPE)],

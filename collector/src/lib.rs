@@ -324,7 +324,7 @@ impl Collector {
         ));
         tasks.spawn(tasks::topology::run(
             Arc::clone(&snapshots),
-            topology,
+            Arc::clone(&topology),
             Arc::clone(&work),
             model,
             shutdown.clone(),
@@ -347,6 +347,7 @@ impl Collector {
             snapshots: Arc::clone(&snapshots),
             agents,
             work: Arc::clone(&work),
+            topology: Arc::clone(&topology),
         });
         tasks.spawn(async move {
             let served = netaware_runtime::http::serve(http, app, config.http_tls, shutdown).await;

@@ -17,6 +17,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
+use netaware_core::faults::FaultKind;
 use netaware_core::network::Network;
 use netaware_core::placement::PlacementConfig;
 use netaware_core::scored::{ScoredMatrix, ZoneSummary};
@@ -40,6 +41,12 @@ pub struct NodeLabels {
 struct ZoneNodeLabels {
     node: String,
     zone: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FaultLabels {
+    network: String,
+    kind: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -214,6 +221,18 @@ pub struct ScrapeFacts {
     pub last_seqs: Vec<(String, u64)>,
     /// The placement thresholds that say whether a node is degraded.
     pub placement: PlacementConfig,
+    /// The networks of the last round of fault localisation, and its open
+    /// faults.
+    pub faults: FaultFacts,
+}
+
+/// What the last round of fault localisation found, for the metrics.
+#[derive(Debug, Clone, Default)]
+pub struct FaultFacts {
+    /// The networks it looked at.
+    pub networks: Vec<Network>,
+    /// Its open faults: (network, kind).
+    pub open: Vec<(Network, FaultKind)>,
 }
 
 /// The metrics text of a scrape: the work counters and the matrix as of
@@ -234,10 +253,37 @@ pub fn exposition_of_networks(
     register_work(&mut registry, work, facts);
     register_matrix(&mut registry, snapshot, facts);
     register_pairs(&mut registry, snapshot, others, facts);
+    register_faults(&mut registry, &facts.faults);
     let mut text = String::new();
     // Writing into a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
     text
+}
+
+/// Open faults per network and kind: one series each, 0 included, so that
+/// an alert can say `> 0` and a panel draws a line that goes back down.
+fn register_faults(registry: &mut Registry, faults: &FaultFacts) {
+    let open = Family::<FaultLabels, Gauge>::default();
+    for network in &faults.networks {
+        for kind in FaultKind::ALL {
+            let labels = FaultLabels {
+                network: network.as_str().to_owned(),
+                kind: kind.as_str().to_owned(),
+            };
+            let count = faults
+                .open
+                .iter()
+                .filter(|(n, k)| n == network && *k == kind)
+                .count();
+            open.get_or_create(&labels)
+                .set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
+    }
+    registry.register(
+        "faults",
+        "Open faults by network and kind (node, block_uplink, zone_link, pair, zone_label): what `netaware faults` lists",
+        open,
+    );
 }
 
 fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFacts) {
@@ -691,6 +737,10 @@ mod tests {
             pair_node_limit: limit,
             last_seqs: vec![("a1".into(), 7)],
             placement: PlacementConfig::default(),
+            faults: FaultFacts {
+                networks: vec![Network::primary()],
+                open: vec![(Network::primary(), FaultKind::Node)],
+            },
         }
     }
 
@@ -715,6 +765,9 @@ mod tests {
             r#"netaware_collector_sessions_open 2"#,
             r#"netaware_collector_window_seq{node="a1"} 7"#,
             r#"netaware_collector_throughput_results_total{outcome="failed"} 1"#,
+            r#"netaware_faults{network="primary",kind="node"} 1"#,
+            r#"netaware_faults{network="primary",kind="block_uplink"} 0"#,
+            r#"netaware_faults{network="primary",kind="zone_label"} 0"#,
         ] {
             assert!(text.contains(line), "missing {line}:\n{text}");
         }

@@ -9,7 +9,7 @@
 //!   the control host scrapes the real collector, the nine agents and a
 //!   scheduler extender that is being called; every query of every panel
 //!   returns data, and every alert fires in the scenario built for it (a
-//!   lossy host and its links, a zone cut off, ICMP dropped in every host,
+//!   lossy host, its links and its node fault, a zone cut off, ICMP dropped in every host,
 //!   an agent killed, the collector killed),
 //!   with the rules' `for` shortened to seconds (the unit tests hold the
 //!   real ones).
@@ -257,6 +257,9 @@ fn a_real_prometheus_answers_every_panel_and_fires_every_alert() {
         "--throughput-duration=1s",
         "--throughput-omit=500ms",
         "--throughput-max-concurrent=2",
+        // Rounds of blocks and faults every 2 s, so that a fault is named
+        // within seconds.
+        "--topology-interval=2s",
     ]
     .map(String::from)
     .to_vec();
@@ -410,6 +413,14 @@ fn a_real_prometheus_answers_every_panel_and_fires_every_alert() {
                 .all(|a| !["a1", "a2"].contains(&a["node"].as_str()) && a["zone"] != "zone-c"),
             "{degraded:?}"
         );
+        // and it is a node fault of the primary network.
+        wait_for_alert(
+            prometheus,
+            "NetawareNetworkFault",
+            Duration::from_secs(60),
+            |a| a["network"] == "primary" && a["kind"] == "node",
+        )
+        .await;
 
         // Zone c cut off: the alert names it, and clears once it heals.
         let mut faults = Faults::default();
