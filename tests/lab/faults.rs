@@ -154,6 +154,7 @@ fn a_bad_nic_a_bad_uplink_a_bad_path_and_a_wrong_label_are_each_named_as_what_th
     assert_eq!(named(&read()), expected);
     // The table names them for people.
     let table = system.ask(&["faults"]).unwrap();
+    println!("{table}");
     for word in [
         "block_uplink",
         "zone-a block",

@@ -159,8 +159,9 @@ impl Model for LossModel<'_> {
 /// still loses a probe now and then.
 const MIN_BACKGROUND: f64 = 1e-4;
 
-/// The network's background loss: the pooled loss of its links with the
-/// lossiest tenth left out (the faults are among those).
+/// The network's background loss: the pooled loss of its less lossy half
+/// of links (faults may be on most of a small network's links; a clean
+/// link shows what the network loses without them).
 fn background_loss(links: &[FaultLink]) -> f64 {
     let mut ratios: Vec<(f64, &FaultLink)> = links
         .iter()
@@ -168,7 +169,7 @@ fn background_loss(links: &[FaultLink]) -> f64 {
         .map(|l| (l.lost as f64 / l.sent as f64, l))
         .collect();
     ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let kept = &ratios[..ratios.len() - ratios.len() / 10];
+    let kept = &ratios[..ratios.len().div_ceil(2)];
     let (lost, sent) = kept.iter().fold((0u64, 0u64), |(lost, sent), (_, l)| {
         (lost + l.lost, sent + l.sent)
     });
