@@ -581,14 +581,8 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
     // pair on the median of up to three rounds (a second round always, a
     // third where the first two disagree), each pair on the median of its
     // own tries. Each fails when two of its tries are off.
-    let mut rounds = vec![first];
-    rounds.push(read_round(
-        system,
-        network,
-        &all_pairs,
-        overhead,
-        Fresh::After,
-    ));
+    let every_pair_again = || read_round(system, network, &all_pairs, overhead, Fresh::After);
+    let mut rounds = vec![first, every_pair_again()];
     let biases = |rounds: &[Vec<RttReading<'_>>]| -> Vec<MeanError> {
         rounds
             .iter()
@@ -602,13 +596,7 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
         if biases(&rounds).iter().filter(|b| b.judged()).count() >= 2 {
             break;
         }
-        rounds.push(read_round(
-            system,
-            network,
-            &all_pairs,
-            overhead,
-            Fresh::After,
-        ));
+        rounds.push(every_pair_again());
     }
     let mut tries: Vec<Vec<Option<String>>> = (0..all_pairs.len())
         .map(|i| rounds.iter().map(|round| round[i].off()).collect())
