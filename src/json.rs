@@ -331,9 +331,14 @@ pub struct RankedJson {
     pub reason: Option<String>,
     /// Why not, for programs: a stable code (`loss_to_worker`,
     /// `goodput_to_worker`, `degraded_loss`, `degraded_goodput`,
-    /// `outside_zone`, `no_zone`, `stale`, `unknown_node`); null when
-    /// feasible.
+    /// `node_fault`, `outside_zone`, `no_zone`, `stale`, `unknown_node`);
+    /// null when feasible.
     pub failure: Option<FailureCode>,
+    /// The bad block uplink (an open `block_uplink` fault) its worker
+    /// would put the job's traffic across, which scaled its score down;
+    /// absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bad_uplink: Option<BadUplinkJson>,
     /// The terms behind the score.
     pub terms: TermsJson,
     /// The extender's priority for the node (0 to 10, scaled to the best
@@ -341,6 +346,21 @@ pub struct RankedJson {
     pub extender_score: i64,
     /// Whether the node passes the extender's filter.
     pub passes_filter: bool,
+}
+
+/// A bad block uplink a candidate's worker would cross.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BadUplinkJson {
+    /// The block's zone.
+    pub zone: String,
+    /// The block's number in its zone.
+    pub block: u32,
+    /// "loss" or "delay".
+    pub metric: String,
+    /// Its loss ratio or added milliseconds.
+    pub value: f64,
+    /// The factor its score was scaled by.
+    pub factor: f64,
 }
 
 /// The terms behind a node's score.
@@ -385,6 +405,13 @@ impl From<&pb::RankResponse> for RankJson {
                         feasible: n.feasible,
                         reason: (!n.reason.is_empty()).then(|| n.reason.clone()),
                         failure: failure_from_wire(n.failure),
+                        bad_uplink: n.bad_uplink.as_ref().map(|u| BadUplinkJson {
+                            zone: u.zone.clone(),
+                            block: u.block,
+                            metric: u.metric.clone(),
+                            value: u.value,
+                            factor: u.factor,
+                        }),
                         terms: TermsJson {
                             quality: t.quality,
                             delay: t.delay,

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use netaware_core::UnixMillis;
 use netaware_core::coordinates::Coordinates;
+use netaware_core::fault_marks::FaultMarks;
 use netaware_core::network::Network;
 use netaware_core::placement::Placer;
 use netaware_core::scored::ScoredMatrix;
@@ -115,6 +116,7 @@ impl Snapshot {
         Versioned {
             scored: self.placer.matrix(),
             placement: self.placer.config(),
+            faults: self.placer.faults(),
             network: &PRIMARY,
             version: self.version,
             at: self.at,
@@ -127,9 +129,10 @@ impl Snapshot {
         if network.is_primary() {
             return Some(self.versioned());
         }
-        let scored = self.other_networks.get(network)?.matrix();
+        let placer = self.other_networks.get(network)?;
         Some(Versioned {
-            scored,
+            scored: placer.matrix(),
+            faults: placer.faults(),
             network,
             ..self.versioned()
         })
@@ -173,7 +176,14 @@ pub struct Snapshots {
     /// (`crate::tasks::coordinates`): each build gives them to the
     /// snapshot's nodes.
     pub coordinates: Latest<Coordinates>,
+    /// The open faults of the last topology round that placement acts
+    /// on, by network (`crate::tasks::topology`): each build gives them to
+    /// the snapshot's placers.
+    pub faults: Latest<FaultsByNetwork>,
 }
+
+/// The faults placement acts on, by network.
+pub type FaultsByNetwork = BTreeMap<Network, FaultMarks>;
 
 #[derive(Debug, Clone, Copy)]
 struct BuildTiming {
@@ -187,7 +197,12 @@ impl Snapshots {
     /// The first snapshot, of `state` as it starts.
     pub fn new(state: &CollectorState, now: UnixMillis) -> Self {
         let started = Instant::now();
-        let snapshot = snapshot_of(state.snapshot_inputs(), &Coordinates::default(), now);
+        let snapshot = snapshot_of(
+            state.snapshot_inputs(),
+            &Coordinates::default(),
+            &FaultsByNetwork::new(),
+            now,
+        );
         let snapshot = Arc::new(snapshot);
         Self {
             last_took_us: AtomicU64::new(micros(started.elapsed())),
@@ -198,6 +213,7 @@ impl Snapshots {
                 took: started.elapsed(),
             }),
             coordinates: Latest::default(),
+            faults: Latest::default(),
         }
     }
 
@@ -287,10 +303,12 @@ impl Snapshots {
         let (inputs, since) = inputs;
         let at = now();
         let coordinates = self.coordinates.get();
-        let snapshot =
-            netaware_runtime::background::run(move || snapshot_of(inputs, &coordinates, at))
-                .await
-                .map_or(latest, Arc::new);
+        let faults = self.faults.get();
+        let snapshot = netaware_runtime::background::run(move || {
+            snapshot_of(inputs, &coordinates, &faults, at)
+        })
+        .await
+        .map_or(latest, Arc::new);
         *timing = BuildTiming {
             ended: Some(Instant::now()),
             took: started.elapsed(),
@@ -327,19 +345,31 @@ fn micros(duration: Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
-fn snapshot_of(inputs: SnapshotInputs, coordinates: &Coordinates, at: UnixMillis) -> Snapshot {
+fn snapshot_of(
+    inputs: SnapshotInputs,
+    coordinates: &Coordinates,
+    faults: &FaultsByNetwork,
+    at: UnixMillis,
+) -> Snapshot {
     let scored = inputs.score(coordinates, at);
     // Worked out here, once, not by the first reader that needs it.
     scored.health();
+    let placer = |network: &Network, scored: ScoredMatrix| {
+        let faults = faults.get(network).cloned().unwrap_or_default();
+        Placer::new(scored, inputs.config.placement).with_faults(faults)
+    };
     Snapshot {
         version: inputs.version,
         at,
-        placer: Placer::new(scored, inputs.config.placement),
+        placer: placer(&PRIMARY, scored),
         config: inputs.config,
         other_networks: inputs
             .score_other_networks(at)
             .into_iter()
-            .map(|(network, scored)| (network, Placer::new(scored, inputs.config.placement)))
+            .map(|(network, scored)| {
+                let placer = placer(&network, scored);
+                (network, placer)
+            })
             .collect(),
         built: Instant::now(),
     }

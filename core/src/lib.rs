@@ -49,6 +49,8 @@ pub mod coordinate_pass;
 pub mod coordinates;
 pub mod estimate;
 pub mod extender;
+pub mod fault_kind;
+pub mod fault_marks;
 pub mod faults;
 pub mod host_model;
 pub mod labels;

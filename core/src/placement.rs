@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 
 use crate::NodeKind;
 use crate::estimate::Estimate;
+use crate::fault_marks::{BAD_UPLINK_FACTOR, BadUplink, FaultMarks, IndexedMarks};
 use crate::memo::LastAnswer;
 use crate::node_estimate::{End, Group};
 use crate::score::{Fallback, Source, Terms};
@@ -143,6 +144,10 @@ impl PlacementOverrides {
 pub struct Placer {
     matrix: ScoredMatrix,
     config: PlacementConfig,
+    /// The open faults of the matrix's network that placement acts on,
+    /// by name (what followers receive) and over the matrix's nodes.
+    faults: FaultMarks,
+    marks: IndexedMarks,
     /// Each feasible node's terms with its zone, for the last feasible set
     /// asked about: the extender is asked to filter and then to prioritize
     /// each pod of a job, every time with the same candidates.
@@ -152,7 +157,7 @@ pub struct Placer {
 impl Clone for Placer {
     /// A copy starts with nothing worked out.
     fn clone(&self) -> Self {
-        Self::new(self.matrix.clone(), self.config)
+        Self::new(self.matrix.clone(), self.config).with_faults(self.faults.clone())
     }
 }
 
@@ -168,8 +173,26 @@ impl Placer {
         Self {
             matrix,
             config,
+            faults: FaultMarks::default(),
+            marks: IndexedMarks::default(),
             zone_terms: LastAnswer::default(),
         }
+    }
+
+    /// The same placer acting on `faults`, the open faults of its
+    /// matrix's network: a node's own fault fails it, a bad uplink lowers
+    /// the nodes whose workers would cross it ([`crate::fault_marks`]).
+    pub fn with_faults(mut self, faults: FaultMarks) -> Self {
+        let n = self.matrix.nodes().len();
+        self.marks = IndexedMarks::new(&faults, n, |name| self.matrix.index_of(name));
+        self.faults = faults;
+        self.zone_terms = LastAnswer::default();
+        self
+    }
+
+    /// The faults it acts on.
+    pub fn faults(&self) -> &FaultMarks {
+        &self.faults
     }
 
     /// The scored matrix.
@@ -185,7 +208,7 @@ impl Placer {
     /// The same placer on the matrix with the zones (and regions) that
     /// `place` gives ([`ScoredMatrix::with_places`]).
     pub fn with_places(&self, place: impl Fn(&str) -> Option<(String, String)>) -> Self {
-        Self::new(self.matrix.with_places(place), self.config)
+        Self::new(self.matrix.with_places(place), self.config).with_faults(self.faults.clone())
     }
 
     /// Ranks the candidates for a job. Ties keep the candidates' order. A
@@ -200,7 +223,13 @@ impl Placer {
     /// order (one per place): for the extender, which answers in that
     /// order, sorting 5,000 verdicts would be a third of its call.
     pub fn judge<'a>(&'a self, job: &JobRequest<'a>) -> Ranking<'a> {
-        judge(&self.matrix, job, &self.config, &self.zone_terms)
+        judge(
+            &self.matrix,
+            job,
+            &self.config,
+            &self.marks,
+            &self.zone_terms,
+        )
     }
 
     /// Works out ahead what every ranking reads (node health, what the
@@ -297,6 +326,9 @@ pub struct RankedNode<'a> {
     pub failure: Option<Box<Failure>>,
     /// The terms behind the score.
     pub terms: NodeTerms,
+    /// The bad block uplink its worker would put the job's traffic
+    /// across, which scaled its score by [`BAD_UPLINK_FACTOR`].
+    pub bad_uplink: Option<BadUplink<'a>>,
 }
 
 impl RankedNode<'_> {
@@ -414,6 +446,7 @@ fn judge<'a>(
     matrix: &'a ScoredMatrix,
     job: &JobRequest<'a>,
     config: &PlacementConfig,
+    marks: &'a IndexedMarks,
     zone_terms_cache: &LastAnswer<Vec<bool>, Vec<Option<NodeTerms>>>,
 ) -> Ranking<'a> {
     let strict_zone = job.strict_zone || config.strict_zone;
@@ -455,7 +488,8 @@ fn judge<'a>(
                         matrix.health()[i]
                             .degraded(config.loss_threshold, config.min_goodput_fraction)
                             .map(Failure::Degraded)
-                    }),
+                    })
+                    .or_else(|| marks.node_fault(i).map(Failure::NodeFault)),
             };
             (candidate, name, index, failure.map(Box::new))
         })
@@ -505,6 +539,7 @@ fn judge<'a>(
                     score: 0.0,
                     failure,
                     terms: NodeTerms::empty(),
+                    bad_uplink: None,
                 };
             };
             let in_zone = zone.as_deref() == Some(zone_of(i));
@@ -526,10 +561,15 @@ fn judge<'a>(
                     None => Failure::NoZone,
                 }));
             }
+            let bad_uplink = marks.crossed_uplink(i, &placed, job.size);
             let factor = if in_zone {
                 1.0
             } else {
                 config.out_of_zone_factor
+            } * if bad_uplink.is_some() {
+                BAD_UPLINK_FACTOR
+            } else {
+                1.0
             };
             let score = if failure.is_some() {
                 0.0
@@ -543,6 +583,7 @@ fn judge<'a>(
                 score,
                 failure,
                 terms,
+                bad_uplink,
             }
         })
         .collect();
@@ -1270,6 +1311,86 @@ mod tests {
         );
         assert_eq!(ranking.nodes.last().unwrap().name, "a3");
         assert!(!names(&ranking).contains(&"a1"));
+    }
+
+    /// Zone b's open faults: b1's NIC loses 2% (under the loss threshold,
+    /// so only the fault says so), and the uplink of block 1 (b2 alone).
+    fn zone_b_faults() -> FaultMarks {
+        use crate::fault_kind::FaultMetric;
+        use crate::fault_marks::FaultMark;
+        FaultMarks {
+            marks: vec![
+                FaultMark::Node {
+                    node: "b1".into(),
+                    metric: FaultMetric::Loss,
+                    value: 0.02,
+                    baseline: 0.0,
+                },
+                FaultMark::BlockUplink {
+                    zone: "b".into(),
+                    block: 1,
+                    nodes: vec!["b2".into()],
+                    metric: FaultMetric::Loss,
+                    value: 0.03,
+                    baseline: 0.0,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn a_node_fault_fails_the_node_and_a_bad_uplink_halves_a_crossing_score() {
+        let placed = owned(&["b3"]);
+        let plain = Placer::new(cluster(), PlacementConfig::default());
+        let faulty = plain.clone().with_faults(zone_b_faults());
+        let before = plain.rank(&job(3, &placed));
+        let after = faulty.rank(&job(3, &placed));
+        fn node<'r>(ranking: &Ranking<'r>, name: &str) -> RankedNode<'r> {
+            ranking
+                .nodes
+                .iter()
+                .find(|n| n.name == name)
+                .cloned()
+                .unwrap()
+        }
+        // Without the faults both are fine: 2% is under the threshold.
+        assert!(node(&before, "b1").feasible() && node(&before, "b2").feasible());
+        let b1 = node(&after, "b1");
+        assert_eq!(
+            b1.failure.as_ref().map(|f| f.code()),
+            Some(crate::verdict::FailureCode::NodeFault)
+        );
+        assert!(b1.failure.unwrap().fails_filter());
+        // b2's worker would talk to b3 across its block's bad uplink.
+        let b2 = node(&after, "b2");
+        assert!(b2.feasible());
+        let uplink = b2.bad_uplink.expect("crosses the uplink");
+        assert_eq!((uplink.zone, uplink.block), ("b", 1));
+        let ratio = b2.score / node(&before, "b2").score;
+        assert!((ratio - BAD_UPLINK_FACTOR).abs() < 1e-9, "{ratio}");
+        // The rest of the ranking is as it was.
+        for name in ["a1", "a2", "a3", "c1"] {
+            assert_eq!(node(&after, name), node(&before, name), "{name}");
+        }
+        // The same placer copied, or with other places, keeps its faults.
+        assert_eq!(faulty.clone().rank(&job(3, &placed)), after);
+        assert_eq!(faulty.with_places(|_| None).faults(), &zone_b_faults());
+    }
+
+    #[test]
+    fn a_first_worker_behind_a_bad_uplink_is_held_back_only_when_the_job_cannot_fit_behind_it() {
+        let faulty =
+            Placer::new(cluster(), PlacementConfig::default()).with_faults(zone_b_faults());
+        let candidates = owned(&["b2"]);
+        let crosses = |size: usize| {
+            let request = JobRequest {
+                candidates: Some(&candidates),
+                ..job(size, &[])
+            };
+            faulty.rank(&request).nodes[0].bad_uplink.is_some()
+        };
+        assert!(!crosses(1));
+        assert!(crosses(2));
     }
 
     #[test]

@@ -8,6 +8,9 @@
 
 use std::fmt;
 
+use crate::fault_kind::FaultMetric;
+use crate::fault_marks::NodeFault;
+
 /// Why a node is not feasible for a job.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Failure {
@@ -41,6 +44,9 @@ pub enum Failure {
     },
     /// The node itself is degraded: see [`Degradation`].
     Degraded(Degradation),
+    /// Fault localisation names the node itself (its NIC) as faulty on
+    /// the job's network ([`crate::faults`]).
+    NodeFault(NodeFault),
     /// Strict mode: the node is outside the zone chosen for the job.
     OutsideZone {
         /// The chosen zone.
@@ -91,6 +97,8 @@ pub enum FailureCode {
     DegradedLoss,
     /// [`Degradation::Goodput`].
     DegradedGoodput,
+    /// [`Failure::NodeFault`].
+    NodeFault,
     /// [`Failure::OutsideZone`].
     OutsideZone,
     /// [`Failure::NoZone`].
@@ -99,13 +107,14 @@ pub enum FailureCode {
 
 impl FailureCode {
     /// Every code, for tests and documentation.
-    pub const ALL: [FailureCode; 8] = [
+    pub const ALL: [FailureCode; 9] = [
         FailureCode::UnknownNode,
         FailureCode::Stale,
         FailureCode::LossToWorker,
         FailureCode::GoodputToWorker,
         FailureCode::DegradedLoss,
         FailureCode::DegradedGoodput,
+        FailureCode::NodeFault,
         FailureCode::OutsideZone,
         FailureCode::NoZone,
     ];
@@ -119,6 +128,7 @@ impl FailureCode {
             FailureCode::GoodputToWorker => "goodput_to_worker",
             FailureCode::DegradedLoss => "degraded_loss",
             FailureCode::DegradedGoodput => "degraded_goodput",
+            FailureCode::NodeFault => "node_fault",
             FailureCode::OutsideZone => "outside_zone",
             FailureCode::NoZone => "no_zone",
         }
@@ -150,6 +160,7 @@ impl Failure {
             Failure::GoodputToWorker { .. } => FailureCode::GoodputToWorker,
             Failure::Degraded(Degradation::Loss { .. }) => FailureCode::DegradedLoss,
             Failure::Degraded(Degradation::Goodput { .. }) => FailureCode::DegradedGoodput,
+            Failure::NodeFault(_) => FailureCode::NodeFault,
             Failure::OutsideZone { .. } => FailureCode::OutsideZone,
             Failure::NoZone => FailureCode::NoZone,
         }
@@ -194,6 +205,19 @@ impl fmt::Display for Failure {
                 median_bps / GBIT
             ),
             Failure::Degraded(degradation) => write!(f, "degraded: {degradation}"),
+            Failure::NodeFault(fault) => match fault.metric {
+                FaultMetric::Loss => write!(
+                    f,
+                    "network fault: the node's own links lose {:.1}% (usual {:.1}%)",
+                    fault.value * 100.0,
+                    fault.baseline * 100.0
+                ),
+                FaultMetric::Delay | FaultMetric::Rtt => write!(
+                    f,
+                    "network fault: the node's own links add {:.2} ms",
+                    fault.value
+                ),
+            },
             Failure::OutsideZone { zone } => write!(f, "outside the chosen zone {zone} (strict)"),
             Failure::NoZone => f.write_str("no zone can be chosen (strict)"),
         }
@@ -259,6 +283,11 @@ mod tests {
                 zone_goodput_bps: 10e9,
                 fraction: 0.2,
             }),
+            Failure::NodeFault(NodeFault {
+                metric: FaultMetric::Loss,
+                value: 0.03,
+                baseline: 0.001,
+            }),
             Failure::OutsideZone { zone: "b".into() },
             Failure::NoZone,
         ]
@@ -296,6 +325,10 @@ mod tests {
         assert!(text[3].ends_with("median 10.000 Gbit/s"));
         assert!(text[4].starts_with("degraded: loss 10.0% on most of its links with 3"));
         assert!(text[5].contains("usual 10.000 Gbit/s"));
-        assert_eq!(text[6], "outside the chosen zone b (strict)");
+        assert_eq!(
+            text[6],
+            "network fault: the node's own links lose 3.0% (usual 0.1%)"
+        );
+        assert_eq!(text[7], "outside the chosen zone b (strict)");
     }
 }

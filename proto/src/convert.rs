@@ -14,6 +14,8 @@ use std::collections::HashMap;
 
 use netaware_core::coordinates::{Coordinate, DIMENSIONS};
 use netaware_core::extender::{Neutral, Priority, RankAnswer};
+use netaware_core::fault_kind::{FaultKind, FaultMetric};
+use netaware_core::fault_marks::{BAD_UPLINK_FACTOR, BadUplink, FaultMark, FaultMarks};
 use netaware_core::matrix::RttStats;
 use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::measured_topology::{
@@ -168,6 +170,7 @@ pub fn failure_to_wire(code: Option<FailureCode>) -> pb::Failure {
         Some(FailureCode::GoodputToWorker) => pb::Failure::GoodputToWorker,
         Some(FailureCode::DegradedLoss) => pb::Failure::DegradedLoss,
         Some(FailureCode::DegradedGoodput) => pb::Failure::DegradedGoodput,
+        Some(FailureCode::NodeFault) => pb::Failure::NodeFault,
         Some(FailureCode::OutsideZone) => pb::Failure::OutsideZone,
         Some(FailureCode::NoZone) => pb::Failure::NoZone,
     }
@@ -184,6 +187,7 @@ pub fn failure_from_wire(value: i32) -> Option<FailureCode> {
         pb::Failure::GoodputToWorker => Some(FailureCode::GoodputToWorker),
         pb::Failure::DegradedLoss => Some(FailureCode::DegradedLoss),
         pb::Failure::DegradedGoodput => Some(FailureCode::DegradedGoodput),
+        pb::Failure::NodeFault => Some(FailureCode::NodeFault),
         pb::Failure::OutsideZone => Some(FailureCode::OutsideZone),
         pb::Failure::NoZone => Some(FailureCode::NoZone),
     }
@@ -472,6 +476,7 @@ pub fn matrix_to_wire(placer: &Placer, version: u64, now: UnixMillis) -> pb::Mat
         fallback_penalty: fallback.penalty,
         references: fallback.references,
         placement: fallback.placement,
+        placement_faults: fault_marks_to_wire(placer.faults(), &Network::primary()),
         next_page_token: String::new(),
         collector_version: String::new(),
         followers: Vec::new(),
@@ -621,6 +626,7 @@ pub fn placer_from_wire(matrix: &pb::Matrix) -> Placer {
         matrix_from_wire(matrix),
         placement_from_wire(matrix.placement),
     )
+    .with_faults(fault_marks_from_wire(&matrix.placement_faults))
 }
 
 /// The scored matrix of wire nodes and pairs (however they arrived).
@@ -700,6 +706,94 @@ pub fn fault_to_wire(fault: &netaware_core::faults::tracker::Fault) -> pb::Fault
         zones: fault.zones.clone(),
         block: fault.block.unwrap_or(0),
         measures_like: fault.measures_like.clone().unwrap_or_default(),
+    }
+}
+
+/// The wire form of the faults placement acts on, found on `network`
+/// (without evidence, confidence or time: a follower places by them and
+/// does not show them).
+pub fn fault_marks_to_wire(marks: &FaultMarks, network: &Network) -> Vec<pb::Fault> {
+    marks
+        .marks
+        .iter()
+        .map(|mark| match mark {
+            FaultMark::Node {
+                node,
+                metric,
+                value,
+                baseline,
+            } => pb::Fault {
+                kind: FaultKind::Node.as_str().to_owned(),
+                nodes: vec![node.clone()],
+                network: network_to_wire(network),
+                metric: metric.as_str().to_owned(),
+                value: *value,
+                baseline: *baseline,
+                ..pb::Fault::default()
+            },
+            FaultMark::BlockUplink {
+                zone,
+                block,
+                nodes,
+                metric,
+                value,
+                baseline,
+            } => pb::Fault {
+                kind: FaultKind::BlockUplink.as_str().to_owned(),
+                nodes: nodes.clone(),
+                network: network_to_wire(network),
+                metric: metric.as_str().to_owned(),
+                value: *value,
+                baseline: *baseline,
+                zones: vec![zone.clone()],
+                block: *block,
+                ..pb::Fault::default()
+            },
+        })
+        .collect()
+}
+
+/// The faults placement acts on, from the wire: a fault of another kind,
+/// or of a kind or metric this build does not know, or with a figure that
+/// is not a finite non-negative number, is left out (placing as if it
+/// were not there is what a follower without it would do).
+pub fn fault_marks_from_wire(faults: &[pb::Fault]) -> FaultMarks {
+    let figure = |v: f64| (v.is_finite() && v >= 0.0).then_some(v);
+    let marks = faults
+        .iter()
+        .filter_map(|fault| {
+            let metric = FaultMetric::from_name(&fault.metric)?;
+            let (value, baseline) = (figure(fault.value)?, figure(fault.baseline)?);
+            match FaultKind::from_name(&fault.kind)? {
+                FaultKind::Node => Some(FaultMark::Node {
+                    node: fault.nodes.first()?.clone(),
+                    metric,
+                    value,
+                    baseline,
+                }),
+                FaultKind::BlockUplink => Some(FaultMark::BlockUplink {
+                    zone: fault.zones.first()?.clone(),
+                    block: fault.block,
+                    nodes: fault.nodes.clone(),
+                    metric,
+                    value,
+                    baseline,
+                }),
+                FaultKind::ZoneLink | FaultKind::Pair | FaultKind::ZoneLabel => None,
+            }
+        })
+        .collect();
+    FaultMarks { marks }
+}
+
+/// The wire form of a bad uplink a candidate's worker would cross.
+fn bad_uplink_to_wire(uplink: &BadUplink<'_>) -> pb::BadUplink {
+    pb::BadUplink {
+        zone: uplink.zone.to_owned(),
+        block: uplink.block,
+        metric: uplink.metric.as_str().to_owned(),
+        value: uplink.value,
+        factor: BAD_UPLINK_FACTOR,
     }
 }
 
@@ -873,6 +967,7 @@ pub fn rank_answer_to_wire(
                     basis: basis_to_wire(n.terms.basis).into(),
                     in_chosen_zone: n.terms.in_chosen_zone,
                 }),
+                bad_uplink: n.bad_uplink.as_ref().map(bad_uplink_to_wire),
             })
             .collect(),
     }
@@ -990,11 +1085,18 @@ mod tests {
             size in 1usize..5,
             placed_count in 0usize..3,
             config in settings(),
+            (faulty, behind) in (
+                proptest::collection::vec(0usize..8, 0..3),
+                proptest::collection::vec(0usize..8, 0..4),
+            ),
         ) {
-            let collector = Placer::new(build(&zones, &measured, stale), config);
+            let faults = planted_faults(zones.len(), &faulty, &behind);
+            let collector =
+                Placer::new(build(&zones, &measured, stale), config).with_faults(faults);
             let wire = matrix_to_wire(&collector, 7, NOW);
             let follower = placer_from_wire(&wire);
             prop_assert_eq!(follower.config(), collector.config());
+            prop_assert_eq!(follower.faults(), collector.faults());
             let (scored, back) = (collector.matrix(), follower.matrix());
 
             prop_assert_eq!(back.nodes(), scored.nodes());
@@ -1052,6 +1154,53 @@ mod tests {
             let next = decision.next.map(|place| candidates[place].as_str()).unwrap_or_default();
             prop_assert_eq!(sent.next.as_str(), next);
         }
+    }
+
+    /// Node faults on the nodes `faulty` names and a bad uplink behind
+    /// which sit the nodes `behind` names (indices taken modulo `n`).
+    fn planted_faults(n: usize, faulty: &[usize], behind: &[usize]) -> FaultMarks {
+        let name = |i: &usize| format!("n{}", i % n.max(1));
+        let mut marks: Vec<FaultMark> = faulty
+            .iter()
+            .map(|i| FaultMark::Node {
+                node: name(i),
+                metric: FaultMetric::Loss,
+                value: 0.02,
+                baseline: 0.001,
+            })
+            .collect();
+        if !behind.is_empty() {
+            marks.push(FaultMark::BlockUplink {
+                zone: "z0".into(),
+                block: 3,
+                nodes: behind.iter().map(name).collect(),
+                metric: FaultMetric::Delay,
+                value: 0.4,
+                baseline: 0.2,
+            });
+        }
+        FaultMarks { marks }
+    }
+
+    #[test]
+    fn faults_that_make_no_sense_or_are_not_for_placement_are_left_out() {
+        let sent = planted_faults(4, &[1], &[2, 3]);
+        let mut wire = fault_marks_to_wire(&sent, &Network::primary());
+        assert_eq!(fault_marks_from_wire(&wire), sent);
+        let bad = |edit: fn(&mut pb::Fault)| {
+            let mut fault = wire[0].clone();
+            edit(&mut fault);
+            fault
+        };
+        wire.extend([
+            bad(|f| f.value = f64::NAN),
+            bad(|f| f.baseline = -1.0),
+            bad(|f| f.metric = "smell".into()),
+            bad(|f| f.kind = "pair".into()),
+            bad(|f| f.kind = "cosmic_ray".into()),
+            bad(|f| f.nodes.clear()),
+        ]);
+        assert_eq!(fault_marks_from_wire(&wire), sent);
     }
 
     #[test]

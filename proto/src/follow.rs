@@ -11,9 +11,10 @@
 use std::collections::BTreeMap;
 
 use netaware_core::UnixMillis;
+use netaware_core::fault_marks::FaultMarks;
 use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::network::Network;
-use netaware_core::placement::PlacementConfig;
+use netaware_core::placement::{PlacementConfig, PlacementOverrides, Placer};
 use netaware_core::scored::ScoredMatrix;
 use netaware_core::scored_pair::ScoredPair;
 use prost::Message;
@@ -59,6 +60,8 @@ pub struct Versioned<'a> {
     pub scored: &'a ScoredMatrix,
     /// How the collector places on it.
     pub placement: &'a PlacementConfig,
+    /// The open faults of its network that placement acts on.
+    pub faults: &'a FaultMarks,
     /// The network it is the matrix of.
     pub network: &'a Network,
     /// The state version it was scored at.
@@ -194,6 +197,11 @@ pub fn page(
         fallback_penalty: if first { fallback.penalty } else { 0.0 },
         references: fallback.references.filter(|_| first),
         placement: fallback.placement.filter(|_| first),
+        placement_faults: if first {
+            convert::fault_marks_to_wire(matrix.faults, matrix.network)
+        } else {
+            Vec::new()
+        },
         next_page_token: String::new(),
         // The collector's to fill in, on the first page.
         collector_version: String::new(),
@@ -290,6 +298,7 @@ fn paged(
                 page.weights = None;
                 page.references = None;
                 page.placement = None;
+                page.placement_faults = Vec::new();
             }
             page.page = u32::try_from(i).unwrap_or(u32::MAX);
             page.last_page = i == last;
@@ -320,6 +329,7 @@ fn head(
         fallback_penalty: fallback.penalty,
         references: fallback.references,
         placement: fallback.placement,
+        placement_faults: convert::fault_marks_to_wire(matrix.faults, matrix.network),
     }
 }
 
@@ -417,6 +427,8 @@ pub struct Follower {
     nodes: Vec<pb::Node>,
     pairs: BTreeMap<(String, String), pb::Pair>,
     settings: convert::WireSettings,
+    /// The faults placement acts on, as the last update carried them.
+    faults: Vec<pb::Fault>,
     /// The pages of the update coming in.
     pending: Vec<pb::MatrixUpdate>,
 }
@@ -478,6 +490,7 @@ impl Follower {
         self.version = first.version;
         self.generated_unix_ms = first.generated_unix_ms;
         self.settings = convert::WireSettings::of_update(first);
+        self.faults.clone_from(&first.placement_faults);
         // The nodes, settings and removals are read: `first` is no longer
         // borrowed past here.
         for page in pages {
@@ -501,6 +514,7 @@ impl Follower {
             fallback_penalty: self.settings.penalty,
             references: self.settings.references,
             placement: self.settings.placement,
+            placement_faults: self.faults.clone(),
             collector_version: String::new(),
             followers: Vec::new(),
             next_page_token: String::new(),
@@ -519,6 +533,17 @@ impl Follower {
     /// How the collector places on it (the defaults until it said).
     pub fn placement(&self) -> PlacementConfig {
         convert::placement_from_wire(self.settings.placement)
+    }
+
+    /// The faults the collector places by on it (none until it said).
+    pub fn faults(&self) -> FaultMarks {
+        convert::fault_marks_from_wire(&self.faults)
+    }
+
+    /// What places on it as the collector does: its matrix, settings and
+    /// faults, with `overrides` applied to the settings.
+    pub fn placer(&self, overrides: &PlacementOverrides) -> Placer {
+        Placer::new(self.scored(), overrides.apply(self.placement())).with_faults(self.faults())
     }
 }
 
@@ -590,11 +615,13 @@ mod tests {
     };
 
     static PRIMARY: std::sync::LazyLock<Network> = std::sync::LazyLock::new(Network::primary);
+    static NO_FAULTS: FaultMarks = FaultMarks { marks: Vec::new() };
 
     fn versioned<'a>(matrix: &pb::Matrix, scored: &'a ScoredMatrix) -> Versioned<'a> {
         Versioned {
             scored,
             placement: &PLACEMENT,
+            faults: &NO_FAULTS,
             network: &PRIMARY,
             version: matrix.version,
             at: matrix.generated_unix_ms,
@@ -716,6 +743,48 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_follower_places_by_the_faults_each_update_carries_and_drops_those_gone() {
+        use netaware_core::fault_kind::FaultMetric;
+        use netaware_core::fault_marks::FaultMark;
+        let pairs: Vec<(usize, usize, u8)> = (0..4)
+            .flat_map(|s| (0..4).map(move |d| (s, d, 200)))
+            .collect();
+        let (one, two) = (matrix(1, 4, &pairs), matrix(2, 4, &pairs));
+        let (one_scored, two_scored) = (scored(&one), scored(&two));
+        let faults = FaultMarks {
+            marks: vec![FaultMark::Node {
+                node: node(2).name,
+                metric: FaultMetric::Loss,
+                value: 0.02,
+                baseline: 0.0,
+            }],
+        };
+        let with_faults = Versioned {
+            faults: &faults,
+            ..versioned(&one, &one_scored)
+        };
+        let mut follower = Follower::new();
+        apply_all(&mut follower, full_state(with_faults)).unwrap();
+        assert_eq!(follower.faults(), faults);
+        assert_eq!(
+            follower.placer(&PlacementOverrides::default()).faults(),
+            &faults
+        );
+        assert_eq!(follower.matrix().placement_faults.len(), 1);
+        // The page a reader gets carries them as well.
+        let (first, _) = page(with_faults, MatrixFilter::All, 0, 0);
+        assert_eq!(
+            convert::fault_marks_from_wire(&first.placement_faults),
+            faults
+        );
+        // The fault cleared: the next delta carries none, and the follower
+        // holds none.
+        let cleared = delta(with_faults, versioned(&two, &two_scored));
+        apply_all(&mut follower, cleared).unwrap();
+        assert_eq!(follower.faults(), FaultMarks::default());
     }
 
     #[test]

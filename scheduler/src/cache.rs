@@ -20,7 +20,7 @@ use netaware_runtime::latest::Latest;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use netaware_proto::convert::{matrix_from_wire, placement_from_wire};
+use netaware_proto::convert::{fault_marks_from_wire, matrix_from_wire, placement_from_wire};
 use netaware_proto::follow::Follower;
 
 /// The least time from one rebuild of the scored copy to the next: ten
@@ -124,21 +124,25 @@ impl ScoreCache {
         self.latest.get().as_ref().clone()
     }
 
-    /// Stores a matrix received now, placed by the settings it carries
-    /// (with the extender's overrides).
+    /// Stores a matrix received now, placed by the settings and faults it
+    /// carries (with the extender's overrides).
     pub fn store(&self, matrix: &pb::Matrix) {
-        self.store_scored(
-            matrix_from_wire(matrix),
-            placement_from_wire(matrix.placement),
+        let collector = placement_from_wire(matrix.placement);
+        let faults = fault_marks_from_wire(&matrix.placement_faults);
+        self.store_warmed(
+            Placer::new(matrix_from_wire(matrix), self.placement(collector)).with_faults(faults),
         );
     }
 
     /// Stores a scored matrix received now, with the collector's placement
     /// settings (the extender's overrides applied here).
     pub fn store_scored(&self, scored: ScoredMatrix, collector: PlacementConfig) {
-        // Worked out here, once per matrix, rather than in the first
-        // kube-scheduler call that needs it.
-        let placer = Placer::new(scored, self.placement(collector));
+        self.store_warmed(Placer::new(scored, self.placement(collector)));
+    }
+
+    /// Stores `placer`, worked out here, once per matrix, rather than in
+    /// the first kube-scheduler call that needs it.
+    fn store_warmed(&self, placer: Placer) {
         placer.warm();
         self.store_placer(placer);
     }
@@ -248,8 +252,7 @@ impl ScoreCache {
                     .into_iter()
                     .try_for_each(|page| follower.apply(page).map(drop));
                 let scored = (applied.is_ok() && rebuild).then(|| {
-                    let placer =
-                        Placer::new(follower.scored(), overrides.apply(follower.placement()));
+                    let placer = follower.placer(&overrides);
                     placer.warm();
                     placer
                 });

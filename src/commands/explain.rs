@@ -262,9 +262,19 @@ pub fn render(explain: &ExplainJson, wide: bool) -> String {
     let rows = explain.nodes.iter().map(|explained| {
         let node = &explained.node;
         let t = &node.terms;
-        let why = match (&node.reason, &explained.weakest) {
-            (Some(reason), _) => format!("not there: {reason}"),
-            (None, Some(weak)) => format!(
+        let why = match (&node.reason, &node.bad_uplink, &explained.weakest) {
+            (Some(reason), _, _) => format!("not there: {reason}"),
+            (None, Some(uplink), _) => {
+                let how = match uplink.metric.as_str() {
+                    "loss" => format!("loses {:.1}%", uplink.value * 100.0),
+                    _ => format!("adds {:.2} ms", uplink.value),
+                };
+                format!(
+                    "held back by a network fault: the job would cross the uplink of block {} of {}, which {how} (score x{})",
+                    uplink.block, uplink.zone, uplink.factor
+                )
+            }
+            (None, None, Some(weak)) => format!(
                 "held back by {} {:.2} (its zone's best {:.2}); {} pairs, {} estimated",
                 weak.term.name(),
                 weak.value,
@@ -272,7 +282,7 @@ pub fn render(explain: &ExplainJson, wide: bool) -> String {
                 t.pairs,
                 t.fallback_pairs
             ),
-            (None, None) => format!(
+            (None, None, None) => format!(
                 "delay {:.2}, loss {:.2}, throughput {:.2}; {} pairs, {} estimated",
                 t.delay, t.loss, t.throughput, t.pairs, t.fallback_pairs
             ),

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use netaware_core::UnixMillis;
-use netaware_core::faults::tracker::{Change, Fault, FaultTracker, TrackerConfig};
+use netaware_core::faults::tracker::{Change, Fault, FaultTracker, TrackerConfig, placement_marks};
 use netaware_core::faults::{FaultInput, localise};
 use netaware_core::measured_topology::{self, BlockTracker, MeasuredTopology};
 use netaware_core::network::Network;
@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ModelConfig;
 use crate::metrics::WorkMetrics;
-use crate::snapshots::Snapshots;
+use crate::snapshots::{FaultsByNetwork, Snapshots};
 
 /// The topology of the last round, of every network measured: a rail's
 /// blocks are what a job placed by that rail should pack into.
@@ -129,6 +129,7 @@ pub async fn run(
         log_changes(&changes);
         let open = fault_tracker.open();
         faults = fault_tracker;
+        snapshots.faults.publish(marks_by_network(&open));
         work.topology_round.observe(started.elapsed().as_secs_f64());
         published.publish(PublishedTopology {
             by_network,
@@ -136,6 +137,21 @@ pub async fn run(
             faults: open,
         });
     }
+}
+
+/// What placement acts on among the open faults, by network.
+fn marks_by_network(open: &[Fault]) -> FaultsByNetwork {
+    let mut by_network: BTreeMap<Network, Vec<&Fault>> = BTreeMap::new();
+    for fault in open {
+        by_network
+            .entry(fault.network.clone())
+            .or_default()
+            .push(fault);
+    }
+    by_network
+        .into_iter()
+        .map(|(network, faults)| (network, placement_marks(faults)))
+        .collect()
 }
 
 /// Says each fault that opened or cleared.

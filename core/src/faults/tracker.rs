@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use super::input::FaultInput;
 use super::{Component, FaultKind, FaultMetric, Finding, Subject};
 use crate::UnixMillis;
+use crate::fault_marks::{FaultMark, FaultMarks};
 use crate::network::Network;
 
 /// One link of a fault's evidence, by node name.
@@ -143,6 +144,32 @@ impl Fault {
             subject,
         }
     }
+}
+
+/// What placement acts on among `faults` (of one network): its node and
+/// block uplink faults ([`crate::fault_marks`]).
+pub fn placement_marks<'a>(faults: impl IntoIterator<Item = &'a Fault>) -> FaultMarks {
+    let marks = faults
+        .into_iter()
+        .filter_map(|fault| match fault.kind {
+            FaultKind::Node => Some(FaultMark::Node {
+                node: fault.nodes.first()?.clone(),
+                metric: fault.metric,
+                value: fault.value,
+                baseline: fault.baseline,
+            }),
+            FaultKind::BlockUplink => Some(FaultMark::BlockUplink {
+                zone: fault.zones.first()?.clone(),
+                block: fault.block?,
+                nodes: fault.nodes.clone(),
+                metric: fault.metric,
+                value: fault.value,
+                baseline: fault.baseline,
+            }),
+            FaultKind::ZoneLink | FaultKind::Pair | FaultKind::ZoneLabel => None,
+        })
+        .collect();
+    FaultMarks { marks }
 }
 
 /// What makes a fault the same from one look to the next: its network,
