@@ -88,7 +88,14 @@ pub struct HeatMap {
     pub scale: (String, String),
     /// What the cells show.
     pub metric: Metric,
+    /// For each node, the open fault placement acts on that it is part
+    /// of (its own NIC, or the bad uplink it sits behind), as a short text:
+    /// its name is drawn in red with the fault as its tooltip.
+    pub faults: Vec<Option<String>>,
 }
+
+/// The colour of a faulty node's name.
+const FAULT_RED: &str = "rgb(200,30,30)";
 
 /// Green (0) through yellow (0.5) to red (1).
 pub fn colour(badness: f64) -> Rgb {
@@ -157,11 +164,29 @@ impl HeatMap {
             Metric::Rtt if low.is_finite() => (format!("{low:.3} ms"), format!("{high:.3} ms")),
             Metric::Rtt => ("-".to_owned(), "-".to_owned()),
         };
+        let mut faults = vec![None; n];
+        for fault in &matrix.placement_faults {
+            let what = match fault.kind.as_str() {
+                "node" => format!("node fault: its own links, {}", fault_level(fault)),
+                _ => format!(
+                    "behind the bad uplink of block {} of {}: {}",
+                    fault.block,
+                    fault.zones.join(", "),
+                    fault_level(fault)
+                ),
+            };
+            for node in &fault.nodes {
+                if let Some(&i) = index.get(node.as_str()) {
+                    faults[i].get_or_insert_with(|| what.clone());
+                }
+            }
+        }
         Self {
             nodes,
             cells,
             scale,
             metric,
+            faults,
         }
     }
 
@@ -216,16 +241,23 @@ impl HeatMap {
         );
         for (i, name) in self.nodes.iter().enumerate() {
             let middle = i * CELL + CELL / 2 + 4;
+            let (mark, tooltip) = match &self.faults[i] {
+                Some(fault) => (
+                    format!(r#" fill="{FAULT_RED}" font-weight="bold""#),
+                    format!("<title>{}</title>", escape(fault)),
+                ),
+                None => (String::new(), String::new()),
+            };
             let _ = writeln!(
                 svg,
-                r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
+                r#"<text class="node" x="{}" y="{}" text-anchor="end"{mark}>{}{tooltip}</text>"#,
                 left - 4,
                 top + middle,
                 escape(name)
             );
             let _ = writeln!(
                 svg,
-                r#"<text transform="translate({},{}) rotate(-90)">{}</text>"#,
+                r#"<text class="node" transform="translate({},{}) rotate(-90)"{mark}>{}{tooltip}</text>"#,
                 left + middle,
                 top - 4,
                 escape(name)
@@ -256,8 +288,24 @@ impl HeatMap {
             legend + 11,
             escape(&self.scale.1)
         );
+        if self.faults.iter().any(Option::is_some) {
+            let _ = writeln!(
+                svg,
+                r#"<text x="{}" y="{}" fill="{FAULT_RED}" font-weight="bold">red names: a network fault (netaware faults)</text>"#,
+                left + 280,
+                legend + 11
+            );
+        }
         svg.push_str("</svg>\n");
         svg
+    }
+}
+
+/// How bad a fault is, for people.
+fn fault_level(fault: &pb::Fault) -> String {
+    match fault.metric.as_str() {
+        "loss" => format!("{:.1}% loss", fault.value * 100.0),
+        _ => format!("{:.2} ms added", fault.value),
     }
 }
 
@@ -336,6 +384,30 @@ mod tests {
         assert_eq!(svg.matches(r#"class="cell""#).count(), 9);
         assert!(svg.contains("<title>a -&gt; c</title>"));
         assert!(svg.contains("zone-a &lt;quality&gt;"));
+    }
+
+    #[test]
+    fn faulty_nodes_are_named_in_red_with_their_fault() {
+        let clean = HeatMap::of(&matrix(), Metric::Loss).to_svg("t");
+        assert!(!clean.contains(FAULT_RED));
+        let mut m = matrix();
+        m.placement_faults.push(pb::Fault {
+            kind: "node".into(),
+            nodes: vec!["c".into()],
+            metric: "loss".into(),
+            value: 0.08,
+            ..pb::Fault::default()
+        });
+        let map = HeatMap::of(&m, Metric::Loss);
+        assert_eq!(map.faults[0], None);
+        assert_eq!(
+            map.faults[2].as_deref(),
+            Some("node fault: its own links, 8.0% loss")
+        );
+        let svg = map.to_svg("t");
+        // Both of c's names, and the legend.
+        assert_eq!(svg.matches(FAULT_RED).count(), 3);
+        assert!(svg.contains("<title>node fault: its own links, 8.0% loss</title>"));
     }
 
     #[test]

@@ -43,6 +43,9 @@ pub struct Counters {
     /// UDP replies whose reflector claimed to hold the probe longer than
     /// the prober takes out.
     pub holds_cut: AtomicU64,
+    /// Of those claims, what was left in the round trips (ns): a loaded
+    /// reflector's late wake-ups, or a liar's claim.
+    pub hold_left_ns: AtomicU64,
     /// Probes (ICMP and UDP) timed from the moment before their send, the
     /// kernel having given no stamp of it.
     pub sends_unstamped: AtomicU64,

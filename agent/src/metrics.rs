@@ -110,6 +110,13 @@ pub fn exposition(counters: &Counters) -> String {
         counter.inc_by(value);
         registry.register(name, help, counter);
     }
+    let hold_left = Counter::<f64, std::sync::atomic::AtomicU64>::default();
+    hold_left.inc_by(get(&counters.hold_left_ns) as f64 / 1e9);
+    registry.register(
+        "udp_hold_left_seconds",
+        "Of the holds UDP reflectors claimed beyond what the prober takes out (udp_holds_cut), the time left in the round trips: a peer whose reflector is woken late, or that lies",
+        hold_left,
+    );
     let probes = Family::<TransportLabels, Counter>::default();
     for transport in Transport::ALL {
         probes

@@ -133,17 +133,17 @@ pub fn parse_reply(reply: &[u8]) -> Option<Reply> {
 
 /// The round trip of a probe sent at `sent` whose reply arrived at
 /// `arrived`, less the hold the reflector claims, taken out up to
-/// [`MAX_HOLD_TAKEN_OUT`] and never past the raw round trip; and whether
-/// the claim was cut down.
+/// [`MAX_HOLD_TAKEN_OUT`] and never past the raw round trip; and how much
+/// of the claim was left in it (zero when it was taken out whole).
 pub fn round_trip(
     sent: SystemTime,
     arrived: SystemTime,
     hold: Option<Duration>,
-) -> (Duration, bool) {
+) -> (Duration, Duration) {
     let raw = arrived.duration_since(sent).unwrap_or_default();
     let claimed = hold.unwrap_or_default();
     let taken = claimed.min(MAX_HOLD_TAKEN_OUT).min(raw);
-    (raw - taken, taken < claimed)
+    (raw - taken, claimed - taken)
 }
 
 #[cfg(test)]
@@ -193,17 +193,17 @@ mod tests {
     fn a_claimed_hold_is_taken_out_only_up_to_its_bound() {
         let (sent, back) = (at(1_000_000), at(1_000_000 + 400_000));
         let us = Duration::from_micros;
-        assert_eq!(round_trip(sent, back, Some(us(30))), (us(370), false));
-        assert_eq!(round_trip(sent, back, None), (us(400), false));
+        assert_eq!(round_trip(sent, back, Some(us(30))), (us(370), us(0)));
+        assert_eq!(round_trip(sent, back, None), (us(400), us(0)));
         // A liar's hold of the whole round trip shaves off the bound only.
-        assert_eq!(round_trip(sent, back, Some(us(400))), (us(150), true));
+        assert_eq!(round_trip(sent, back, Some(us(400))), (us(150), us(150)));
         // Never below zero (a hold longer than the round trip is cut), and
         // a reply before its probe counts as zero.
         assert_eq!(
             round_trip(sent, at(1_100_000), Some(us(200))),
-            (us(0), true)
+            (us(0), us(100))
         );
-        assert_eq!(round_trip(back, sent, None), (us(0), false));
+        assert_eq!(round_trip(back, sent, None), (us(0), us(0)));
     }
 
     proptest! {

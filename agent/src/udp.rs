@@ -101,9 +101,11 @@ impl Udp {
             }
         };
         let (arrived, hold) = socket.pending.wait(&key, waiter, timeout).await?;
-        let (rtt, cut) = stamp_packet::round_trip(left, arrived, hold);
-        if cut {
+        let (rtt, left_in) = stamp_packet::round_trip(left, arrived, hold);
+        if !left_in.is_zero() {
             self.counters.holds_cut.fetch_add(1, Relaxed);
+            let nanos = u64::try_from(left_in.as_nanos()).unwrap_or(u64::MAX);
+            self.counters.hold_left_ns.fetch_add(nanos, Relaxed);
         }
         Ok(rtt)
     }

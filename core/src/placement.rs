@@ -15,7 +15,11 @@
 //!    slowest link, and a mean of qualities would hide one.
 //!    A node degraded on its own (most of its links inside its zone lossy or
 //!    far slower than its zone's usual, see [`crate::node_health`]) fails
-//!    by the same two thresholds, with or without workers placed.
+//!    by the same two thresholds, with or without workers placed; so does
+//!    a node that fault localisation names as faulty itself, whatever the
+//!    thresholds, and a node whose worker would put the job's traffic
+//!    across a bad block uplink scores [`BAD_UPLINK_FACTOR`] of what it
+//!    would ([`crate::fault_marks`]).
 //! 3. Every score carries the terms behind it ([`NodeTerms`]).
 //!
 //! A [`Placer`] is a scored matrix with the settings it is placed by: the
@@ -484,12 +488,14 @@ fn judge<'a>(
                 Some(i) if matrix.nodes()[i].stale => Some(Failure::Stale),
                 Some(i) => lossy_peer(matrix, &to_placed[i], config.loss_threshold)
                     .or_else(|| slow_peer(matrix, &to_placed[i], config.min_goodput_fraction))
+                    // A named fault says more than the degraded mark
+                    // (which part is broken, against what baseline).
+                    .or_else(|| marks.node_fault(i).map(Failure::NodeFault))
                     .or_else(|| {
                         matrix.health()[i]
                             .degraded(config.loss_threshold, config.min_goodput_fraction)
                             .map(Failure::Degraded)
-                    })
-                    .or_else(|| marks.node_fault(i).map(Failure::NodeFault)),
+                    }),
             };
             (candidate, name, index, failure.map(Box::new))
         })

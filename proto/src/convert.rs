@@ -709,6 +709,39 @@ pub fn fault_to_wire(fault: &netaware_core::faults::tracker::Fault) -> pb::Fault
     }
 }
 
+/// A fault from the wire; `None` for one of a kind, metric or network
+/// this build does not know, or with a figure that is not a finite
+/// number (confidence outside [0, 1] included).
+pub fn fault_from_wire(fault: &pb::Fault) -> Option<netaware_core::faults::tracker::Fault> {
+    use netaware_core::faults::tracker::{Fault, NamedEvidence};
+    let finite = |v: f64| v.is_finite().then_some(v);
+    Some(Fault {
+        kind: FaultKind::from_name(&fault.kind)?,
+        network: network_from_wire(&fault.network).ok()?,
+        metric: FaultMetric::from_name(&fault.metric)?,
+        nodes: fault.nodes.clone(),
+        zones: fault.zones.clone(),
+        block: (fault.kind == FaultKind::BlockUplink.as_str()).then_some(fault.block),
+        measures_like: (!fault.measures_like.is_empty()).then(|| fault.measures_like.clone()),
+        value: finite(fault.value)?,
+        baseline: finite(fault.baseline)?,
+        confidence: Some(fault.confidence).filter(|c| (0.0..=1.0).contains(c))?,
+        evidence: fault
+            .evidence
+            .iter()
+            .filter_map(|e| {
+                Some(NamedEvidence {
+                    src: e.src.clone(),
+                    dst: e.dst.clone(),
+                    value: finite(e.value)?,
+                    baseline: finite(e.baseline)?,
+                })
+            })
+            .collect(),
+        since_unix_ms: fault.since_unix_ms,
+    })
+}
+
 /// The wire form of the faults placement acts on, found on `network`
 /// (without evidence, confidence or time: a follower places by them and
 /// does not show them).
@@ -1180,6 +1213,42 @@ mod tests {
             });
         }
         FaultMarks { marks }
+    }
+
+    #[test]
+    fn a_fault_goes_to_the_wire_and_back_and_nonsense_is_refused() {
+        use netaware_core::faults::tracker::{Fault, NamedEvidence};
+        let fault = Fault {
+            kind: FaultKind::BlockUplink,
+            network: Network::primary(),
+            metric: FaultMetric::Loss,
+            nodes: vec!["a4".into(), "a5".into()],
+            zones: vec!["zone-a".into()],
+            block: Some(2),
+            measures_like: None,
+            value: 0.05,
+            baseline: 0.001,
+            confidence: 0.9,
+            evidence: vec![NamedEvidence {
+                src: "a4".into(),
+                dst: "b1".into(),
+                value: 0.06,
+                baseline: 0.001,
+            }],
+            since_unix_ms: 17,
+        };
+        let wire = fault_to_wire(&fault);
+        assert_eq!(fault_from_wire(&wire), Some(fault));
+        for edit in [
+            (|f: &mut pb::Fault| f.confidence = 2.0) as fn(&mut pb::Fault),
+            |f| f.value = f64::INFINITY,
+            |f| f.kind = "gremlin".into(),
+            |f| f.network = "not a network!".into(),
+        ] {
+            let mut bad = wire.clone();
+            edit(&mut bad);
+            assert_eq!(fault_from_wire(&bad), None, "{bad:?}");
+        }
     }
 
     #[test]

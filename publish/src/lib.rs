@@ -12,14 +12,20 @@
 //! - a Diktyo (scheduler-plugins NetworkOverhead) `NetworkTopology` with
 //!   costs from the measured p90 RTT between zones and regions.
 //!
+//! It also acts on the collector's open network faults ([`faults`]): an
+//! Event on each Node a fault is about when it opens and clears, and,
+//! opt-in, a NoSchedule taint on a node with a node fault.
+//!
 //! [`objects`] renders them (pure: a topology in, objects out; what
 //! `netaware topology --format` prints), [`names`] makes names and label
 //! values Kubernetes takes, and [`publisher`] applies them with server-side
 //! apply, writing only what changed.
 
+pub mod faults;
 pub mod names;
 pub mod objects;
 pub mod publisher;
 
+pub use faults::FaultReport;
 pub use objects::{Format, KueueVersion, Object, RenderOptions, render};
 pub use publisher::{PublishError, PublishReport, Publisher, PublisherOptions};

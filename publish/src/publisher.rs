@@ -14,13 +14,15 @@
 //! object's failure does not hold up the others.
 
 use std::collections::{BTreeSet, HashMap};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use kube::Api;
 use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use netaware_core::faults::tracker::Fault;
 use netaware_core::measured_topology::MeasuredTopology;
 use tokio::time::Instant;
 
+use crate::faults::{self, FaultActions, FaultReport, TaintChange};
 use crate::objects::{
     self, BLOCK_LABEL, Format, Kind, Object, RenderOptions, VOLCANO_SOURCE, VOLCANO_SOURCE_LABEL,
 };
@@ -39,6 +41,13 @@ pub struct PublisherOptions {
     /// at the default 50 ms takes about four minutes, and never more
     /// than 20 writes a second reach the API server.
     pub min_write_gap: Duration,
+    /// Put the NoSchedule taint [`faults::TAINT_KEY`] on nodes with a node
+    /// fault (and take it off when it clears). Without it the publisher
+    /// leaves taints alone (`kubectl taint nodes --all
+    /// netaware.io/network-fault-` takes off what an earlier run left).
+    pub taint_faults: bool,
+    /// Who posts the Events (the pod's name).
+    pub instance: String,
 }
 
 /// What one round did.
@@ -69,6 +78,9 @@ pub enum PublishError {
 
 type Key = (Kind, Option<String>, String);
 
+/// Nodes per page when the publisher reads whole Nodes.
+const NODES_PER_PAGE: u32 = 500;
+
 /// Applies the topology's objects round after round.
 pub struct Publisher {
     client: kube::Client,
@@ -79,6 +91,8 @@ pub struct Publisher {
     labelled: BTreeSet<String>,
     /// HyperNodes netaware wrote.
     hypernodes: BTreeSet<String>,
+    /// What the fault actions keep between rounds.
+    fault_actions: FaultActions,
     last_write: Option<Instant>,
 }
 
@@ -103,8 +117,22 @@ impl Publisher {
             applied: HashMap::new(),
             labelled: BTreeSet::new(),
             hypernodes: BTreeSet::new(),
+            fault_actions: FaultActions::default(),
             last_write: None,
         };
+        publisher.fault_actions.taint = publisher.options.taint_faults;
+        if publisher.options.taint_faults {
+            // A taint left by an earlier run comes off once its fault is
+            // gone.
+            publisher.fault_actions.tainted =
+                publisher
+                    .nodes_tainted()
+                    .await
+                    .map_err(|source| PublishError::List {
+                        what: "tainted Nodes",
+                        source,
+                    })?;
+        }
         if publisher.options.formats.contains(&Format::Labels) {
             publisher.labelled = publisher
                 .names_labelled(Kind::Node, BLOCK_LABEL)
@@ -145,6 +173,98 @@ impl Publisher {
             .into_iter()
             .filter_map(|item| item.metadata.name)
             .collect())
+    }
+
+    /// The nodes that carry netaware's fault taint, read page by page (a
+    /// taint has no selector, and 5,000 whole Nodes are too many for one
+    /// answer).
+    async fn nodes_tainted(&self) -> kube::Result<BTreeSet<String>> {
+        let api = self.api(Kind::Node, None);
+        let mut params = ListParams::default().limit(NODES_PER_PAGE);
+        let mut tainted = BTreeSet::new();
+        loop {
+            let page = api.list(&params).await?;
+            tainted.extend(
+                page.items
+                    .into_iter()
+                    .filter(|node| faults::with_taint(&taints_of(node), true).is_none())
+                    .filter_map(|node| node.metadata.name),
+            );
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => return Ok(tainted),
+            }
+        }
+    }
+
+    /// Announces the faults that opened and cleared since the last round
+    /// (an Event on each node they are about) and, as asked, puts the
+    /// fault taint on the nodes with a node fault and takes it off the
+    /// others ([`faults`]).
+    pub async fn act_on_faults(&mut self, open: &[Fault]) -> FaultReport {
+        let mut report = FaultReport::default();
+        let (events, taints) = self.fault_actions.plan(open);
+        for (node, fault, opened) in events {
+            self.pace().await;
+            let body = faults::event(
+                &node,
+                &fault,
+                opened,
+                &self.options.instance,
+                SystemTime::now(),
+            );
+            match netaware_runtime::events::post(self.client.clone(), body).await {
+                Ok(()) => report.events += 1,
+                Err(err) => {
+                    report.failed += 1;
+                    tracing::warn!(%node, %err, "could not post the fault Event");
+                }
+            }
+        }
+        self.fault_actions.announced(open);
+        for TaintChange { node, on } in taints {
+            match self.set_taint(&node, on).await {
+                Ok(()) => {
+                    if on {
+                        report.tainted += 1;
+                        self.fault_actions.tainted.insert(node);
+                    } else {
+                        report.untainted += 1;
+                        self.fault_actions.tainted.remove(&node);
+                    }
+                }
+                // A node that is gone carries no taint.
+                Err(err) if is_not_found(&err) => {
+                    self.fault_actions.tainted.remove(&node);
+                }
+                Err(err) => {
+                    report.failed += 1;
+                    tracing::warn!(%node, on, %err, "could not change the fault taint; trying again next round");
+                }
+            }
+        }
+        report
+    }
+
+    /// Puts netaware's fault taint on `node` (or takes it off), leaving
+    /// every other taint as it is: a read, then a write of the list under
+    /// the read's resourceVersion, which the API server refuses (409) if
+    /// the Node changed in between.
+    async fn set_taint(&mut self, node: &str, on: bool) -> kube::Result<()> {
+        self.pace().await;
+        let api = self.api(Kind::Node, None);
+        let current = api.get(node).await?;
+        let Some(taints) = faults::with_taint(&taints_of(&current), on) else {
+            return Ok(());
+        };
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": current.metadata.resource_version},
+            "spec": {"taints": taints},
+        });
+        self.pace().await;
+        api.patch(node, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(drop)
     }
 
     /// Whether the API server says the object is not there.
@@ -262,6 +382,14 @@ impl Publisher {
         }
         report
     }
+}
+
+/// A Node's taints, as they are.
+fn taints_of(node: &DynamicObject) -> Vec<serde_json::Value> {
+    node.data["spec"]["taints"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Whether the API server said the object is not there (a node deleted,

@@ -16,9 +16,11 @@
 //! - [`node_labels`]: a node's zone and region from its Node's labels.
 //! - [`latest`]: the latest value of something many readers share.
 //! - [`retry`]: how long to wait before reaching a peer again.
+//! - [`events`]: Kubernetes Events as netaware posts them.
 
 pub mod background;
 pub mod clock;
+pub mod events;
 pub mod http;
 pub mod latest;
 pub mod node_labels;

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use netaware_core::extender::Explanation;
 use netaware_core::verdict::Failure;
+use netaware_runtime::events::{EventFacts, EventType, truncate};
 use serde_json::{Value, json};
 
 /// The Event's reason.
@@ -27,8 +28,7 @@ pub const REASON: &str = "NetawarePlacement";
 pub const CONTROLLER: &str = "netaware.io/scheduler-extender";
 /// Least time between two Events on one pod.
 pub const MIN_GAP: Duration = Duration::from_secs(60);
-/// Longest note the Events API takes.
-pub const MAX_NOTE_BYTES: usize = 1024;
+pub use netaware_runtime::events::MAX_NOTE_BYTES;
 /// Pods remembered for the rate limit before the old ones are forgotten.
 const REMEMBERED_PODS: usize = 10_000;
 
@@ -80,42 +80,24 @@ pub fn note(
             .collect();
         text.push_str(&failures.join("; "));
     }
-    truncate(text, MAX_NOTE_BYTES)
-}
-
-fn truncate(mut text: String, max: usize) -> String {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max - 3;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    text.push_str("...");
-    text
+    truncate(&text, MAX_NOTE_BYTES)
 }
 
 /// The Event object, as posted.
 pub fn event(pod: &PodRef, note: &str, instance: &str, at: SystemTime) -> Value {
-    let nanos = at
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_nanos();
-    json!({
-        "apiVersion": "events.k8s.io/v1",
-        "kind": "Event",
-        "metadata": {"name": format!("{}.{nanos:x}", pod.name), "namespace": pod.namespace},
-        "eventTime": humantime::format_rfc3339_micros(at).to_string(),
-        "reportingController": CONTROLLER,
-        "reportingInstance": instance,
-        "action": "Scheduling",
-        "reason": REASON,
-        "type": "Normal",
-        "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace,
-                      "name": pod.name, "uid": pod.uid},
-        "note": note,
-    })
+    let regarding = json!({"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace,
+                           "name": pod.name, "uid": pod.uid});
+    let facts = EventFacts {
+        namespace: &pod.namespace,
+        object_name: &pod.name,
+        regarding: &regarding,
+        controller: CONTROLLER,
+        instance,
+        action: "Scheduling",
+        reason: REASON,
+        kind: EventType::Normal,
+    };
+    netaware_runtime::events::event(&facts, note, at)
 }
 
 /// Posts Events, at most one per pod per [`MIN_GAP`].
@@ -170,18 +152,9 @@ impl EventRecorder {
             return;
         }
         let body = event(&pod, &note, &self.instance, SystemTime::now());
-        let resource = kube::discovery::ApiResource::from_gvk_with_plural(
-            &kube::core::GroupVersionKind::gvk("events.k8s.io", "v1", "Event"),
-            "events",
-        );
-        let api: kube::Api<kube::core::DynamicObject> =
-            kube::Api::namespaced_with(self.client.clone(), &pod.namespace, &resource);
+        let client = self.client.clone();
         tokio::spawn(async move {
-            let object: kube::core::DynamicObject = match serde_json::from_value(body) {
-                Ok(object) => object,
-                Err(err) => return tracing::warn!(%err, "an Event that does not serialise"),
-            };
-            if let Err(err) = api.create(&kube::api::PostParams::default(), &object).await {
+            if let Err(err) = netaware_runtime::events::post(client, body).await {
                 tracing::warn!(pod = %pod.name, namespace = %pod.namespace, %err, "could not record the placement Event");
             }
         });
@@ -228,8 +201,6 @@ mod tests {
             ),
             "{text}"
         );
-        let long = truncate("é".repeat(2000), MAX_NOTE_BYTES);
-        assert!(long.len() <= MAX_NOTE_BYTES && long.ends_with("..."));
     }
 
     #[tokio::test]

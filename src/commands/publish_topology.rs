@@ -1,5 +1,8 @@
 //! `netaware publish-topology`: keeps the collector's measured topology
-//! applied to a cluster as node labels, Kueue, Volcano or Diktyo objects.
+//! applied to a cluster as node labels, Kueue, Volcano or Diktyo objects,
+//! and acts on its open network faults: an Event on each Node a fault is
+//! about, and with `--taint-faults` a NoSchedule taint on a node with a
+//! node fault.
 //!
 //! The publisher is its own process, not a part of the collector: the
 //! collector holds every measurement and may only read Nodes (get, for
@@ -14,6 +17,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use netaware_core::faults::tracker::Fault;
+use netaware_proto::convert::fault_from_wire;
 use netaware_publish::{Format, Publisher, PublisherOptions};
 use tokio_util::sync::CancellationToken;
 
@@ -41,6 +46,13 @@ pub struct PublishArgs {
     /// Names and places of the single objects.
     #[command(flatten)]
     pub render: RenderArgs,
+    /// Put the NoSchedule taint `netaware.io/network-fault` on each node
+    /// with an open node fault, and take it off when the fault clears (so
+    /// that every scheduler, and Kueue's node replacement, avoid it).
+    /// Without it, netaware's taints come off. Either way each fault that
+    /// opens or clears is an Event on the Nodes it is about.
+    #[arg(long)]
+    pub taint_faults: bool,
 }
 
 /// Reads the collector's topology every interval and applies what changed,
@@ -53,6 +65,9 @@ pub async fn run(args: PublishArgs, shutdown: CancellationToken) -> anyhow::Resu
         formats: args.formats.iter().copied().collect::<BTreeSet<_>>(),
         render: args.render.options(),
         min_write_gap: args.min_write_gap,
+        taint_faults: args.taint_faults,
+        // A pod's name is its host name.
+        instance: std::env::var("HOSTNAME").unwrap_or_else(|_| "netaware-publish-topology".into()),
     };
     let mut publisher = Publisher::start(client, options).await?;
     tracing::info!(formats = ?args.formats, collector = %args.target.collector, network = %args.network.network, "publishing the measured topology");
@@ -64,18 +79,31 @@ pub async fn run(args: PublishArgs, shutdown: CancellationToken) -> anyhow::Resu
             if observed == last_observed {
                 return anyhow::Ok(None);
             }
-            Ok(Some((publisher.publish(&topology).await, observed)))
+            let open: Vec<Fault> = scores
+                .faults(Some(&args.network.network))
+                .await?
+                .faults
+                .iter()
+                .filter_map(fault_from_wire)
+                .collect();
+            let published = publisher.publish(&topology).await;
+            let acted = publisher.act_on_faults(&open).await;
+            Ok(Some((published, acted, observed)))
         };
         tokio::select! {
             () = shutdown.cancelled() => return Ok(()),
             done = round => match done {
-                Ok(Some((report, observed))) => {
+                Ok(Some((report, acted, observed))) => {
                     last_observed = observed;
                     tracing::info!(
                         applied = report.applied,
                         unchanged = report.unchanged,
                         removed = report.removed,
                         failed = report.failed,
+                        fault_events = acted.events,
+                        tainted = acted.tainted,
+                        untainted = acted.untainted,
+                        fault_writes_failed = acted.failed,
                         "published"
                     );
                 }

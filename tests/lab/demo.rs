@@ -265,5 +265,17 @@ fn lab_demo_measures_every_pair_goodput_and_shows_the_slow_host() {
             }
         }
     }
+    // The report names the lossy NIC planted on a3 as what it is.
+    let faults = output
+        .rsplit("== Faults\n")
+        .next()
+        .filter(|_| output.contains("== Faults\n"))
+        .unwrap_or_else(|| panic!("no faults section:\n{output}"));
+    assert!(
+        faults
+            .lines()
+            .any(|l| l.starts_with("node") && l.contains(" a3 ") && l.contains("loss")),
+        "a3's NIC not named:\n{faults}"
+    );
     println!("every pair measured after {measured_after:?}");
 }

@@ -7,8 +7,10 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use netaware::commands::explain::ExplainJson;
 use netaware::json::FaultsJson;
 use netaware::lab_system::{AgentTiming, LabSystem};
+use netaware_core::verdict::FailureCode;
 use netaware_lab::{Topology, root_or_skip};
 
 const RACKS: [[&str; 3]; 4] = [
@@ -164,4 +166,35 @@ fn a_bad_nic_a_bad_uplink_a_bad_path_and_a_wrong_label_are_each_named_as_what_th
     ] {
         assert!(table.contains(word), "{word:?} missing from:\n{table}");
     }
+
+    // Placement acts on them: for a job of four, b5 fails for its NIC, and
+    // a4-a6 (a block of three behind the bad uplink) score lower.
+    let explain = || -> ExplainJson {
+        let json = system
+            .ask(&["explain", "--size", "4", "-o", "json"])
+            .unwrap();
+        serde_json::from_str(&json).unwrap()
+    };
+    let behind_the_uplink = |answer: &ExplainJson| -> BTreeSet<String> {
+        answer
+            .nodes
+            .iter()
+            .filter(|n| n.node.bad_uplink.is_some())
+            .map(|n| n.node.name.clone())
+            .collect()
+    };
+    let answer = explain();
+    let b5 = answer.nodes.iter().find(|n| n.node.name == "b5").unwrap();
+    assert_eq!(b5.node.failure, Some(FailureCode::NodeFault), "{b5:?}");
+    assert!(!b5.node.passes_filter);
+    let uplink: BTreeSet<String> = ["a4", "a5", "a6"].map(String::from).into();
+    assert_eq!(behind_the_uplink(&answer), uplink);
+    for node in answer.nodes.iter().filter(|n| n.node.bad_uplink.is_some()) {
+        let bad = node.node.bad_uplink.as_ref().unwrap();
+        assert_eq!((bad.zone.as_str(), bad.metric.as_str()), ("zone-a", "loss"));
+    }
+    // People read which fault holds them back.
+    let text = system.ask(&["explain", "--size", "4"]).unwrap();
+    println!("{text}");
+    assert!(text.contains("network fault"), "{text}");
 }

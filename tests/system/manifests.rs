@@ -787,7 +787,8 @@ fn the_topology_publisher_reaches_the_collector_and_may_write_only_what_it_publi
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(pod["serviceAccountName"], "netaware-topology-publisher");
 
-    // Its rights: Nodes read and patched, never created or deleted;
+    // Its rights: Nodes read and patched (labels, the fault taint), never
+    // created or deleted;
     // HyperNodes deleted (blocks that are no more); Diktyo's object only
     // in the namespace it writes it to.
     let rules = |kind: &str, name: &str| -> Vec<(String, Vec<String>)> {
@@ -817,7 +818,9 @@ fn the_topology_publisher_reaches_the_collector_and_may_write_only_what_it_publi
         verbs_of(&cluster, "hypernodes"),
         ["get", "list", "create", "patch", "delete"]
     );
-    assert_eq!(cluster.len(), 3, "{cluster:?}");
+    // Events on the Nodes a network fault is about: created, never read.
+    assert_eq!(verbs_of(&cluster, "events"), ["create"]);
+    assert_eq!(cluster.len(), 4, "{cluster:?}");
     let role = find(&objects, "Role", "netaware-topology-publisher");
     assert_eq!(
         role["metadata"]["namespace"],

@@ -2,7 +2,8 @@
 //! played over a tower-test mock service (as the extender's pod watch is
 //! tested): the exact server-side-apply PATCHes it sends, no write when
 //! nothing changed, labels taken off a node that left, a HyperNode of a
-//! block that is no more deleted, failures tried again, writes paced.
+//! block that is no more deleted, failures tried again, writes paced;
+//! a fault's Events and taint.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -11,10 +12,15 @@ use std::time::Duration;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use kube::client::Body;
+use netaware_core::fault_kind::{FaultKind, FaultMetric};
+use netaware_core::faults::tracker::Fault;
 use netaware_core::measured_topology::{
     Block, BlockNode, LinkCost, MeasuredTopology, NetworkCosts, ZoneBlocks,
 };
-use netaware_publish::{Format, PublishReport, Publisher, PublisherOptions, RenderOptions};
+use netaware_core::network::Network;
+use netaware_publish::{
+    FaultReport, Format, PublishReport, Publisher, PublisherOptions, RenderOptions,
+};
 use serde_json::{Value, json};
 
 /// One request as the API server saw it.
@@ -135,6 +141,8 @@ fn options(formats: &[Format], gap: Duration) -> PublisherOptions {
         formats: formats.iter().copied().collect::<BTreeSet<_>>(),
         render: RenderOptions::default(),
         min_write_gap: gap,
+        taint_faults: false,
+        instance: "publisher-0".into(),
     }
 }
 
@@ -306,4 +314,113 @@ async fn writes_are_paced() {
     assert_eq!((report.applied, report.removed), (2, 1));
     let took = started.elapsed();
     assert!(took >= 2 * gap && took < 3 * gap, "{took:?}");
+}
+
+/// A Node as the API server gives it: `taints` its own, at
+/// resourceVersion 41.
+fn node_with_taints(name: &str, taints: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": name, "resourceVersion": "41"},
+           "spec": {"taints": taints}})
+}
+
+fn node_fault(node: &str) -> Fault {
+    Fault {
+        kind: FaultKind::Node,
+        network: Network::primary(),
+        metric: FaultMetric::Loss,
+        nodes: vec![node.to_owned()],
+        zones: vec!["zone-a".into()],
+        block: None,
+        measures_like: None,
+        value: 0.04,
+        baseline: 0.001,
+        confidence: 0.95,
+        evidence: Vec::new(),
+        since_unix_ms: 1,
+    }
+}
+
+#[tokio::test]
+async fn a_node_fault_is_an_event_and_a_taint_that_comes_off_when_it_clears() {
+    let unreachable = json!({"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"});
+    let ours = json!({"key": "netaware.io/network-fault", "value": "node", "effect": "NoSchedule"});
+    // old-node still carries a taint from an earlier run; a1 has another
+    // controller's taint.
+    let state = Arc::new(Mutex::new((vec![unreachable.clone()], vec![ours.clone()])));
+    let server = Arc::clone(&state);
+    let (client, seen) = api_server(Box::new(move |request| {
+        let mut state = server.lock().unwrap();
+        let uri = request.uri.as_str();
+        match (&request.method, uri) {
+            (&Method::GET, u) if u.starts_with("/api/v1/nodes?") => (
+                StatusCode::OK,
+                json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {},
+                       "items": [node_with_taints("a1", json!(state.0)),
+                                 node_with_taints("old-node", json!(state.1))]}),
+            ),
+            (&Method::GET, "/api/v1/nodes/a1") => {
+                (StatusCode::OK, node_with_taints("a1", json!(state.0)))
+            }
+            (&Method::GET, "/api/v1/nodes/old-node") => {
+                (StatusCode::OK, node_with_taints("old-node", json!(state.1)))
+            }
+            (&Method::PATCH, u) => {
+                let taints = request.body["spec"]["taints"].as_array().cloned().unwrap();
+                if u.starts_with("/api/v1/nodes/a1") {
+                    state.0 = taints;
+                } else {
+                    state.1 = taints;
+                }
+                (StatusCode::OK, request.body.clone())
+            }
+            _ => (StatusCode::CREATED, request.body.clone()),
+        }
+    }));
+    let mut options = options(&[], Duration::ZERO);
+    options.taint_faults = true;
+    let mut publisher = Publisher::start(client, options).await.unwrap();
+    take(&seen);
+
+    let report = publisher.act_on_faults(&[node_fault("a1")]).await;
+    assert_eq!(
+        report,
+        FaultReport {
+            events: 1,
+            tainted: 1,
+            untainted: 1,
+            failed: 0
+        }
+    );
+    let asked = take(&seen);
+    let event = &asked[0];
+    assert_eq!(event.method, Method::POST);
+    assert_eq!(
+        event.uri,
+        "/apis/events.k8s.io/v1/namespaces/default/events?"
+    );
+    assert_eq!(event.body["regarding"]["name"], "a1");
+    assert_eq!(event.body["type"], "Warning");
+    assert_eq!(event.body["reportingInstance"], "publisher-0");
+    // a1 keeps the other controller's taint and gets netaware's, under
+    // the resourceVersion it was read at; old-node's comes off.
+    let patches: Vec<&Seen> = asked.iter().filter(|s| s.method == Method::PATCH).collect();
+    assert_eq!(patches.len(), 2);
+    assert_eq!(patches[0].content_type, "application/merge-patch+json");
+    assert_eq!(patches[0].body["metadata"]["resourceVersion"], "41");
+    let (a1, old) = state.lock().unwrap().clone();
+    assert_eq!(a1, [unreachable.clone(), ours.clone()]);
+    assert!(old.is_empty());
+
+    // Unchanged: nothing said, nothing written.
+    let report = publisher.act_on_faults(&[node_fault("a1")]).await;
+    assert_eq!(report, FaultReport::default());
+    assert!(take(&seen).is_empty());
+
+    // Cleared: an Event saying so, and the taint off, the other kept.
+    let report = publisher.act_on_faults(&[]).await;
+    assert_eq!((report.events, report.untainted), (1, 1));
+    let asked = take(&seen);
+    assert_eq!(asked[0].body["reason"], "NetworkFaultCleared");
+    assert_eq!(state.lock().unwrap().0, [unreachable]);
 }

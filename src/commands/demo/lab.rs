@@ -83,6 +83,13 @@ impl DemoSystem for OnLab {
             tokio::task::block_in_place(|| system.ask(&["topology"]))
         })
         .await;
+        // The lab's planted faults (a lossy NIC, a slow link), named.
+        let faults = super::answer_when(
+            || async { tokio::task::block_in_place(|| system.ask(&["faults"])) },
+            |text| !text.starts_with("no faults"),
+            super::FAULTS_WAIT,
+        )
+        .await;
         tokio::task::block_in_place(|| {
             let zones = self.system.ask(&["zones"])?;
             let matrix = self.system.ask(&["matrix"])?;
@@ -104,6 +111,7 @@ impl DemoSystem for OnLab {
                 ));
             }
             report.push_str(&format!("\n== Measured topology\n{topology}"));
+            report.push_str(&format!("\n== Faults\n{faults}"));
             Ok(report)
         })
     }

@@ -167,21 +167,40 @@ pub(crate) const TOPOLOGY_WAIT: Duration = Duration::from_secs(10);
 
 /// Asks `topology` until it answers or [`TOPOLOGY_WAIT`] has passed; the
 /// answer, or the first line of the last error.
-pub(crate) async fn topology_when_ready<F, Fut>(mut topology: F) -> String
+pub(crate) async fn topology_when_ready<F, Fut>(topology: F) -> String
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<String>>,
 {
-    let deadline = Instant::now() + TOPOLOGY_WAIT;
+    answer_when(topology, |_| true, TOPOLOGY_WAIT).await
+}
+
+/// How long a report waits for the first faults to open: they open after
+/// two rounds of the topology in a row name them.
+pub(crate) const FAULTS_WAIT: Duration = Duration::from_secs(20);
+
+/// Asks `ask` until it answers with text that `done` accepts or `wait`
+/// has passed; the last answer, or the first line of the last error.
+pub(crate) async fn answer_when<F, Fut>(
+    mut ask: F,
+    done: impl Fn(&str) -> bool,
+    wait: Duration,
+) -> String
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<String>>,
+{
+    let deadline = Instant::now() + wait;
     loop {
-        match topology().await {
-            Ok(text) => return text,
-            Err(err) if Instant::now() >= deadline => {
-                let text = err.to_string();
-                return format!("{}\n", text.lines().next().unwrap_or_default());
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        let last = match ask().await {
+            Ok(text) if done(&text) => return text,
+            Ok(text) => text,
+            Err(err) => format!("{}\n", err.to_string().lines().next().unwrap_or_default()),
+        };
+        if Instant::now() >= deadline {
+            return last;
         }
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
