@@ -195,7 +195,7 @@ pub struct TaintChange {
 impl FaultActions {
     /// The Events a round with `open` faults posts, as (node, fault,
     /// opened), and the taints it changes: the publisher writes them and
-    /// then calls [`FaultActions::done`].
+    /// then calls [`FaultActions::announced`].
     pub fn plan(&self, open: &[Fault]) -> (Vec<(String, Fault, bool)>, Vec<TaintChange>) {
         let FaultChanges { opened, cleared } = changes(&self.announced, open);
         let events = opened
