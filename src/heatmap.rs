@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
+use netaware_core::fault_kind::FaultKind;
 use netaware_proto::v1 as pb;
 
 /// What the cells show.
@@ -166,10 +167,10 @@ impl HeatMap {
         };
         let mut faults = vec![None; n];
         for fault in &matrix.placement_faults {
-            let what = match fault.kind.as_str() {
-                "node" => format!("node fault: its own links, {}", fault_level(fault)),
+            let what = match FaultKind::from_name(&fault.kind) {
+                Some(FaultKind::Node) => format!("node fault: the node {}", fault_level(fault)),
                 _ => format!(
-                    "behind the bad uplink of block {} of {}: {}",
+                    "behind the bad uplink of block {} of {}, which {}",
                     fault.block,
                     fault.zones.join(", "),
                     fault_level(fault)
@@ -303,10 +304,7 @@ impl HeatMap {
 
 /// How bad a fault is, for people.
 fn fault_level(fault: &pb::Fault) -> String {
-    match fault.metric.as_str() {
-        "loss" => format!("{:.1}% loss", fault.value * 100.0),
-        _ => format!("{:.2} ms added", fault.value),
-    }
+    crate::render::fault_effect(&fault.metric, fault.value)
 }
 
 fn escape(text: &str) -> String {
@@ -402,12 +400,12 @@ mod tests {
         assert_eq!(map.faults[0], None);
         assert_eq!(
             map.faults[2].as_deref(),
-            Some("node fault: its own links, 8.0% loss")
+            Some("node fault: the node loses 8.00%")
         );
         let svg = map.to_svg("t");
         // Both of c's names, and the legend.
         assert_eq!(svg.matches(FAULT_RED).count(), 3);
-        assert!(svg.contains("<title>node fault: its own links, 8.0% loss</title>"));
+        assert!(svg.contains("<title>node fault: the node loses 8.00%</title>"));
     }
 
     #[test]

@@ -355,7 +355,7 @@ pub struct BadUplinkJson {
     pub zone: String,
     /// The block's number in its zone.
     pub block: u32,
-    /// "loss" or "delay".
+    /// "loss", "delay" or "goodput".
     pub metric: String,
     /// Its loss ratio or added milliseconds.
     pub value: f64,
@@ -630,7 +630,7 @@ pub struct FaultJson {
     pub measures_like: Option<String>,
     /// The network it was found on.
     pub network: String,
-    /// "loss", "delay" or "rtt".
+    /// "loss", "delay", "goodput" or "rtt".
     pub metric: String,
     /// A loss ratio, the ms added, or (zone labels) the node's RTT to its
     /// labelled zone in ms.

@@ -7,6 +7,7 @@
 use comfy_table::{CellAlignment, Table};
 
 use netaware_core::extender::Neutral;
+use netaware_core::fault_kind::FaultMetric;
 use netaware_core::pair_rtt::RttBasis;
 use netaware_core::placement::Basis;
 use netaware_proto::convert::{node_kind_from_wire, transport_from_wire};
@@ -415,9 +416,18 @@ fn fault_subject(fault: &FaultJson) -> String {
 
 /// A fault's figure in its unit: a loss in percent, a delay or RTT in ms.
 fn fault_figure(metric: &str, value: f64) -> String {
-    match metric {
-        "loss" => format!("{:.2}%", value * 100.0),
-        _ => format!("{value:.3} ms"),
+    match FaultMetric::from_name(metric) {
+        Some(metric) => metric.figure(value),
+        None => format!("{value} ({metric})"),
+    }
+}
+
+/// What a fault of `metric` at `value` does, for people: "loses 1.50%"
+/// (a metric this build does not know is shown as it came).
+pub fn fault_effect(metric: &str, value: f64) -> String {
+    match FaultMetric::from_name(metric) {
+        Some(metric) => metric.effect(value),
+        None => format!("{metric} {value}"),
     }
 }
 

@@ -8,7 +8,6 @@
 
 use std::fmt;
 
-use crate::fault_kind::FaultMetric;
 use crate::fault_marks::NodeFault;
 
 /// Why a node is not feasible for a job.
@@ -205,19 +204,11 @@ impl fmt::Display for Failure {
                 median_bps / GBIT
             ),
             Failure::Degraded(degradation) => write!(f, "degraded: {degradation}"),
-            Failure::NodeFault(fault) => match fault.metric {
-                FaultMetric::Loss => write!(
-                    f,
-                    "network fault: the node's own links lose {:.1}% (usual {:.1}%)",
-                    fault.value * 100.0,
-                    fault.baseline * 100.0
-                ),
-                FaultMetric::Delay | FaultMetric::Rtt => write!(
-                    f,
-                    "network fault: the node's own links add {:.2} ms",
-                    fault.value
-                ),
-            },
+            Failure::NodeFault(fault) => write!(
+                f,
+                "network fault: the node {}",
+                fault.metric.judged(fault.value, fault.baseline)
+            ),
             Failure::OutsideZone { zone } => write!(f, "outside the chosen zone {zone} (strict)"),
             Failure::NoZone => f.write_str("no zone can be chosen (strict)"),
         }
@@ -255,6 +246,7 @@ impl fmt::Display for Degradation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fault_kind::FaultMetric;
 
     fn one_of_each() -> Vec<Failure> {
         vec![
@@ -325,10 +317,7 @@ mod tests {
         assert!(text[3].ends_with("median 10.000 Gbit/s"));
         assert!(text[4].starts_with("degraded: loss 10.0% on most of its links with 3"));
         assert!(text[5].contains("usual 10.000 Gbit/s"));
-        assert_eq!(
-            text[6],
-            "network fault: the node's own links lose 3.0% (usual 0.1%)"
-        );
+        assert_eq!(text[6], "network fault: the node loses 3.00% (usual 0.10%)");
         assert_eq!(text[7], "outside the chosen zone b (strict)");
     }
 }

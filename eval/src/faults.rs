@@ -499,6 +499,7 @@ pub fn run(spec: BenchSpec, rng: &mut impl Rng) -> RunOutcome {
                         sent: PROBES_PER_WINDOW * windows.len() as u64,
                         lost,
                         rtt_ms: netaware_core::stats::lower_median(&mut medians),
+                        goodput_bps: None,
                     }
                 })
                 .collect(),

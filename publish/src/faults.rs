@@ -85,21 +85,7 @@ pub fn describe(fault: &Fault) -> String {
             fault.measures_like.as_deref().unwrap_or("another zone")
         ),
     };
-    let level = match fault.metric.as_str() {
-        "loss" => format!(
-            "loses {:.2}% (usual {:.2}%)",
-            fault.value * 100.0,
-            fault.baseline * 100.0
-        ),
-        "delay" => format!(
-            "adds {:.2} ms (usual RTT {:.2} ms)",
-            fault.value, fault.baseline
-        ),
-        _ => format!(
-            "RTT {:.2} ms to its labelled zone (its own {:.2} ms)",
-            fault.value, fault.baseline
-        ),
-    };
+    let level = fault.metric.judged(fault.value, fault.baseline);
     format!(
         "{} fault on network {}: {what} {level}, confidence {:.2}",
         fault.kind, fault.network, fault.confidence

@@ -265,10 +265,7 @@ pub fn render(explain: &ExplainJson, wide: bool) -> String {
         let why = match (&node.reason, &node.bad_uplink, &explained.weakest) {
             (Some(reason), _, _) => format!("not there: {reason}"),
             (None, Some(uplink), _) => {
-                let how = match uplink.metric.as_str() {
-                    "loss" => format!("loses {:.1}%", uplink.value * 100.0),
-                    _ => format!("adds {:.2} ms", uplink.value),
-                };
+                let how = crate::render::fault_effect(&uplink.metric, uplink.value);
                 format!(
                     "held back by a network fault: the job would cross the uplink of block {} of {}, which {how} (score x{})",
                     uplink.block, uplink.zone, uplink.factor

@@ -32,6 +32,8 @@ pub struct FaultLink {
     pub lost: u64,
     /// Median RTT (ms), if any reply came.
     pub rtt_ms: Option<f64>,
+    /// The last throughput test's goodput (bit/s), if one is fresh.
+    pub goodput_bps: Option<f64>,
 }
 
 /// One network's nodes and links.
@@ -43,7 +45,7 @@ pub struct FaultInput {
     pub blocks: Vec<(usize, u32)>,
     /// Nodes.
     pub nodes: Vec<FaultNode>,
-    /// Fresh measured links.
+    /// Fresh measured links: probed, throughput-tested or both.
     pub links: Vec<FaultLink>,
 }
 
@@ -84,22 +86,38 @@ impl FaultInput {
                 block: block_of.get(node.info.name.as_str()).copied(),
             })
             .collect();
+        // A pair counts for its probes while they are fresh, and for its
+        // last throughput test while that is fresh (tests also run between
+        // nodes that do not probe each other).
         let links = matrix
             .pairs()
             .iter()
-            .filter(|pair| !pair.stale && pair.summary.samples > 0)
             .filter_map(|pair| {
-                let loss = pair.summary.loss_ratio?;
-                let sent = pair.summary.samples;
+                let probed = pair
+                    .summary
+                    .loss_ratio
+                    .filter(|_| !pair.stale && pair.summary.samples > 0);
+                let goodput_bps = pair.fresh_goodput().filter(|g| g.is_finite() && *g > 0.0);
+                if probed.is_none() && goodput_bps.is_none() {
+                    return None;
+                }
+                let sent = if probed.is_some() {
+                    pair.summary.samples
+                } else {
+                    0
+                };
+                let loss = probed.unwrap_or(0.0);
                 Some(FaultLink {
                     src: pair.src,
                     dst: pair.dst,
                     sent,
                     lost: (loss.clamp(0.0, 1.0) * sent as f64).round() as u64,
-                    rtt_ms: pair
-                        .summary
-                        .rtt_median_ms
-                        .filter(|r| r.is_finite() && *r >= 0.0),
+                    rtt_ms: probed.and(
+                        pair.summary
+                            .rtt_median_ms
+                            .filter(|r| r.is_finite() && *r >= 0.0),
+                    ),
+                    goodput_bps,
                 })
             })
             .collect();

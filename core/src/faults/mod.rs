@@ -6,20 +6,22 @@
 //!
 //! # The method
 //!
-//! Every measured directed pair is a *link* with its probes sent and lost
-//! and its median RTT. A *component* covers the links whose traffic
+//! Every measured directed pair is a *link* with its probes sent and lost,
+//! its median RTT and its last fresh throughput test's goodput. A *component* covers the links whose traffic
 //! crosses it: a node covers every link to or from it; a block's uplink the
 //! links from its nodes to nodes outside it; a zone link the links between
 //! two zones; a pair its two directions. A link's loss is
 //! `1 - (1 - b) * prod(1 - l_c)` over the components `c` on it (`b`: the
-//! network's background loss), its RTT inflation the sum of theirs.
+//! network's background loss), its RTT inflation the sum of theirs, its
+//! goodput its class's times the product of what each leaves.
 //!
 //! [`select`] explains the links by the fewest components, greedily (as
 //! a set cover, weighted by likelihood): it adds the component whose level
 //! raises the likelihood of what was measured the most (binomial for loss,
-//! Gaussian over each class's noise for delay), refits every chosen level,
-//! and stops when no component gains [`FaultConfig::loss_gain`] (or
-//! `delay_gain`) or would be below the smallest fault worth naming; then it
+//! Gaussian over each class's noise for delay and log goodput), refits
+//! every chosen level, and stops when no component gains
+//! [`FaultConfig::loss_gain`] (or `delay_gain`, `goodput_gain`) or would be
+//! below the smallest fault worth naming; then it
 //! drops every chosen component that the others explain without it. A
 //! node's bad NIC raises the likelihood more as a node (all its links)
 //! than as its block's uplink (which also covers its clean block-mates);
@@ -35,10 +37,13 @@
 //! links are left out of the delay pass, where they would read as
 //! inflation.
 //!
-//! Delay is judged against each class of link (a zone pair, in one block
-//! or across blocks): a zone link's delay is its class's, so a slow zone
-//! link cannot be told from a far zone, and is not named for delay.
+//! Delay and goodput are judged against each class of link (a zone pair,
+//! in one block or across blocks; [`classes`]): a zone link's delay is its
+//! class's, so a slow zone link cannot be told from a far zone, and is not
+//! named for either. Nor is one pair for goodput: it holds one test's
+//! figure at a time.
 
+pub mod classes;
 pub mod input;
 pub mod labels;
 pub mod select;
@@ -79,10 +84,10 @@ pub struct Evidence {
     pub src: usize,
     /// The probed node (index).
     pub dst: usize,
-    /// Its loss ratio or RTT (ms).
+    /// Its loss ratio, RTT (ms) or goodput (bit/s).
     pub value: f64,
     /// What it would be without the fault: the background loss, or its
-    /// class's RTT.
+    /// class's RTT or goodput.
     pub baseline: f64,
 }
 
@@ -93,13 +98,14 @@ pub struct Finding {
     pub subject: Subject,
     /// What shows it.
     pub metric: FaultMetric,
-    /// How bad: the component's loss ratio, its added delay (ms), or for a
-    /// zone label the node's median RTT (ms) to its labelled zone.
+    /// How bad: the component's loss ratio, its added delay (ms), the
+    /// goodput it leaves (bit/s), or for a zone label the node's median
+    /// RTT (ms) to its labelled zone.
     pub value: f64,
-    /// What is usual: the background loss, the class's RTT (ms), or the
-    /// labelled zone's own RTT (ms).
+    /// What is usual: the background loss, the class's RTT (ms) or goodput
+    /// (bit/s), or the labelled zone's own RTT (ms).
     pub baseline: f64,
-    /// In [0, 1]: `1 - exp(-gain / threshold)` for loss and delay (0.63
+    /// In [0, 1]: `1 - exp(-gain / threshold)` for loss, delay and goodput (0.63
     /// at the threshold), the share of the node's links that agree for a
     /// zone label.
     pub confidence: f64,
@@ -145,6 +151,11 @@ pub struct FaultConfig {
     pub loss_gain: f64,
     /// The log-likelihood a delay fault must add to be named.
     pub delay_gain: f64,
+    /// The least share of its class's goodput a component must take away
+    /// to be named for goodput.
+    pub min_goodput_drop: f64,
+    /// The log-likelihood a goodput fault must add to be named.
+    pub goodput_gain: f64,
     /// Most components named per network and metric.
     pub max_faults: usize,
 }
@@ -156,12 +167,15 @@ impl Default for FaultConfig {
             min_delay_ms: 0.2,
             loss_gain: 25.0,
             delay_gain: 40.0,
+            min_goodput_drop: 0.25,
+            goodput_gain: 60.0,
             max_faults: 64,
         }
     }
 }
 
-/// Every fault `input` shows, zone labels first, then loss, then delay.
+/// Every fault `input` shows, zone labels first, then loss, delay and
+/// goodput.
 pub fn localise(input: &FaultInput, config: &FaultConfig) -> Vec<Finding> {
     let mislabelled = labels::check(input);
     let mut findings: Vec<Finding> = mislabelled.clone();
@@ -173,7 +187,8 @@ pub fn localise(input: &FaultInput, config: &FaultConfig) -> Vec<Finding> {
         })
         .collect();
     findings.extend(select::loss_faults(input, config));
-    findings.extend(select::delay_faults(input, config, &relabelled));
+    findings.extend(classes::delay_faults(input, config, &relabelled));
+    findings.extend(classes::goodput_faults(input, config, &relabelled));
     findings
 }
 

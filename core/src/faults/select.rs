@@ -1,6 +1,7 @@
 //! The greedy selection of the components that explain a network's links
-//! (see the [module docs](super)), for loss (binomial) and for delay
-//! (Gaussian over each class's noise).
+//! (see the [module docs](super)), and its two models: binomial for loss,
+//! Gaussian over each class's noise for what [`super::classes`] judges
+//! against a class of links (delay, goodput).
 
 use std::collections::HashMap;
 
@@ -9,7 +10,7 @@ use super::{Component, Evidence, FaultConfig, FaultMetric, Finding, MAX_EVIDENCE
 use crate::stats::lower_median;
 
 /// How likely the links are with one more component at some level.
-trait Model {
+pub(super) trait Model {
     /// The best level of a component over `links`, given what the
     /// components chosen so far explain of each link, and the gain in
     /// log-likelihood of adding it at that level.
@@ -22,14 +23,14 @@ trait Model {
 
 /// The chosen components: (index into the covers, level, gain given the
 /// others).
-type Chosen = Vec<(usize, f64, f64)>;
+pub(super) type Chosen = Vec<(usize, f64, f64)>;
 
 /// Refit passes after each change: levels settle within a few.
 const REFIT_PASSES: usize = 3;
 
 /// The components that explain the links, by greedy forward selection and
 /// backward elimination.
-fn select(
+pub(super) fn select(
     model: &impl Model,
     covers: &[(Component, Vec<usize>)],
     link_count: usize,
@@ -232,7 +233,7 @@ pub const PAIRS_FOR_A_NODE: usize = 3;
 /// findings named as the node instead: the fewest components again, where
 /// the node's links disagree too much for one level to fit them all (a
 /// fault that is starting shows on some of its links' windows first).
-fn pairs_to_nodes(mut findings: Vec<Finding>) -> Vec<Finding> {
+pub(super) fn pairs_to_nodes(mut findings: Vec<Finding>) -> Vec<Finding> {
     loop {
         let mut ends: HashMap<usize, Vec<usize>> = HashMap::new();
         for (k, finding) in findings.iter().enumerate() {
@@ -279,11 +280,11 @@ fn pairs_to_nodes(mut findings: Vec<Finding>) -> Vec<Finding> {
 }
 
 /// `1 - exp(-gain / threshold)`: 0.63 at the threshold, 0.95 at three times it.
-fn confidence(gain: f64, threshold: f64) -> f64 {
+pub(super) fn confidence(gain: f64, threshold: f64) -> f64 {
     (1.0 - (-gain / threshold).exp()).clamp(0.0, 1.0)
 }
 
-fn worst_first(evidence: &mut Vec<Evidence>, by: impl Fn(&Evidence) -> f64) {
+pub(super) fn worst_first(evidence: &mut Vec<Evidence>, by: impl Fn(&Evidence) -> f64) {
     evidence.sort_by(|a, b| {
         by(b)
             .total_cmp(&by(a))
@@ -292,16 +293,17 @@ fn worst_first(evidence: &mut Vec<Evidence>, by: impl Fn(&Evidence) -> f64) {
     evidence.truncate(MAX_EVIDENCE);
 }
 
-/// The Gaussian model of delay: a link's RTT is its class's plus what its
-/// components add, with its class's noise.
-struct DelayModel {
-    /// Each link's RTT above its class's (ms), 0 for links left out.
-    excess: Vec<f64>,
-    /// Each link's noise (ms).
-    noise: Vec<f64>,
+/// The Gaussian model of a figure judged against its link's class (delay,
+/// goodput): a link's figure is its class's plus what its components add,
+/// with its class's noise.
+pub(super) struct GaussianModel {
+    /// Each link's figure beyond its class's, 0 for links left out.
+    pub excess: Vec<f64>,
+    /// Each link's noise.
+    pub noise: Vec<f64>,
 }
 
-impl Model for DelayModel {
+impl Model for GaussianModel {
     fn fit(&self, links: &[usize], explained: &[f64]) -> (f64, f64) {
         let mut left: Vec<f64> = links
             .iter()
@@ -330,150 +332,4 @@ impl Model for DelayModel {
     fn remove(&self, explained: f64, level: f64) -> f64 {
         explained - level
     }
-}
-
-/// Least noise a class is taken to have (ms): below it, RTT medians differ
-/// by the hosts' own delays, not by noise.
-const MIN_NOISE_MS: f64 = 0.01;
-/// Least noise as a share of the class's RTT.
-const MIN_NOISE_SHARE: f64 = 0.02;
-/// Scales a median absolute deviation to a Gaussian's standard deviation.
-const MAD_TO_SIGMA: f64 = 1.4826;
-
-/// Which class a link belongs to for delay: its zone pair, and whether
-/// both ends sit in one block.
-type DelayClass = (usize, usize, bool);
-
-/// Each node's block for delay classes: its own if it has a block-mate,
-/// else the block of its zone it is nearest to (a slow node is a block of
-/// its own in the measured topology, and would otherwise be its own
-/// baseline).
-fn delay_blocks(input: &FaultInput, left_out: &[bool]) -> Vec<Option<usize>> {
-    let sizes = input.block_sizes();
-    let mut near: HashMap<(usize, usize), Vec<f64>> = HashMap::new();
-    for link in input
-        .links
-        .iter()
-        .filter(|l| !left_out[l.src] && !left_out[l.dst])
-    {
-        let Some(rtt) = link.rtt_ms else { continue };
-        for (me, other) in [(link.src, link.dst), (link.dst, link.src)] {
-            let (a, b) = (&input.nodes[me], &input.nodes[other]);
-            if let Some(block) = b.block.filter(|&k| a.zone == b.zone && sizes[k] >= 2) {
-                near.entry((me, block)).or_default().push(rtt);
-            }
-        }
-    }
-    let mut nearest: HashMap<usize, (f64, usize)> = HashMap::new();
-    for ((node, block), mut rtts) in near {
-        let median = lower_median(&mut rtts).unwrap_or(f64::INFINITY);
-        let best = nearest.entry(node).or_insert((median, block));
-        if (median, block) < *best {
-            *best = (median, block);
-        }
-    }
-    input
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, node)| match node.block {
-            Some(block) if sizes[block] >= 2 => Some(block),
-            _ => nearest.get(&i).map(|&(_, block)| block),
-        })
-        .collect()
-}
-
-/// The components whose added delay explains the links, leaving out the
-/// links of `left_out_nodes` (mislabelled nodes, whose links would read
-/// as inflation).
-pub fn delay_faults(
-    input: &FaultInput,
-    config: &FaultConfig,
-    left_out_nodes: &[usize],
-) -> Vec<Finding> {
-    let mut left_out = vec![false; input.nodes.len()];
-    for &node in left_out_nodes {
-        left_out[node] = true;
-    }
-    let blocks = delay_blocks(input, &left_out);
-    let class_of = |link: &FaultLink| -> DelayClass {
-        let (a, b) = (&input.nodes[link.src], &input.nodes[link.dst]);
-        let same_block = blocks[link.src].is_some() && blocks[link.src] == blocks[link.dst];
-        (a.zone.min(b.zone), a.zone.max(b.zone), same_block)
-    };
-    let kept =
-        |link: &FaultLink| link.rtt_ms.is_some() && !left_out[link.src] && !left_out[link.dst];
-    let mut by_class: HashMap<DelayClass, Vec<f64>> = HashMap::new();
-    for link in input.links.iter().filter(|l| kept(l)) {
-        by_class
-            .entry(class_of(link))
-            .or_default()
-            .extend(link.rtt_ms);
-    }
-    let classes: HashMap<DelayClass, (f64, f64)> = by_class
-        .into_iter()
-        .map(|(class, mut rtts)| {
-            let median = lower_median(&mut rtts).unwrap_or(0.0);
-            let mut deviations: Vec<f64> = rtts.iter().map(|r| (r - median).abs()).collect();
-            let mad = lower_median(&mut deviations).unwrap_or(0.0);
-            let noise = (MAD_TO_SIGMA * mad)
-                .max(MIN_NOISE_MS)
-                .max(MIN_NOISE_SHARE * median);
-            (class, (median, noise))
-        })
-        .collect();
-    let baseline = |link: &FaultLink| classes.get(&class_of(link)).copied();
-    let (excess, noise): (Vec<f64>, Vec<f64>) = input
-        .links
-        .iter()
-        .map(|link| match (link.rtt_ms, baseline(link)) {
-            (Some(rtt), Some((median, noise))) if kept(link) => (rtt - median, noise),
-            _ => (0.0, 1.0),
-        })
-        .unzip();
-    let model = DelayModel { excess, noise };
-    // A zone link's delay is its class's: it is not a candidate.
-    let covers: Vec<(Component, Vec<usize>)> = input
-        .covers(|l| kept(l))
-        .into_iter()
-        .filter(|(component, _)| !matches!(component, Component::ZoneLink(..)))
-        .collect();
-    let chosen = select(
-        &model,
-        &covers,
-        input.links.len(),
-        config.delay_gain,
-        config.min_delay_ms,
-        config.max_faults,
-    );
-    let findings = chosen
-        .into_iter()
-        .map(|(i, level, gain)| {
-            let (component, links) = &covers[i];
-            let mut evidence: Vec<Evidence> = links
-                .iter()
-                .filter_map(|&l| {
-                    let link = &input.links[l];
-                    Some(Evidence {
-                        src: link.src,
-                        dst: link.dst,
-                        value: link.rtt_ms?,
-                        baseline: baseline(link)?.0,
-                    })
-                })
-                .collect();
-            let mut bases: Vec<f64> = evidence.iter().map(|e| e.baseline).collect();
-            let base = lower_median(&mut bases).unwrap_or(0.0);
-            worst_first(&mut evidence, |e| e.value - e.baseline);
-            Finding {
-                subject: Subject::Component(*component),
-                metric: FaultMetric::Delay,
-                value: level,
-                baseline: base,
-                confidence: confidence(gain, config.delay_gain),
-                evidence,
-            }
-        })
-        .collect();
-    pairs_to_nodes(findings)
 }

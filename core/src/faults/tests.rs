@@ -29,13 +29,19 @@ enum Plant {
     ZoneLinkLoss(usize, usize, f64),
     PairLoss(usize, usize, f64),
     NodeDelay(usize, f64),
+    /// The node's NIC carries this share of its class's goodput.
+    NodeGoodput(usize, f64),
+    /// The block's uplink carries this share of its class's goodput.
+    UplinkGoodput(usize, f64),
     /// The node sits in this zone, labelled as its own.
     Mislabelled(usize, usize),
 }
 
 /// Zones of `blocks` blocks of `per_block` nodes; every node probes every
 /// zone-mate and `cross` nodes of each other zone, 60 probes each, with
-/// 0.05% background loss and RTT noise.
+/// 0.05% background loss and RTT noise; a third of the directed pairs
+/// inside a zone hold a throughput test (10 Gbit/s in a block, 8 across
+/// blocks, 5% noise).
 struct Fabric {
     zones: usize,
     blocks: usize,
@@ -82,6 +88,9 @@ impl Fabric {
             _ => (self.zone_of(node), self.block_of(node)),
         };
         let host_ms: Vec<f64> = (0..n).map(|_| 0.005 + 0.01 * draw.next()).collect();
+        // Tests draw from their own sequence, so that planting a goodput
+        // fault leaves every probe as it was.
+        let mut tests = Draw(seed ^ 0x5EED_600D);
         let mut links = Vec::new();
         for src in 0..n {
             for dst in 0..n {
@@ -122,12 +131,29 @@ impl Fabric {
                 }
                 let sent = 60;
                 let lost = (0..sent).filter(|_| draw.next() < loss).count() as u64;
+                let tested = sz == dz && tests.next() < 1.0 / 3.0;
+                let goodput_bps = tested.then(|| {
+                    let same_block = self.block_of(src) == self.block_of(dst);
+                    let mut bps = if same_block { 10e9 } else { 8e9 };
+                    bps *= 1.0 + 0.1 * (tests.next() - 0.5);
+                    match plant {
+                        Plant::NodeGoodput(x, share) if src == x || dst == x => bps *= share,
+                        Plant::UplinkGoodput(b, share)
+                            if (self.block_of(src) == b) != (self.block_of(dst) == b) =>
+                        {
+                            bps *= share
+                        }
+                        _ => {}
+                    }
+                    bps
+                });
                 links.push(FaultLink {
                     src,
                     dst,
                     sent,
                     lost,
                     rtt_ms: (lost < sent).then_some(rtt),
+                    goodput_bps,
                 });
             }
         }
@@ -200,6 +226,40 @@ fn a_slow_node_is_named_for_delay() {
 }
 
 #[test]
+fn a_slow_nic_is_named_for_goodput_with_what_it_leaves() {
+    let input = FABRIC.input(Plant::NodeGoodput(25, 0.4), 8);
+    let found = localise(&input, &FaultConfig::default());
+    assert_eq!(found.len(), 1, "{found:?}");
+    let fault = &found[0];
+    assert_eq!(fault.subject, Subject::Component(Component::Node(25)));
+    assert_eq!(fault.metric, FaultMetric::Goodput);
+    // Its tests run in and across blocks: what it leaves is 0.4 of a
+    // baseline between 8 and 10 Gbit/s.
+    assert!((7.5e9..10.5e9).contains(&fault.baseline), "{fault:?}");
+    assert!(
+        (fault.value / fault.baseline - 0.4).abs() < 0.05,
+        "{fault:?}"
+    );
+    assert!(fault.evidence.iter().all(|e| e.src == 25 || e.dst == 25));
+    assert!(fault.evidence.iter().all(|e| e.value < 0.5 * e.baseline));
+}
+
+#[test]
+fn a_slow_uplink_is_its_block_not_its_nodes() {
+    let found = subjects(Plant::UplinkGoodput(5, 0.5), 9);
+    assert_eq!(
+        found,
+        component(Component::BlockUplink(5), FaultMetric::Goodput)
+    );
+}
+
+#[test]
+fn goodput_a_little_low_is_not_a_fault() {
+    // 10% below the class: under the least drop named.
+    assert_eq!(subjects(Plant::NodeGoodput(12, 0.9), 10), vec![]);
+}
+
+#[test]
 fn a_node_that_sits_in_another_zone_is_its_label_and_nothing_else() {
     let found = subjects(Plant::Mislabelled(7, 2), 6);
     assert_eq!(
@@ -260,6 +320,25 @@ proptest! {
             }
         };
         prop_assert_eq!(subjects(plant, seed), component(expected, FaultMetric::Loss));
+    }
+
+    /// Any one NIC or uplink that leaves 60% of its goodput or less is
+    /// named as what it is, and nothing else is.
+    #[test]
+    fn any_planted_goodput_fault_is_named_alone(
+        uplink in any::<bool>(),
+        at in 0..1_000usize,
+        share in 0.1..0.6f64,
+        seed in 0..1_000u64,
+    ) {
+        let (plant, expected) = if uplink {
+            let b = at % (FABRIC.zones * FABRIC.blocks);
+            (Plant::UplinkGoodput(b, share), Component::BlockUplink(b))
+        } else {
+            let node = at % (FABRIC.zones * FABRIC.per_zone());
+            (Plant::NodeGoodput(node, share), Component::Node(node))
+        };
+        prop_assert_eq!(subjects(plant, seed), component(expected, FaultMetric::Goodput));
     }
 }
 
