@@ -109,6 +109,11 @@ pub struct ModelArgs {
     /// The least RTT a fault must add (ms) to be named.
     #[arg(long, default_value_t = 0.2)]
     pub fault_min_delay: f64,
+    /// The least share of its class's goodput a fault (a node, a block's
+    /// uplink) must take away to be named, from throughput tests of the
+    /// last 15 minutes.
+    #[arg(long, default_value_t = 0.25)]
+    pub fault_min_goodput_drop: f64,
     /// Loss to a placed worker above which placement fails a node.
     #[arg(long, default_value_t = 0.05)]
     pub loss_threshold: f64,
@@ -181,7 +186,9 @@ impl ModelArgs {
         let fault_sizes_ok = self.fault_min_loss > 0.0
             && self.fault_min_loss < 1.0
             && self.fault_min_delay.is_finite()
-            && self.fault_min_delay > 0.0;
+            && self.fault_min_delay > 0.0
+            && self.fault_min_goodput_drop > 0.0
+            && self.fault_min_goodput_drop < 1.0;
         if !fault_sizes_ok {
             return Err(ConfigError::FaultSize.into());
         }
@@ -223,6 +230,7 @@ impl ModelArgs {
             faults: FaultConfig {
                 min_loss: self.fault_min_loss,
                 min_delay_ms: self.fault_min_delay,
+                min_goodput_drop: self.fault_min_goodput_drop,
                 ..FaultConfig::default()
             },
         })

@@ -101,7 +101,9 @@ pub enum ConfigError {
     #[error("--windows-kept must be at least 1")]
     NoWindowsKept,
     /// The least fault worth naming makes no sense.
-    #[error("--fault-min-loss must be above 0 and below 1, --fault-min-delay above 0 ms")]
+    #[error(
+        "--fault-min-loss and --fault-min-goodput-drop must be above 0 and below 1, --fault-min-delay above 0 ms"
+    )]
     FaultSize,
     /// A throughput test of no length, or longer than a minute.
     #[error("--throughput-duration must be above 0 and, with --throughput-omit, at most 60 s")]

@@ -12,12 +12,23 @@
 //! 10 s windows; the collector keeps the last six. Background loss is
 //! 0.05% of probes everywhere.
 //!
+//! Throughput tests run inside zones (by label) at the collector's
+//! rationing: each node takes part in one test every
+//! `slot / budget` seconds on average (200 s at the default budget of
+//! 0.02), drawn at random rather than in the planner's order, from an hour
+//! before the faults start. A single flow reads 94 Gbit/s under a rack
+//! switch and 90 Gbit/s across the spine, within 3%; one test in twenty
+//! shares its link with other traffic and reads 40% to 90% of that.
+//!
 //! Planted in each run, at random places: bad NICs (loss on every link of
 //! a node), a bad rack uplink (loss on every link leaving a rack), a bad
 //! zone link, bad single paths, one slow NIC (delay on every link of a
-//! node) and one node whose zone label is wrong (it sits in another zone).
-//! Loss sizes are drawn from 1%, 2%, 5% and 10%; delays from 0.2, 0.5 and
-//! 1 ms. The faults start after six clean windows; the methods look every
+//! node), one node whose zone label is wrong (it sits in another zone), a
+//! NIC that carries a share of its rate (negotiated at a lower speed: 25%,
+//! 50% or 70% left) and a rack uplink that carries a share of its tests'
+//! (50% or 70%). Loss sizes are drawn from 1%, 2%, 5% and 10%; delays from
+//! 0.2, 0.5 and 1 ms. Planted loss does not slow the throughput tests
+//! here. The faults start after six clean windows; the methods look every
 //! [`BenchSpec::look_every`] windows, as the collector does every
 //! `--topology-interval`.
 //!
@@ -26,12 +37,12 @@
 //! of peer sets measures them over its steps), the labels are the
 //! labels, and the links are only those the peer sets probe.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use netaware_core::blocks::{BlockConfig, Distances, cluster, cut_height};
 use netaware_core::faults::tracker::{Fault, FaultTracker, TrackerConfig};
 use netaware_core::faults::{
-    FaultConfig, FaultInput, FaultKind, FaultLink, FaultMetric, FaultNode, localise,
+    FaultConfig, FaultInput, FaultKind, FaultLink, FaultMetric, FaultNode, LinkGoodput, localise,
 };
 use netaware_core::network::Network;
 use netaware_core::peers::{self, PeerBound};
@@ -56,6 +67,28 @@ pub const BACKGROUND_LOSS: f64 = 0.0005;
 pub const LOSS_SIZES: [f64; 4] = [0.01, 0.02, 0.05, 0.1];
 /// Delays planted (ms).
 pub const DELAY_SIZES: [f64; 3] = [0.2, 0.5, 1.0];
+/// Shares of its rate a slow NIC carries.
+pub const NIC_GOODPUT_SHARES: [f64; 3] = [0.25, 0.5, 0.7];
+/// Shares of their rate a slow rack uplink leaves its tests.
+pub const UPLINK_GOODPUT_SHARES: [f64; 2] = [0.5, 0.7];
+/// One flow's goodput under a rack switch (bit/s).
+pub const RACK_GOODPUT_BPS: f64 = 94e9;
+/// One flow's goodput across a zone's spine (bit/s).
+pub const SPINE_GOODPUT_BPS: f64 = 90e9;
+/// One flow's goodput between zones (bit/s): only a mislabelled node's
+/// tests cross zones.
+pub const ZONE_GOODPUT_BPS: f64 = 60e9;
+/// Spread of a clean test around its path's goodput (uniform, either way).
+pub const TEST_NOISE: f64 = 0.03;
+/// Share of tests that share their link with other traffic.
+pub const BUSY_TESTS: f64 = 0.05;
+/// The collector's test slot at its defaults (0.5 s warm-up, 2 s measured,
+/// 1.5 s margin), seconds.
+pub const TEST_SLOT_S: f64 = 4.0;
+/// How long before the faults start the tests begin (s): the collector
+/// keeps a goodput for an hour.
+pub const TESTS_BEFORE_S: u64 = 3_600;
+
 /// The loss above which a link is lossy for the simpler methods: the
 /// placement's default loss threshold.
 pub const LOSSY_LINK: f64 = 0.02;
@@ -80,6 +113,9 @@ pub struct BenchSpec {
     /// Windows between two looks: the collector looks every
     /// `--topology-interval` (30 s by default: three 10 s windows).
     pub look_every: usize,
+    /// Share of each node's time in throughput tests (the collector's
+    /// `--throughput-budget`).
+    pub throughput_budget: f64,
 }
 
 impl Default for BenchSpec {
@@ -91,8 +127,9 @@ impl Default for BenchSpec {
             max_peers: 64,
             bad_nics: 3,
             bad_paths: 2,
-            windows_after: 18,
+            windows_after: 90,
             look_every: 3,
+            throughput_budget: 0.02,
         }
     }
 }
@@ -114,7 +151,8 @@ pub struct Expected {
 pub struct Planted {
     /// What the product should name.
     pub expected: Expected,
-    /// Its size: a loss ratio or a delay (ms); 0 for a label.
+    /// Its size: a loss ratio, a delay (ms) or the share of goodput left;
+    /// 0 for a label.
     pub size: f64,
 }
 
@@ -125,6 +163,8 @@ enum Truth {
     ZoneLinkLoss(usize, usize, f64),
     PathLoss(usize, usize, f64),
     NodeDelay(usize, f64),
+    NodeGoodput(usize, f64),
+    RackGoodput(usize, f64),
 }
 
 struct World {
@@ -247,6 +287,20 @@ impl World {
             expected: expected("node", "delay", vec![self.names[node].clone()]),
             size,
         });
+        let node = next.next().expect("enough nodes");
+        let share = NIC_GOODPUT_SHARES[rng.random_range(0..NIC_GOODPUT_SHARES.len())];
+        self.faults.push(Truth::NodeGoodput(node, share));
+        self.planted.push(Planted {
+            expected: expected("node", "goodput", vec![self.names[node].clone()]),
+            size: share,
+        });
+        let slow_rack = (rack + rng.random_range(1..racks)) % racks;
+        let share = UPLINK_GOODPUT_SHARES[rng.random_range(0..UPLINK_GOODPUT_SHARES.len())];
+        self.faults.push(Truth::RackGoodput(slow_rack, share));
+        self.planted.push(Planted {
+            expected: expected("block_uplink", "goodput", self.rack_nodes(slow_rack)),
+            size: share,
+        });
         // The mislabelled node sits in another zone's rack.
         let node = next.next().expect("enough nodes");
         let label = self.place[node].0;
@@ -302,13 +356,108 @@ impl World {
                     ((za, zb) == (x, y) || (za, zb) == (y, x)).then_some(l)
                 }
                 Truth::PathLoss(x, y, l) => ((a, b) == (x, y) || (a, b) == (y, x)).then_some(l),
-                Truth::NodeDelay(..) => None,
+                Truth::NodeDelay(..) | Truth::NodeGoodput(..) | Truth::RackGoodput(..) => None,
             };
             if let Some(l) = hit {
                 kept *= 1.0 - l;
             }
         }
         1.0 - kept
+    }
+}
+
+impl World {
+    /// One throughput test's goodput (bit/s) from `a` to `b`, slow NICs
+    /// and uplinks included when `faulty`.
+    fn test_goodput(&self, a: usize, b: usize, faulty: bool, rng: &mut impl Rng) -> f64 {
+        let ((za, ra), (zb, rb)) = (self.place[a], self.place[b]);
+        let mut bps = if za != zb {
+            ZONE_GOODPUT_BPS
+        } else if ra == rb {
+            RACK_GOODPUT_BPS
+        } else {
+            SPINE_GOODPUT_BPS
+        };
+        bps *= 1.0 + rng.random_range(-TEST_NOISE..TEST_NOISE);
+        if rng.random::<f64>() < BUSY_TESTS {
+            bps *= rng.random_range(0.4..0.9);
+        }
+        if faulty {
+            for fault in &self.faults {
+                match *fault {
+                    Truth::NodeGoodput(x, share) if a == x || b == x => bps *= share,
+                    Truth::RackGoodput(r, share) if (ra == r) != (rb == r) => bps *= share,
+                    _ => {}
+                }
+            }
+        }
+        bps
+    }
+}
+
+/// The throughput tests of a run: who tested whom last, when (s) and at
+/// what goodput.
+struct Tests {
+    /// Tests started in the whole fabric per second.
+    per_s: f64,
+    /// Each zone's nodes, by label.
+    zones: Vec<Vec<usize>>,
+    /// (client, server) -> (when it ended, s, goodput bit/s).
+    last: HashMap<(usize, usize), (i64, f64)>,
+    /// Tests owed from earlier steps (a fraction).
+    owed: f64,
+}
+
+impl Tests {
+    fn new(world: &World) -> Self {
+        let n = world.names.len();
+        let spacing_s = TEST_SLOT_S / world.spec.throughput_budget.clamp(1e-6, 1.0);
+        let mut zones = vec![Vec::new(); world.spec.zones];
+        for (i, &zone) in world.label.iter().enumerate() {
+            zones[zone].push(i);
+        }
+        Self {
+            // Each node is in one test every `spacing_s`, as either end.
+            per_s: n as f64 / spacing_s / 2.0,
+            zones,
+            last: HashMap::new(),
+            owed: 0.0,
+        }
+    }
+
+    /// Runs the tests of `seconds` ending at `now` (s).
+    fn run(&mut self, world: &World, now: i64, seconds: u64, faulty: bool, rng: &mut impl Rng) {
+        self.owed += self.per_s * seconds as f64;
+        let n = world.names.len();
+        while self.owed >= 1.0 {
+            self.owed -= 1.0;
+            let client = rng.random_range(0..n);
+            let mates = &self.zones[world.label[client]];
+            if mates.len() < 2 {
+                continue;
+            }
+            let server = loop {
+                let s = mates[rng.random_range(0..mates.len())];
+                if s != client {
+                    break s;
+                }
+            };
+            let at = now - rng.random_range(0..seconds.max(1)) as i64;
+            let bps = world.test_goodput(client, server, faulty, rng);
+            self.last.insert((client, server), (at, bps));
+        }
+    }
+
+    /// The fresh test of `(client, server)` as a link sees it at `now`.
+    fn goodput(&self, client: usize, server: usize, now: i64) -> Option<LinkGoodput> {
+        self.last
+            .get(&(client, server))
+            .map(|&(at, bps)| (now - at, bps))
+            .filter(|&(age, _)| age <= TESTS_BEFORE_S as i64)
+            .map(|(age, bps)| LinkGoodput {
+                bps,
+                age_ms: age.max(0) as u64 * 1_000,
+            })
     }
 }
 
@@ -472,37 +621,71 @@ pub fn run(spec: BenchSpec, rng: &mut impl Rng) -> RunOutcome {
     let mut named = Vec::new();
     let mut slowest_look_s: f64 = 0.0;
     let mut last_input = FaultInput::default();
+    // An hour of tests before the probes' first window.
+    let mut tests = Tests::new(&world);
+    let window_s = WINDOW_S as i64;
+    let mut t = (WINDOWS_KEPT as u64 * WINDOW_S) as i64 - TESTS_BEFORE_S as i64;
+    while t < 0 {
+        t += window_s;
+        tests.run(&world, t, WINDOW_S, false, rng);
+    }
+    let probed: HashMap<(usize, usize), usize> = links
+        .iter()
+        .enumerate()
+        .map(|(k, &pair)| (pair, k))
+        .collect();
     for step in 0..WINDOWS_KEPT + spec.windows_after {
         let faulty = step >= WINDOWS_KEPT;
+        let now = (step as i64 + 1) * window_s;
         for (k, &(a, b)) in links.iter().enumerate() {
             history[k].push(window(&world, a, b, faulty, rng));
             if history[k].len() > WINDOWS_KEPT {
                 history[k].remove(0);
             }
         }
+        tests.run(&world, now, WINDOW_S, faulty, rng);
         if (step + 1) % spec.look_every.max(1) != 0 {
             continue;
         }
+        let mut fault_links: Vec<FaultLink> = links
+            .iter()
+            .zip(&history)
+            .map(|(&(src, dst), windows)| {
+                let lost = windows.iter().map(|w| w.0).sum();
+                let mut medians: Vec<f64> = windows.iter().filter_map(|w| w.1).collect();
+                FaultLink {
+                    src,
+                    dst,
+                    sent: PROBES_PER_WINDOW * windows.len() as u64,
+                    lost,
+                    rtt_ms: netaware_core::stats::lower_median(&mut medians),
+                    goodput: tests.goodput(src, dst, now),
+                }
+            })
+            .collect();
+        // Tested pairs that do not probe each other, in a stable order.
+        let mut tested_only: Vec<(usize, usize)> = tests
+            .last
+            .keys()
+            .filter(|pair| !probed.contains_key(pair))
+            .copied()
+            .collect();
+        tested_only.sort_unstable();
+        fault_links.extend(tested_only.into_iter().filter_map(|(src, dst)| {
+            Some(FaultLink {
+                src,
+                dst,
+                sent: 0,
+                lost: 0,
+                rtt_ms: None,
+                goodput: Some(tests.goodput(src, dst, now)?),
+            })
+        }));
         let input = FaultInput {
             zones: world.zone_names.clone(),
             blocks: blocks.clone(),
             nodes: nodes.clone(),
-            links: links
-                .iter()
-                .zip(&history)
-                .map(|(&(src, dst), windows)| {
-                    let lost = windows.iter().map(|w| w.0).sum();
-                    let mut medians: Vec<f64> = windows.iter().filter_map(|w| w.1).collect();
-                    FaultLink {
-                        src,
-                        dst,
-                        sent: PROBES_PER_WINDOW * windows.len() as u64,
-                        lost,
-                        rtt_ms: netaware_core::stats::lower_median(&mut medians),
-                        goodput_bps: None,
-                    }
-                })
-                .collect(),
+            links: fault_links,
         };
         let started = std::time::Instant::now();
         let findings = localise(&input, &config);
@@ -659,8 +842,9 @@ mod tests {
             max_peers: 32,
             bad_nics: 2,
             bad_paths: 1,
-            windows_after: 9,
+            windows_after: 60,
             look_every: 3,
+            throughput_budget: 0.1,
         }
     }
 

@@ -98,7 +98,7 @@ pub async fn run(
                     .remove(network)
                     .unwrap_or_else(|| BlockTracker::new(&config.blocks));
                 let topology = tracker.update(&observation);
-                let input = FaultInput::from_matrix(placer.matrix(), Some(&topology));
+                let input = FaultInput::from_matrix(placer.matrix(), Some(&topology), now);
                 let found = localise(&input, &config.faults)
                     .iter()
                     .map(|finding| Fault::named(&input, network, finding, now))

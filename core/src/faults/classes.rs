@@ -33,12 +33,15 @@ const MAD_TO_SIGMA: f64 = 1.4826;
 /// in one block.
 type LinkClass = (usize, usize, bool);
 
+/// A link's figure on a pass's scale, if it has one that counts.
+type LinkFigure = Box<dyn Fn(&FaultLink) -> Option<f64>>;
+
 /// A figure judged against its class.
-#[derive(Clone, Copy)]
 struct ClassMetric {
     metric: FaultMetric,
-    /// The link's figure on the scale where faults add.
-    scaled: fn(&FaultLink) -> Option<f64>,
+    /// The link's figure on the scale where faults add, if it has one that
+    /// counts.
+    scaled: LinkFigure,
     /// Back from that scale to the figure people read.
     unscaled: fn(f64) -> f64,
     /// Least noise of a class, given its baseline on the scale.
@@ -47,6 +50,8 @@ struct ClassMetric {
     baseline: ClassBaseline,
     /// Whether a component may be named for it.
     candidate: fn(Component) -> bool,
+    /// Fewest links with a figure a component is named on.
+    min_links: usize,
     /// The log-likelihood a fault must add.
     gain: f64,
     /// The least level named, on the scale.
@@ -91,11 +96,12 @@ impl ClassBaseline {
 fn delay(config: &FaultConfig) -> ClassMetric {
     ClassMetric {
         metric: FaultMetric::Delay,
-        scaled: |link| link.rtt_ms,
+        scaled: Box::new(|link: &FaultLink| link.rtt_ms),
         unscaled: |rtt| rtt,
         min_noise: |median| MIN_NOISE_MS.max(MIN_NOISE_SHARE * median),
         baseline: ClassBaseline::Median,
         candidate: |component| !matches!(component, Component::ZoneLink(..)),
+        min_links: 1,
         gain: config.delay_gain,
         min_level: config.min_delay_ms,
         value: |level, _| level,
@@ -107,17 +113,19 @@ fn delay(config: &FaultConfig) -> ClassMetric {
 /// a pair holds one test's figure, and one slow test is as likely a busy
 /// link as a bad one.
 fn goodput(config: &FaultConfig) -> ClassMetric {
+    let window_ms = config.goodput_window_ms;
     ClassMetric {
         metric: FaultMetric::Goodput,
-        scaled: |link| {
-            link.goodput_bps
-                .filter(|&bps| bps > 0.0)
-                .map(|bps| -bps.ln())
-        },
+        scaled: Box::new(move |link: &FaultLink| {
+            link.goodput
+                .filter(|g| g.bps > 0.0 && g.age_ms <= window_ms)
+                .map(|g| -g.bps.ln())
+        }),
         unscaled: |scaled| (-scaled).exp(),
         min_noise: |_| MIN_GOODPUT_NOISE,
         baseline: ClassBaseline::BestQuarter,
         candidate: |component| matches!(component, Component::Node(_) | Component::BlockUplink(_)),
+        min_links: config.min_goodput_tests,
         gain: config.goodput_gain,
         min_level: -(1.0 - config.min_goodput_drop.clamp(0.0, 0.99)).ln(),
         value: |level, scaled_baseline| (-(scaled_baseline + level)).exp(),
@@ -230,7 +238,9 @@ fn class_faults(
     let covers: Vec<(Component, Vec<usize>)> = input
         .covers(|l| scaled(l).is_some())
         .into_iter()
-        .filter(|(component, _)| (metric.candidate)(*component))
+        .filter(|(component, links)| {
+            (metric.candidate)(*component) && links.len() >= metric.min_links
+        })
         .collect();
     let chosen = select(
         &model,

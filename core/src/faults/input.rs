@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::Component;
+use crate::UnixMillis;
 use crate::measured_topology::MeasuredTopology;
 use crate::scored::ScoredMatrix;
 
@@ -32,8 +33,17 @@ pub struct FaultLink {
     pub lost: u64,
     /// Median RTT (ms), if any reply came.
     pub rtt_ms: Option<f64>,
-    /// The last throughput test's goodput (bit/s), if one is fresh.
-    pub goodput_bps: Option<f64>,
+    /// The last throughput test, if one is fresh.
+    pub goodput: Option<LinkGoodput>,
+}
+
+/// A link's last throughput test.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkGoodput {
+    /// Its goodput (bit/s).
+    pub bps: f64,
+    /// How long ago it ended (ms).
+    pub age_ms: u64,
 }
 
 /// One network's nodes and links.
@@ -50,9 +60,13 @@ pub struct FaultInput {
 }
 
 impl FaultInput {
-    /// The fresh measured pairs of `matrix`, with the blocks of `topology`
-    /// (the same network's, if it has any).
-    pub fn from_matrix(matrix: &ScoredMatrix, topology: Option<&MeasuredTopology>) -> Self {
+    /// The fresh measured pairs of `matrix` at `now`, with the blocks of
+    /// `topology` (the same network's, if it has any).
+    pub fn from_matrix(
+        matrix: &ScoredMatrix,
+        topology: Option<&MeasuredTopology>,
+        now: UnixMillis,
+    ) -> Self {
         let mut zone_index: BTreeMap<&str, usize> = BTreeMap::new();
         for node in matrix.nodes() {
             let next = zone_index.len();
@@ -97,8 +111,15 @@ impl FaultInput {
                     .summary
                     .loss_ratio
                     .filter(|_| !pair.stale && pair.summary.samples > 0);
-                let goodput_bps = pair.fresh_goodput().filter(|g| g.is_finite() && *g > 0.0);
-                if probed.is_none() && goodput_bps.is_none() {
+                let goodput = pair
+                    .fresh_goodput()
+                    .filter(|g| g.is_finite() && *g > 0.0)
+                    .zip(pair.summary.throughput.as_ref())
+                    .map(|(bps, test)| LinkGoodput {
+                        bps,
+                        age_ms: now.saturating_sub(test.at),
+                    });
+                if probed.is_none() && goodput.is_none() {
                     return None;
                 }
                 let sent = if probed.is_some() {
@@ -117,7 +138,7 @@ impl FaultInput {
                             .rtt_median_ms
                             .filter(|r| r.is_finite() && *r >= 0.0),
                     ),
-                    goodput_bps,
+                    goodput,
                 })
             })
             .collect();

@@ -50,7 +50,7 @@ pub mod select;
 pub mod tracker;
 
 pub use crate::fault_kind::{FaultKind, FaultMetric};
-pub use input::{FaultInput, FaultLink, FaultNode};
+pub use input::{FaultInput, FaultLink, FaultNode, LinkGoodput};
 
 /// A part of the network, by index into a [`FaultInput`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -156,6 +156,13 @@ pub struct FaultConfig {
     pub min_goodput_drop: f64,
     /// The log-likelihood a goodput fault must add to be named.
     pub goodput_gain: f64,
+    /// Throughput tests older than this (ms) are left out: a fault that
+    /// starts must outnumber a node's tests from before it, and tests are
+    /// minutes apart (at the default budget, one per node every 200 s).
+    pub goodput_window_ms: u64,
+    /// Fewest tests a component is named for goodput on: one slow test is
+    /// as likely a busy link as a bad one.
+    pub min_goodput_tests: usize,
     /// Most components named per network and metric.
     pub max_faults: usize,
 }
@@ -169,6 +176,8 @@ impl Default for FaultConfig {
             delay_gain: 40.0,
             min_goodput_drop: 0.25,
             goodput_gain: 60.0,
+            goodput_window_ms: 15 * 60 * 1_000,
+            min_goodput_tests: 3,
             max_faults: 64,
         }
     }

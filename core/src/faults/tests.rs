@@ -132,7 +132,7 @@ impl Fabric {
                 let sent = 60;
                 let lost = (0..sent).filter(|_| draw.next() < loss).count() as u64;
                 let tested = sz == dz && tests.next() < 1.0 / 3.0;
-                let goodput_bps = tested.then(|| {
+                let goodput = tested.then(|| {
                     let same_block = self.block_of(src) == self.block_of(dst);
                     let mut bps = if same_block { 10e9 } else { 8e9 };
                     bps *= 1.0 + 0.1 * (tests.next() - 0.5);
@@ -145,7 +145,10 @@ impl Fabric {
                         }
                         _ => {}
                     }
-                    bps
+                    LinkGoodput {
+                        bps,
+                        age_ms: 60_000,
+                    }
                 });
                 links.push(FaultLink {
                     src,
@@ -153,7 +156,7 @@ impl Fabric {
                     sent,
                     lost,
                     rtt_ms: (lost < sent).then_some(rtt),
-                    goodput_bps,
+                    goodput,
                 });
             }
         }
@@ -251,6 +254,32 @@ fn a_slow_uplink_is_its_block_not_its_nodes() {
         found,
         component(Component::BlockUplink(5), FaultMetric::Goodput)
     );
+}
+
+#[test]
+fn tests_older_than_the_window_or_too_few_name_nothing() {
+    let mut input = FABRIC.input(Plant::NodeGoodput(25, 0.3), 8);
+    let config = FaultConfig::default();
+    for link in &mut input.links {
+        if let Some(goodput) = &mut link.goodput {
+            goodput.age_ms = config.goodput_window_ms + 1;
+        }
+    }
+    assert_eq!(localise(&input, &config), vec![]);
+    // Two slow tests of the node, every other test of it gone.
+    let mut input = FABRIC.input(Plant::NodeGoodput(25, 0.3), 8);
+    let mut kept = 0;
+    for link in &mut input.links {
+        if link.src == 25 || link.dst == 25 {
+            if link.goodput.is_some() && kept < 2 {
+                kept += 1;
+            } else {
+                link.goodput = None;
+            }
+        }
+    }
+    assert_eq!(kept, 2);
+    assert_eq!(localise(&input, &config), vec![]);
 }
 
 #[test]

@@ -27,6 +27,14 @@ pub struct FaultOptions {
     /// a multiple of the 10 s window.
     #[arg(long, default_value_t = 30)]
     pub look_every_s: u64,
+    /// Seconds the faults last before the final look, a multiple of the
+    /// 10 s window.
+    #[arg(long, default_value_t = 900)]
+    pub after_s: u64,
+    /// Share of each node's time in throughput tests (the collector's
+    /// --throughput-budget).
+    #[arg(long, default_value_t = 0.02)]
+    pub throughput_budget: f64,
     /// First seed (the method was tuned on seeds below 100).
     #[arg(long, default_value_t = 101)]
     pub first_seed: u64,
@@ -44,12 +52,19 @@ pub fn run(options: &FaultOptions) -> anyhow::Result<()> {
         options.zones >= 2 && options.nodes_per_zone >= 4 && options.nodes_per_rack >= 2,
         "the benchmark needs two zones of four nodes and racks of two"
     );
+    anyhow::ensure!(
+        options.throughput_budget > 0.0 && options.throughput_budget <= 1.0,
+        "the throughput budget must be above 0 and at most 1, not {}",
+        options.throughput_budget
+    );
     let spec = BenchSpec {
         zones: options.zones,
         nodes_per_zone: options.nodes_per_zone,
         nodes_per_rack: options.nodes_per_rack,
         max_peers: options.max_peers,
         look_every: (options.look_every_s / faults::WINDOW_S).max(1) as usize,
+        windows_after: (options.after_s / faults::WINDOW_S).max(1) as usize,
+        throughput_budget: options.throughput_budget,
         ..BenchSpec::default()
     };
     let mut outcomes = Vec::new();
@@ -91,13 +106,15 @@ pub fn run(options: &FaultOptions) -> anyhow::Result<()> {
 fn table(spec: &BenchSpec, outcomes: &[RunOutcome], methods: &[(&str, Scores)]) -> String {
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let mut out = format!(
-        "{} runs, {} nodes ({} zones, racks of {}), at most {} peers an agent, a look every {} s\n\n",
+        "{} runs, {} nodes ({} zones, racks of {}), at most {} peers an agent, a look every {} s, {} s of faults, throughput budget {}\n\n",
         outcomes.len(),
         spec.zones * spec.nodes_per_zone,
         spec.zones,
         spec.nodes_per_rack,
         spec.max_peers,
-        spec.look_every as u64 * faults::WINDOW_S
+        spec.look_every as u64 * faults::WINDOW_S,
+        spec.windows_after as u64 * faults::WINDOW_S,
+        spec.throughput_budget
     );
     out.push_str("| method | precision (95% interval) | recall, >= 2% loss (95% interval) | localisation accuracy |\n|---|---:|---:|---:|\n");
     for (name, scores) in methods {
@@ -126,6 +143,7 @@ fn table(spec: &BenchSpec, outcomes: &[RunOutcome], methods: &[(&str, Scores)]) 
             let size = match planted.expected.metric {
                 "loss" => format!("{:.0}%", planted.size * 100.0),
                 "delay" => format!("{} ms", planted.size),
+                "goodput" => format!("{:.0}% left", planted.size * 100.0),
                 _ => "-".to_owned(),
             };
             let row = match rows.iter_mut().find(|r| r.0 == kind && r.1 == size) {
