@@ -867,5 +867,13 @@ mod tests {
             mean(&ours.recall_2pct) > mean(&per_node.recall_2pct),
             "{per_node:?}"
         );
+        for key in ["node/goodput", "block_uplink/goodput"] {
+            let (_, named, planted) = ours
+                .recall
+                .iter()
+                .find(|(k, _, _)| k == key)
+                .expect("a goodput fault of each kind planted");
+            assert!(*named + 1 >= *planted && *planted == 3, "{key}: {ours:?}");
+        }
     }
 }

@@ -119,11 +119,12 @@ pub fn event(node: &str, fault: &Fault, opened: bool, instance: &str, at: System
     netaware_runtime::events::event(&facts, &note, at)
 }
 
-/// The nodes that should carry [`TAINT_KEY`]: those with a node fault.
+/// The nodes that should carry [`TAINT_KEY`]: those with a node fault that
+/// fails its node in placement ([`Fault::fails_its_node`]).
 pub fn tainted_nodes(faults: &[Fault]) -> BTreeSet<String> {
     faults
         .iter()
-        .filter(|fault| fault.kind == FaultKind::Node)
+        .filter(|fault| fault.fails_its_node())
         .flat_map(|fault| fault.nodes.iter().cloned())
         .collect()
 }

@@ -421,3 +421,17 @@ fn a_fault_opens_after_two_looks_keeps_its_start_and_clears_after_three_misses()
     assert_eq!(tracker.update(&primary, vec![fault("b", 11_000)]), vec![]);
     assert!(tracker.open().is_empty());
 }
+
+#[test]
+fn a_node_named_for_goodput_is_left_to_placement_s_own_terms() {
+    use crate::fault_marks::FaultMark;
+    let mut slow = fault("a", 1_000);
+    slow.metric = FaultMetric::Goodput;
+    let lossy = fault("b", 1_000);
+    assert!(!slow.fails_its_node() && lossy.fails_its_node());
+    let marks = super::tracker::placement_marks([&slow, &lossy]);
+    assert!(
+        matches!(&marks.marks[..], [FaultMark::Node { node, .. }] if node == "b"),
+        "{marks:?}"
+    );
+}

@@ -144,15 +144,26 @@ impl Fault {
             subject,
         }
     }
+
+    /// Whether placement fails the node it names (and the publisher may
+    /// taint it): a node fault by loss or delay. A node named for goodput
+    /// is left to placement's own reading of the same tests, its
+    /// throughput term and the degraded mark at `--min-goodput-fraction`,
+    /// which the operator sets: it ranks low, and fails where its goodput
+    /// is below that share of its zone's.
+    pub fn fails_its_node(&self) -> bool {
+        self.kind == FaultKind::Node && self.metric != FaultMetric::Goodput
+    }
 }
 
-/// What placement acts on among `faults` (of one network): its node and
-/// block uplink faults ([`crate::fault_marks`]).
+/// What placement acts on among `faults` (of one network): its node
+/// faults that fail a node ([`Fault::fails_its_node`]) and its block
+/// uplink faults ([`crate::fault_marks`]).
 pub fn placement_marks<'a>(faults: impl IntoIterator<Item = &'a Fault>) -> FaultMarks {
     let marks = faults
         .into_iter()
         .filter_map(|fault| match fault.kind {
-            FaultKind::Node => Some(FaultMark::Node {
+            FaultKind::Node if fault.fails_its_node() => Some(FaultMark::Node {
                 node: fault.nodes.first()?.clone(),
                 metric: fault.metric,
                 value: fault.value,
@@ -166,7 +177,7 @@ pub fn placement_marks<'a>(faults: impl IntoIterator<Item = &'a Fault>) -> Fault
                 value: fault.value,
                 baseline: fault.baseline,
             }),
-            FaultKind::ZoneLink | FaultKind::Pair | FaultKind::ZoneLabel => None,
+            FaultKind::Node | FaultKind::ZoneLink | FaultKind::Pair | FaultKind::ZoneLabel => None,
         })
         .collect();
     FaultMarks { marks }
