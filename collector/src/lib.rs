@@ -84,6 +84,18 @@ pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// Largest message the Scores service sends: gRPC's default limit, so that
 /// any client reads it (the matrix goes in pages under it).
 pub const MAX_SCORES_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+/// How long a session may take to say hello before it is ended: a stream
+/// that never speaks would otherwise hold its task and buffers for ever.
+pub const HELLO_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+/// Most streams at once on one HTTP/2 connection: an agent needs one, a
+/// follower a few.
+pub const MAX_STREAMS_PER_CONNECTION: u32 = 64;
+/// How often an idle connection is pinged, and how long its answer may
+/// take before the connection is closed: a peer that vanished (a node
+/// powered off, a cut link) frees its session within 40 s.
+pub const KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+/// See [`KEEPALIVE_INTERVAL`].
+pub const KEEPALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Why a configuration is unusable, by what is wrong with it.
 #[derive(Debug, thiserror::Error)]
@@ -285,7 +297,10 @@ impl Collector {
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
             .build_v1()
             .map_err(|e| CollectorError::Reflection(e.to_string()))?;
-        let mut server = tonic::transport::Server::builder();
+        let mut server = tonic::transport::Server::builder()
+            .max_concurrent_streams(Some(MAX_STREAMS_PER_CONNECTION))
+            .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+            .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT));
         if let Some(tls) = &config.tls {
             let tls = tls.server().map_err(ConfigError::from)?;
             server = server.tls_config(tls).map_err(ConfigError::GrpcTls)?;

@@ -80,6 +80,53 @@ struct PairLabels {
     network: String,
 }
 
+/// Why the collector refused or ended an agent's session.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+pub enum Refusal {
+    /// No hello within [`crate::HELLO_DEADLINE`].
+    NoHello,
+    /// A first message that is not a hello, or a message after it that is
+    /// not a window.
+    OutOfOrder,
+    /// A hello that fails its checks.
+    InvalidHello,
+    /// A hello for another node than the client's certificate, or a zone
+    /// other than its Node's.
+    Identity,
+    /// A message the stream could not decode (too large, broken).
+    StreamError,
+}
+
+impl Refusal {
+    /// Its label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NoHello => "no_hello",
+            Self::OutOfOrder => "out_of_order",
+            Self::InvalidHello => "invalid_hello",
+            Self::Identity => "identity",
+            Self::StreamError => "stream_error",
+        }
+    }
+}
+
+impl prometheus_client::encoding::EncodeLabelValue for Refusal {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelValueEncoder<'_>,
+    ) -> Result<(), std::fmt::Error> {
+        use std::fmt::Write as _;
+        encoder.write_str(self.as_str())
+    }
+}
+
+/// One [`Refusal`].
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RefusalLabels {
+    /// Why.
+    pub reason: Refusal,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     outcome: &'static str,
@@ -90,6 +137,8 @@ struct OutcomeLabels {
 pub struct WorkMetrics {
     /// Agent sessions opened.
     pub sessions_opened: Counter,
+    /// Agent sessions refused or ended by the collector, by why.
+    pub sessions_refused: Family<RefusalLabels, Counter>,
     /// Windows that entered the matrix, by node.
     pub windows_accepted: Family<NodeLabels, Counter>,
     /// Windows acknowledged as duplicates (replays), by node.
@@ -163,6 +212,7 @@ impl Default for WorkMetrics {
         let seconds = || Histogram::new(exponential_buckets(0.001, 2.7, 11));
         Self {
             sessions_opened: Counter::default(),
+            sessions_refused: Family::default(),
             windows_accepted: Family::default(),
             windows_duplicate: Family::default(),
             windows_rejected: Family::default(),
@@ -182,6 +232,13 @@ impl Default for WorkMetrics {
 }
 
 impl WorkMetrics {
+    /// Counts a session refused or ended for `reason`.
+    pub fn refused(&self, reason: Refusal) {
+        self.sessions_refused
+            .get_or_create(&RefusalLabels { reason })
+            .inc();
+    }
+
     /// Windows accepted from `node` so far.
     pub fn accepted(&self, node: &str) -> u64 {
         self.windows_accepted
@@ -292,6 +349,11 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
         "sessions_opened",
         "Agent sessions opened",
         work.sessions_opened.clone(),
+    );
+    collector.register(
+        "sessions_refused",
+        "Agent sessions the collector refused or ended, by reason",
+        work.sessions_refused.clone(),
     );
     let open = Gauge::<i64>::default();
     open.set(i64::try_from(facts.open_sessions).unwrap_or(i64::MAX));

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::ResponseStream;
 use crate::agents::Agents;
 use crate::ingest::Ingest;
-use crate::metrics::{NodeLabels, WorkMetrics};
+use crate::metrics::{NodeLabels, Refusal, WorkMetrics};
 use crate::node_places::NodePlaces;
 use crate::saved_marks::SavedMarks;
 use crate::state::Ingested;
@@ -59,11 +59,26 @@ impl pb::agent_session_server::AgentSession for SessionService {
             .peer_certs()
             .and_then(|certs| certs.first().map(|c| c.to_vec()));
         let mut inbound = request.into_inner();
-        let hello = match inbound.message().await? {
-            Some(pb::AgentMessage {
+        let first = tokio::time::timeout(crate::HELLO_DEADLINE, inbound.message()).await;
+        let hello = match first {
+            Ok(Ok(Some(pb::AgentMessage {
                 body: Some(agent_message::Body::Hello(hello)),
-            }) => hello,
-            _ => {
+            }))) => hello,
+            Err(_) => {
+                self.work.refused(Refusal::NoHello);
+                return Err(Status::deadline_exceeded(format!(
+                    "no hello within {} s",
+                    crate::HELLO_DEADLINE.as_secs()
+                )));
+            }
+            Ok(Err(status)) => {
+                if sent_something_bad(&status) {
+                    self.work.refused(Refusal::StreamError);
+                }
+                return Err(status);
+            }
+            Ok(Ok(_)) => {
+                self.work.refused(Refusal::OutOfOrder);
                 return Err(Status::invalid_argument(
                     "the first message of a session must be a hello",
                 ));
@@ -72,6 +87,7 @@ impl pb::agent_session_server::AgentSession for SessionService {
         let shared = self.clone();
         let refuse = |why: String| {
             tracing::warn!(node = %hello.node, %why, "session refused");
+            shared.work.refused(Refusal::Identity);
             Status::permission_denied(why)
         };
         if shared.node_identity {
@@ -87,9 +103,10 @@ impl pb::agent_session_server::AgentSession for SessionService {
         }
         let (node, changed) = {
             let mut state = shared.ingest.state();
-            let result = state
-                .hello(&hello, now_ms())
-                .map_err(|e| Status::invalid_argument(e.0))?;
+            let result = state.hello(&hello, now_ms()).map_err(|e| {
+                shared.work.refused(Refusal::InvalidHello);
+                Status::invalid_argument(e.0)
+            })?;
             shared.ingest.changed(state.version());
             result
         };
@@ -103,6 +120,15 @@ impl pb::agent_session_server::AgentSession for SessionService {
         tokio::spawn(serve_session(shared, node, hello.instance, inbound, down));
         Ok(Response::new(Box::pin(ReceiverStream::new(down_rx))))
     }
+}
+
+/// Whether a stream's error is the client's message (too large, not
+/// protobuf), not the client going away.
+fn sent_something_bad(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        tonic::Code::OutOfRange | tonic::Code::Internal
+    )
 }
 
 async fn serve_session(
@@ -157,12 +183,21 @@ async fn serve_session(
                 let window = match next {
                     Ok(Some(pb::AgentMessage { body: Some(agent_message::Body::Window(window)) })) => window,
                     Ok(Some(_)) => {
+                        shared.work.refused(Refusal::OutOfOrder);
                         let _ = down.send(Err(Status::invalid_argument("only windows may follow the hello"))).await;
                         break;
                     }
                     Ok(None) => break,
+                    Err(status) if sent_something_bad(&status) => {
+                        // Tell the agent why (a message over the size
+                        // limit says so).
+                        tracing::warn!(%node, %status, "session ended: a message could not be read");
+                        shared.work.refused(Refusal::StreamError);
+                        let _ = down.send(Err(status)).await;
+                        break;
+                    }
                     Err(status) => {
-                        tracing::debug!(%node, %status, "session stream error");
+                        tracing::debug!(%node, %status, "session stream ended");
                         break;
                     }
                 };

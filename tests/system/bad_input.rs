@@ -201,3 +201,58 @@ async fn sessions_without_a_valid_hello_are_refused() {
     shutdown.cancel();
     collector.wait().await;
 }
+
+/// The collector's count of sessions it refused for `reason`.
+async fn refused(collector: &netaware_collector::Collector, reason: &str) -> u64 {
+    let (_, text) = netaware_testkit::get(collector.http_addr, "/metrics").await;
+    let series = format!("netaware_collector_sessions_refused_total{{reason=\"{reason}\"}} ");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&series)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_session_that_never_says_hello_is_ended_and_counted() {
+    let shutdown = CancellationToken::new();
+    let collector = start_collector(Vec::new(), &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let channel = tonic::transport::Endpoint::from_shared(url.clone())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    // A stream that stays open and silent: its sender is held to the end.
+    let (_silent, rx) = tokio::sync::mpsc::channel::<pb::AgentMessage>(1);
+    let mut client = netaware_proto::v1::agent_session_client::AgentSessionClient::new(channel);
+    let started = std::time::Instant::now();
+    let answer = tokio::time::timeout(
+        netaware_collector::HELLO_DEADLINE * 3,
+        client.session(tokio_stream::wrappers::ReceiverStream::new(rx)),
+    )
+    .await
+    .expect("the collector ends a silent session instead of holding it");
+    let status = answer.expect_err("no session without a hello");
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(
+        started.elapsed() >= netaware_collector::HELLO_DEADLINE,
+        "ended before its deadline: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(refused(&collector, "no_hello").await, 1);
+
+    // A window first is refused and counted too; a real agent's session
+    // on the same collector is unaffected.
+    let first = pb::AgentMessage {
+        body: Some(agent_message::Body::Window(window(1, vec![good_peer()]))),
+    };
+    let status = Session::open(&url, first).await.expect_err("refused");
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert_eq!(refused(&collector, "out_of_order").await, 1);
+    let _b = Session::hello(&url, "b").await;
+    let mut agent = Session::hello(&url, "a").await;
+    let ack = agent.send(window(1, vec![good_peer()])).await;
+    assert_eq!(ack.code, 0, "{ack:?}");
+
+    shutdown.cancel();
+    collector.wait().await;
+}
