@@ -183,6 +183,11 @@ impl IndexedMarks {
         placed: &[usize],
         size: usize,
     ) -> Option<BadUplink<'_>> {
+        // Most matrices have no bad uplink: no walk over the placed workers
+        // for each candidate then.
+        if self.uplinks.is_empty() {
+            return None;
+        }
         let behind = |i: usize| self.behind.get(i).copied().flatten();
         let own = behind(candidate);
         let crossed = if placed.is_empty() {
