@@ -724,8 +724,9 @@ pub fn run(spec: BenchSpec, rng: &mut impl Rng) -> RunOutcome {
 fn simpler_methods(input: &FaultInput) -> (Vec<Expected>, Vec<Expected>) {
     let mut on_lossy = BTreeSet::new();
     let mut per_node: Vec<Vec<f64>> = vec![Vec::new(); input.nodes.len()];
-    for link in &input.links {
-        let loss = link.lost as f64 / link.sent.max(1) as f64;
+    // Pairs only throughput-tested carry no probes: not links to them.
+    for link in input.links.iter().filter(|l| l.sent > 0) {
+        let loss = link.lost as f64 / link.sent as f64;
         if loss > LOSSY_LINK {
             on_lossy.insert(link.src);
             on_lossy.insert(link.dst);
