@@ -68,27 +68,70 @@ enum ClassBaseline {
     /// measure every link of a class, and a fault holds few of them.
     Median,
     /// The best quarter's edge (the lower quartile), and the spread of the
-    /// better half around it: throughput tests are few, and a slow uplink
-    /// holds most of a small zone's tests across blocks (two thirds with
-    /// three blocks), so that the median would be the fault's own figure.
-    BestQuarter,
+    /// better half around it, of the class's figures without one block's:
+    /// the block whose leaving out reads best. Throughput tests are few,
+    /// and a slow uplink holds most of a small zone's tests across blocks
+    /// (two thirds with three blocks, and by chance more than three
+    /// quarters), so that the quartile of them all would be the fault's
+    /// own figure; without the slow uplink's block, none of them is.
+    BestQuarterLeavingOutABlock,
+}
+
+/// Fewest figures a class keeps when one block is left out of it; with
+/// fewer, the whole class is read.
+const MIN_FIGURES_LEFT: usize = 3;
+
+/// A link's figure on a pass's scale and the blocks of its two ends.
+#[derive(Clone, Copy)]
+struct ClassFigure {
+    value: f64,
+    blocks: [Option<usize>; 2],
 }
 
 impl ClassBaseline {
     /// (baseline, spread) of `figures`, which are not empty.
-    fn read(self, figures: &mut [f64]) -> (f64, f64) {
-        figures.sort_by(f64::total_cmp);
-        let (base, near) = match self {
-            Self::Median => (nearest_rank(figures, 0.5), &figures[..]),
-            Self::BestQuarter => {
-                let better_half = figures.len().div_ceil(2);
-                (nearest_rank(figures, 0.25), &figures[..better_half])
-            }
+    fn read(self, figures: &[ClassFigure]) -> (f64, f64) {
+        let sorted = |keep: &dyn Fn(&ClassFigure) -> bool| -> Vec<f64> {
+            let mut kept: Vec<f64> = figures
+                .iter()
+                .filter(|f| keep(f))
+                .map(|f| f.value)
+                .collect();
+            kept.sort_by(f64::total_cmp);
+            kept
         };
-        let mut deviations: Vec<f64> = near.iter().map(|x| (x - base).abs()).collect();
-        let spread = lower_median(&mut deviations).unwrap_or(0.0);
-        (base, MAD_TO_SIGMA * spread)
+        match self {
+            Self::Median => {
+                let all = sorted(&|_| true);
+                let base = nearest_rank(&all, 0.5);
+                (base, spread_around(base, &all))
+            }
+            Self::BestQuarterLeavingOutABlock => {
+                let mut blocks: Vec<usize> =
+                    figures.iter().flat_map(|f| f.blocks).flatten().collect();
+                blocks.sort_unstable();
+                blocks.dedup();
+                let best_quarter = |kept: &[f64]| {
+                    let base = nearest_rank(kept, 0.25);
+                    (base, spread_around(base, &kept[..kept.len().div_ceil(2)]))
+                };
+                blocks
+                    .iter()
+                    .map(|&left_out| sorted(&|f| !f.blocks.contains(&Some(left_out))))
+                    .filter(|kept| kept.len() >= MIN_FIGURES_LEFT)
+                    .map(|kept| best_quarter(&kept))
+                    .min_by(|a, b| a.0.total_cmp(&b.0))
+                    .unwrap_or_else(|| best_quarter(&sorted(&|_| true)))
+            }
+        }
     }
+}
+
+/// The median absolute deviation of `near` around `base`, as a Gaussian's
+/// standard deviation.
+fn spread_around(base: f64, near: &[f64]) -> f64 {
+    let mut deviations: Vec<f64> = near.iter().map(|x| (x - base).abs()).collect();
+    MAD_TO_SIGMA * lower_median(&mut deviations).unwrap_or(0.0)
 }
 
 /// RTT (ms) above the class's. A zone link's delay is its class's (a slow
@@ -123,7 +166,7 @@ fn goodput(config: &FaultConfig) -> ClassMetric {
         }),
         unscaled: |scaled| (-scaled).exp(),
         min_noise: |_| MIN_GOODPUT_NOISE,
-        baseline: ClassBaseline::BestQuarter,
+        baseline: ClassBaseline::BestQuarterLeavingOutABlock,
         candidate: |component| matches!(component, Component::Node(_) | Component::BlockUplink(_)),
         min_links: config.min_goodput_tests,
         gain: config.goodput_gain,
@@ -212,16 +255,22 @@ fn class_faults(
         (metric.scaled)(link)
             .filter(|x| x.is_finite() && !left_out[link.src] && !left_out[link.dst])
     };
-    let mut by_class: HashMap<LinkClass, Vec<f64>> = HashMap::new();
+    let mut by_class: HashMap<LinkClass, Vec<ClassFigure>> = HashMap::new();
     for link in &input.links {
-        if let Some(x) = scaled(link) {
-            by_class.entry(class_of(link)).or_default().push(x);
+        if let Some(value) = scaled(link) {
+            by_class
+                .entry(class_of(link))
+                .or_default()
+                .push(ClassFigure {
+                    value,
+                    blocks: [blocks[link.src], blocks[link.dst]],
+                });
         }
     }
     let classes: HashMap<LinkClass, (f64, f64)> = by_class
         .into_iter()
-        .map(|(class, mut figures)| {
-            let (base, spread) = metric.baseline.read(&mut figures);
+        .map(|(class, figures)| {
+            let (base, spread) = metric.baseline.read(&figures);
             (class, (base, spread.max((metric.min_noise)(base.abs()))))
         })
         .collect();

@@ -435,3 +435,28 @@ fn a_node_named_for_goodput_is_left_to_placement_s_own_terms() {
         "{marks:?}"
     );
 }
+
+#[test]
+fn a_slow_uplink_over_most_of_its_class_is_still_named() {
+    // With three blocks, two thirds of a zone's tests across blocks cross
+    // one block's uplink; with this seed more than three quarters do, so
+    // the class's best quarter is all over the slow uplink.
+    let plant = Plant::UplinkGoodput(7, 0.1);
+    let input = FABRIC.input(plant, 703);
+    let (mut over, mut clean) = (0, 0);
+    for link in input.links.iter().filter(|l| l.goodput.is_some()) {
+        let (a, b) = (FABRIC.block_of(link.src), FABRIC.block_of(link.dst));
+        if FABRIC.zone_of(link.src) == 2 && a != b {
+            if (a == 7) != (b == 7) {
+                over += 1;
+            } else {
+                clean += 1;
+            }
+        }
+    }
+    assert!(over > 3 * clean, "over {over}, clean {clean}");
+    assert_eq!(
+        subjects(plant, 703),
+        component(Component::BlockUplink(7), FaultMetric::Goodput)
+    );
+}
