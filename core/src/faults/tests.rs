@@ -351,8 +351,8 @@ proptest! {
         prop_assert_eq!(subjects(plant, seed), component(expected, FaultMetric::Loss));
     }
 
-    /// Any one NIC or uplink that leaves 60% of its goodput or less is
-    /// named as what it is, and nothing else is.
+    /// Any one NIC (tested 6 times or more) or uplink that leaves 60% of
+    /// its goodput or less is named as what it is, and nothing else is.
     #[test]
     fn any_planted_goodput_fault_is_named_alone(
         uplink in any::<bool>(),
@@ -365,7 +365,19 @@ proptest! {
             (Plant::UplinkGoodput(b, share), Component::BlockUplink(b))
         } else {
             let node = at % (FABRIC.zones * FABRIC.per_zone());
-            (Plant::NodeGoodput(node, share), Component::Node(node))
+            // A NIC is tested on a third of its zone's pairs, 11 on
+            // average; on 3 or 4 tests a 40% drop is short of the gain
+            // (4 tests of 0.5 on the log scale, noise 0.1, add 50), as it
+            // should be: so few tests are as likely busy links.
+            let plant = Plant::NodeGoodput(node, share);
+            let tests = FABRIC
+                .input(plant, seed)
+                .links
+                .iter()
+                .filter(|l| l.goodput.is_some() && (l.src == node || l.dst == node))
+                .count();
+            prop_assume!(tests >= 6, "{} tests", tests);
+            (plant, Component::Node(node))
         };
         prop_assert_eq!(subjects(plant, seed), component(expected, FaultMetric::Goodput));
     }
