@@ -1,5 +1,5 @@
 //! One placement everywhere, on the lab, with placement settings other
-//! than the defaults: the collector's (`--loss-threshold 0.2
+//! than the defaults: the collector's (`--loss-threshold 0.3
 //! --out-of-zone-factor 0.5 --strict-zone`) reach the extender with the
 //! matrix, and `netaware rank`, `netaware explain` and the extender's own
 //! /filter and /prioritize answer the same for the same job: which nodes
@@ -55,7 +55,7 @@ fn rank_explain_and_the_extender_agree_on_settings_other_than_the_defaults() {
         "--throughput-budget",
         "0",
         "--loss-threshold",
-        "0.2",
+        "0.3",
         "--out-of-zone-factor",
         "0.5",
         "--strict-zone",
@@ -153,7 +153,7 @@ fn rank_explain_and_the_extender_agree_on_settings_other_than_the_defaults() {
                 tokio::time::sleep(Duration::from_secs(1)).await;
             };
             // The collector's settings, not the defaults, decided.
-            assert_eq!(rank.placement.loss_threshold, 0.2);
+            assert_eq!(rank.placement.loss_threshold, 0.3);
             assert_eq!(rank.placement.out_of_zone_factor, 0.5);
             assert!(rank.placement.strict_zone && explain.placement.strict_zone);
             let zone = rank.zone.clone().expect("a zone");
@@ -166,8 +166,12 @@ fn rank_explain_and_the_extender_agree_on_settings_other_than_the_defaults() {
             }
             if worker == 1 {
                 assert_eq!(zone, "zone-a", "the zone of the placed worker");
-                // a3 loses about 10% to a1: under the collector's 20%, so
-                // it passes; by the default 5% it would fail.
+                // a3 loses about 10% to a1 (5% each way): under the
+                // collector's 30%, so it passes; by the default 5% it would
+                // fail. The bound sits far from the truth because the
+                // figure is pooled over some 50 to 100 probes a direction
+                // (one standard deviation about 3 to 4 points) and the
+                // worse direction counts: 20% was reached by chance.
                 let a3 = rank.nodes.iter().find(|n| n.name == "a3").unwrap();
                 assert!(a3.passes_filter && a3.feasible, "{a3:?}");
             }
