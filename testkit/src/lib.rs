@@ -29,6 +29,6 @@ pub use collector::{collector_config, start_collector, start_collector_on, start
 pub use fixtures::{good_peer, hello, hello_message, window};
 pub use http::{get, post, serve_extender, serve_extender_on};
 pub use prometheus::check_with_promtool;
-pub use require::{have_root, have_tool, one_lab_at_a_time};
+pub use require::{have_root, have_tool, one_lab_at_a_time, run_apart_from_labs};
 pub use session::Session;
 pub use wait::{wait_for, wait_for_matrix};

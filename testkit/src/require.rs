@@ -36,9 +36,22 @@ pub fn have_root(test: &str) -> bool {
 static ONE_LAB_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Holds the lab lock until dropped (a test that panicked holding it left
-/// nothing behind that the next one minds).
+/// nothing behind that the next one minds). A heavy test in a process that
+/// also runs a lab takes it too: the lab would measure its load.
 pub fn one_lab_at_a_time() -> MutexGuard<'static, ()> {
     ONE_LAB_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs a heavy async test on a runtime of its own (two workers, as the
+/// machine has cores), holding the lab lock: never while a lab measures.
+pub fn run_apart_from_labs<F: std::future::Future>(test: F) -> F::Output {
+    let _lab = one_lab_at_a_time();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a test runtime")
+        .block_on(test)
 }

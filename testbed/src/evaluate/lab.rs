@@ -112,6 +112,27 @@ pub struct LabReport {
     pub throughput_budget: f64,
     /// Every placement run.
     pub runs: Vec<PlacementRun>,
+    /// What netaware measured inside the zones before it placed, round by
+    /// round: the figures its placements came from.
+    #[serde(default)]
+    pub measured: Vec<Vec<MeasuredPair>>,
+}
+
+/// One pair inside a zone as the collector scored it when netaware placed.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct MeasuredPair {
+    /// Where the probes and the throughput test started.
+    pub src: String,
+    /// Where they went.
+    pub dst: String,
+    /// Median RTT (ms), when probes came back.
+    pub rtt_median_ms: Option<f64>,
+    /// Loss ratio, 0 to 1, when probes were sent.
+    pub loss_ratio: Option<f64>,
+    /// Goodput of the latest throughput test (bit/s).
+    pub throughput_bps: Option<f64>,
+    /// The pair's quality, 0 to 1.
+    pub quality: f64,
 }
 
 impl LabReport {
@@ -157,6 +178,7 @@ pub async fn measure_and_run(options: &LabOptions) -> anyhow::Result<LabReport> 
         "--throughput-budget must be above 0 and at most 1"
     );
     let mut runs = Vec::new();
+    let mut measured = Vec::new();
     for round in 0..options.netaware_runs {
         eprintln!(
             "round {} of {}: measuring a fresh lab",
@@ -176,7 +198,9 @@ pub async fn measure_and_run(options: &LabOptions) -> anyhow::Result<LabReport> 
                     .flatten(),
             )
             .collect();
-        runs.extend(measure_and_place(options, &policies).await?);
+        let (round_runs, round_measured) = measure_and_place(options, &policies).await?;
+        runs.extend(round_runs);
+        measured.push(round_measured);
     }
     Ok(LabReport {
         topology: options.topology.clone(),
@@ -186,15 +210,17 @@ pub async fn measure_and_run(options: &LabOptions) -> anyhow::Result<LabReport> 
         iterations: options.iterations,
         throughput_budget: options.throughput_budget,
         runs,
+        measured,
     })
 }
 
 /// One round: a fresh lab measured by the whole system, then the job on
-/// each of `placements` (a policy and its draw).
+/// each of `placements` (a policy and its draw); with the runs, the pairs
+/// inside zones as measured.
 async fn measure_and_place(
     options: &LabOptions,
     placements: &[(Policy, u32)],
-) -> anyhow::Result<Vec<PlacementRun>> {
+) -> anyhow::Result<(Vec<PlacementRun>, Vec<MeasuredPair>)> {
     let topology = netaware_lab::Topology::load(&options.topology)?;
     let exe = std::env::current_exe().context("finding the netaware binary")?;
     let flags: Vec<String> = [
@@ -217,7 +243,8 @@ async fn measure_and_place(
     .collect();
     let mut system =
         tokio::task::block_in_place(|| LabSystem::start(topology, &exe, TIMING, &flags))?;
-    let view = View::new(measured_placer(&system, options.measure_timeout).await?);
+    let (placer, measured) = measured_placer(&system, options.measure_timeout).await?;
+    let view = View::new(placer);
     // The job gets the links to itself, as it would between two probes.
     let hosts: Vec<(String, String, String)> = system
         .lab()
@@ -282,15 +309,16 @@ async fn measure_and_place(
         }
     }
     tokio::task::block_in_place(|| drop(system));
-    Ok(runs)
+    Ok((runs, measured))
 }
 
 /// Waits until every pair inside a zone has a goodput, then reads the
-/// matrix over gRPC (through the lab's side door to the control host).
+/// matrix over gRPC (through the lab's side door to the control host):
+/// the placer it gives and the pairs inside zones.
 async fn measured_placer(
     system: &LabSystem,
     timeout: Duration,
-) -> anyhow::Result<netaware_core::placement::Placer> {
+) -> anyhow::Result<(netaware_core::placement::Placer, Vec<MeasuredPair>)> {
     let access = system.lab().open_access("control")?;
     let url = format!("http://{access}:{COLLECTOR_PORT}");
     let zone_of = |name: &str| {
@@ -324,8 +352,24 @@ async fn measured_placer(
         });
         eprintln!("measuring: {with_goodput} of {expected} pairs inside zones have a goodput");
         if let Some(matrix) = matrix.filter(|_| with_goodput >= expected) {
+            let inside_zones = matrix
+                .pairs
+                .iter()
+                .filter(|p| zone_of(&p.src) == zone_of(&p.dst))
+                .map(|p| MeasuredPair {
+                    src: p.src.clone(),
+                    dst: p.dst.clone(),
+                    rtt_median_ms: p.rtt_median_ms,
+                    loss_ratio: p.loss_ratio,
+                    throughput_bps: p.throughput_bps,
+                    quality: p.quality,
+                })
+                .collect();
             // Placed by the settings the collector sent with it.
-            return Ok(netaware_proto::convert::placer_from_wire(&matrix));
+            return Ok((
+                netaware_proto::convert::placer_from_wire(&matrix),
+                inside_zones,
+            ));
         }
         if tokio::time::Instant::now() >= deadline {
             bail!("only {with_goodput} of {expected} pairs measured after {timeout:?}");

@@ -89,6 +89,8 @@ async fn a_worker_that_cannot_reach_the_others_says_so() {
 /// avoided degraded nodes while it could meets them there.
 #[test]
 fn in_the_simulator_netaware_has_the_lowest_mean_job_completion_time() {
+    // Both cores for a minute: not while the lab below measures.
+    let _machine = netaware_testkit::one_lab_at_a_time();
     for load in [0.7, 1.0] {
         let options = SimOptions {
             zones: 4,
@@ -167,6 +169,7 @@ fn on_the_lab_netaware_is_faster_than_kube_default_and_zone_only() {
     if !netaware_testkit::have_root("evaluate lab") {
         return;
     }
+    let _lab = netaware_testkit::one_lab_at_a_time();
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_netaware-testbed"))
         .args(["evaluate", "lab", "--json", "--patterns", "ring"])
@@ -186,6 +189,18 @@ fn on_the_lab_netaware_is_faster_than_kube_default_and_zone_only() {
         println!(
             "{} draw {} on {:?}: {:?}",
             run.policy, run.draw, run.hosts, run.iterations_s
+        );
+    }
+    // What netaware placed by, for when it placed badly.
+    for pair in report.measured.iter().flatten() {
+        println!(
+            "measured {} -> {}: rtt {:?} ms, loss {:?}, goodput {:?} bit/s, quality {:.3}",
+            pair.src,
+            pair.dst,
+            pair.rtt_median_ms,
+            pair.loss_ratio,
+            pair.throughput_bps,
+            pair.quality
         );
     }
     let expected = |policy| report.expected_s(policy, Pattern::Ring).unwrap();
