@@ -37,6 +37,11 @@ enum Ended {
     Failed(String),
     /// Was open, then broke: start again from the shortest pause.
     Lost(String),
+    /// Ended by the collector because another agent of this node said
+    /// hello after this one (a rolling update with surge, a pod stuck
+    /// terminating): the longest pause, so that the two do not take the
+    /// node from each other at every reconnect.
+    Replaced(String),
 }
 
 /// What the session exchanges with the rest of the agent.
@@ -72,19 +77,24 @@ pub async fn run(
             () = shutdown.cancelled() => Ended::Shutdown,
             ended = session(&collector, &hello, &mut links, &mut outbox, &counters, &shutdown) => ended,
         };
+        let mut pause = backoff.next().unwrap_or(BACKOFF_MAX);
         match ended {
             Ended::Shutdown => return,
+            Ended::Replaced(reason) => {
+                pause = BACKOFF_MAX;
+                tracing::warn!(collector = %collector.uri(), %reason, buffered = outbox.len(), pause_s = pause.as_secs(), "another agent of this node speaks for it; saying hello again later");
+            }
             Ended::Failed(reason) => {
                 tracing::warn!(collector = %collector.uri(), %reason, buffered = outbox.len(), "no session; retrying");
             }
             Ended::Lost(reason) => {
                 // It was reached: the next waits start short again.
                 backoff = netaware_runtime::retry::backoff(BACKOFF_MIN, BACKOFF_MAX);
+                pause = backoff.next().unwrap_or(BACKOFF_MAX);
                 tracing::warn!(collector = %collector.uri(), %reason, buffered = outbox.len(), "session lost; reconnecting");
             }
         }
         // Wait before the next attempt, still taking in windows meanwhile.
-        let pause = backoff.next().unwrap_or(BACKOFF_MAX);
         let deadline = tokio::time::Instant::now() + pause;
         loop {
             tokio::select! {
@@ -193,6 +203,9 @@ async fn session(
                     None => {}
                 },
                 Ok(None) => return Ended::Lost("collector closed the stream".into()),
+                Err(status) if status.code() == tonic::Code::Aborted => {
+                    return Ended::Replaced(status.message().to_owned());
+                }
                 Err(status) => return Ended::Lost(status.to_string()),
             }
         }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use netaware_proto::v1 as pb;
 use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
 use tonic::Status;
 
 use crate::ingest::Ingest;
@@ -14,12 +15,20 @@ use crate::members::{MIN_COPY_GAP, Members};
 /// The way down an agent's session.
 pub type SessionSender = mpsc::Sender<Result<pb::CollectorMessage, Status>>;
 
+/// One open session: the way down, and the token that ends it when a newer
+/// session of the same node opens.
+#[derive(Debug)]
+struct OpenSession {
+    down: SessionSender,
+    replaced: CancellationToken,
+}
+
 /// Open sessions and membership.
 #[derive(Debug)]
 pub struct Agents {
     /// The open agent sessions, by node (a plain lock: held across no
     /// await).
-    sessions: Mutex<HashMap<String, SessionSender>>,
+    sessions: Mutex<HashMap<String, OpenSession>>,
     /// Bumped whenever the set of nodes changes, so sessions resend peer
     /// sets.
     membership: watch::Sender<u64>,
@@ -37,9 +46,49 @@ impl Agents {
         }
     }
 
-    /// The open sessions by node.
-    pub fn sessions(&self) -> MutexGuard<'_, HashMap<String, SessionSender>> {
+    fn sessions(&self) -> MutexGuard<'_, HashMap<String, OpenSession>> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers `node`'s new session, whose way down is `down`, and ends
+    /// the one it replaces (two agents of one node, as in a rolling update
+    /// with surge: the newer speaks for the node). The token returned is
+    /// cancelled when a newer session replaces this one.
+    pub fn open(&self, node: &str, down: SessionSender) -> CancellationToken {
+        let replaced = CancellationToken::new();
+        let session = OpenSession {
+            down,
+            replaced: replaced.clone(),
+        };
+        if let Some(older) = self.sessions().insert(node.to_owned(), session) {
+            older.replaced.cancel();
+        }
+        replaced
+    }
+
+    /// `node`'s session with way down `down` ended; a newer one of the
+    /// node stays registered.
+    pub fn close(&self, node: &str, down: &SessionSender) {
+        let mut sessions = self.sessions();
+        if sessions
+            .get(node)
+            .is_some_and(|s| s.down.same_channel(down))
+        {
+            sessions.remove(node);
+        }
+    }
+
+    /// How many sessions are open.
+    pub fn open_sessions(&self) -> usize {
+        self.sessions().len()
+    }
+
+    /// Hands `message` to `node`'s session without waiting; false when the
+    /// node has no session or its queue is full.
+    pub fn try_send(&self, node: &str, message: pb::CollectorMessage) -> bool {
+        self.sessions()
+            .get(node)
+            .is_some_and(|session| session.down.try_send(Ok(message)).is_ok())
     }
 
     /// Notes that the set of nodes changed: every session chooses again.

@@ -64,7 +64,7 @@ async fn metrics(State(shared): State<HttpState>) -> impl IntoResponse {
             .collect(),
     };
     let facts = ScrapeFacts {
-        open_sessions: shared.agents.sessions().len(),
+        open_sessions: shared.agents.open_sessions(),
         throughput,
         pair_node_limit: DEFAULT_PAIR_NODE_LIMIT,
         last_seqs,

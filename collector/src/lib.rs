@@ -44,6 +44,7 @@ pub mod robustness;
 pub mod saved;
 pub mod saved_marks;
 pub mod scores;
+pub mod seq_marks;
 pub mod session;
 pub mod snapshots;
 pub mod state;

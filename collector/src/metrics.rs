@@ -95,6 +95,9 @@ pub enum Refusal {
     Identity,
     /// A message the stream could not decode (too large, broken).
     StreamError,
+    /// A session ended because a newer agent instance of its node said
+    /// hello.
+    Replaced,
 }
 
 impl Refusal {
@@ -106,6 +109,7 @@ impl Refusal {
             Self::InvalidHello => "invalid_hello",
             Self::Identity => "identity",
             Self::StreamError => "stream_error",
+            Self::Replaced => "replaced",
         }
     }
 }

@@ -138,8 +138,9 @@ async fn serve_session(
     mut inbound: Streaming<pb::AgentMessage>,
     down: mpsc::Sender<Result<pb::CollectorMessage, Status>>,
 ) {
-    // A newer session of the same node replaces this one.
-    shared.agents.sessions().insert(node.clone(), down.clone());
+    // A newer session of the same node replaces this one (and this one
+    // ends any older).
+    let replaced = shared.agents.open(&node, down.clone());
     let mut membership = shared.agents.subscribe();
     // The first peer set at once; later ones at most one per spacing
     // (`Members::peer_set_spacing`), so that a thousand agents joining do
@@ -156,6 +157,10 @@ async fn serve_session(
         tokio::select! {
             () = shared.shutdown.cancelled() => {
                 let _ = down.send(Err(Status::unavailable("collector shutting down"))).await;
+                break;
+            }
+            () = replaced.cancelled() => {
+                end_replaced(&shared, &node, &down).await;
                 break;
             }
             Ok(()) = membership.changed() => peer_set_due = true,
@@ -204,6 +209,11 @@ async fn serve_session(
                 let received = std::time::Instant::now();
                 let ack = {
                     let mut state = shared.ingest.state();
+                    // Checked under the lock that takes the window: a
+                    // newer instance's hello may have come in between.
+                    if !state.speaks_for(&node, instance) {
+                        None
+                    } else {
                     let before = state.throughput_counts();
                     let ack = match state.ingest(&node, &window, now_ms()) {
                         Ok(Ingested::Accepted) => {
@@ -228,7 +238,12 @@ async fn serve_session(
                         tracing::info!(%node, tests = after.failed - before.failed, "throughput tests failed");
                     }
                     shared.ingest.changed(state.version());
-                    ack
+                    Some(ack)
+                    }
+                };
+                let Some(ack) = ack else {
+                    end_replaced(&shared, &node, &down).await;
+                    break;
                 };
                 let ack = pb::Ack { saved_through: shared.saved_marks.saved_through(&node, instance), ..ack };
                 if down.send(message(collector_message::Body::Ack(ack))).await.is_err() {
@@ -238,10 +253,23 @@ async fn serve_session(
             }
         }
     }
-    let mut sessions = shared.agents.sessions();
-    if sessions.get(&node).is_some_and(|s| s.same_channel(&down)) {
-        sessions.remove(&node);
-    }
-    drop(sessions);
+    shared.agents.close(&node, &down);
     tracing::info!(%node, "agent session closed");
+}
+
+/// Ends a session that a newer agent instance of its node replaced: its
+/// windows are no longer taken (they stay unacked with the agent, which
+/// says hello again to send them under its own mark).
+async fn end_replaced(
+    shared: &SessionService,
+    node: &str,
+    down: &mpsc::Sender<Result<pb::CollectorMessage, Status>>,
+) {
+    tracing::warn!(%node, "agent session replaced by a newer agent instance of the node");
+    shared.work.refused(Refusal::Replaced);
+    let _ = down
+        .send(Err(Status::aborted(format!(
+            "replaced by a newer agent instance of node {node}"
+        ))))
+        .await;
 }

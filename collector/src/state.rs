@@ -21,6 +21,7 @@ use crate::config::{ModelConfig, ThroughputConfig};
 use crate::inventory::InventoryNode;
 use crate::members::Members;
 use crate::saved::{self, SavedNode, SavedState};
+use crate::seq_marks::NodeMarks;
 use crate::validate::{self, Invalid};
 
 /// What a snapshot is scored from, copied out of the state.
@@ -103,13 +104,6 @@ pub enum Ingested {
     Duplicate,
 }
 
-/// Where the duplicate check stands for one agent.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct SeqMark {
-    instance: u64,
-    last_seq: u64,
-}
-
 /// Everything the collector knows.
 #[derive(Debug, Clone)]
 pub struct CollectorState {
@@ -120,7 +114,7 @@ pub struct CollectorState {
     other_matrices: BTreeMap<Network, PairMatrix>,
     /// Each node's addresses on its networks other than the primary.
     other_networks: HashMap<String, Vec<(Network, String)>>,
-    seq_marks: HashMap<String, SeqMark>,
+    seq_marks: HashMap<String, NodeMarks>,
     node_stats: HashMap<String, NodeStats>,
     ports: HashMap<String, AgentPorts>,
     /// One test planner per network that throughput is tested on (the
@@ -204,8 +198,8 @@ impl CollectorState {
         for node in &saved.nodes {
             let refuse = |why: Invalid| Invalid(format!("node {:?}: {}", node.name, why.0));
             state.hello(&node.hello(), node.last_seen).map_err(refuse)?;
-            if let Some(mark) = state.seq_marks.get_mut(&node.name) {
-                mark.last_seq = node.last_seq;
+            if let Some(marks) = state.seq_marks.get_mut(&node.name) {
+                marks.restore(node.last_seq);
             }
         }
         let mut skipped = 0;
@@ -233,7 +227,7 @@ impl CollectorState {
             .nodes()
             .filter(|entry| entry.info.kind == NodeKind::Agent)
             .filter_map(|entry| {
-                let mark = self.seq_marks.get(&entry.info.name)?;
+                let marks = self.seq_marks.get(&entry.info.name)?;
                 Some(SavedNode {
                     name: entry.info.name.clone(),
                     address: entry.info.address.clone(),
@@ -242,8 +236,8 @@ impl CollectorState {
                     window_ms: entry.window_ms,
                     throughput_port: self.ports_of(&entry.info.name).throughput,
                     stamp_port: self.ports_of(&entry.info.name).stamp,
-                    instance: mark.instance,
-                    last_seq: mark.last_seq,
+                    instance: marks.current(),
+                    last_seq: marks.last_seq(),
                     last_seen: entry.last_seen.unwrap_or(0),
                     // The shell's counter, filled in when it saves.
                     accepted: 0,
@@ -267,9 +261,19 @@ impl CollectorState {
         self.registry.get(node).is_some()
     }
 
-    /// The sequence number of the last window accepted from `node`.
+    /// The sequence number of the last window accepted from `node`'s
+    /// current agent instance.
     pub fn last_seq(&self, node: &str) -> Option<u64> {
-        self.seq_marks.get(node).map(|mark| mark.last_seq)
+        self.seq_marks.get(node).map(NodeMarks::last_seq)
+    }
+
+    /// Whether agent `instance` speaks for `node` now: it said hello last.
+    /// A session of another instance has been replaced and must end, its
+    /// windows not taken (they would count under the newer one's mark).
+    pub fn speaks_for(&self, node: &str, instance: u64) -> bool {
+        self.seq_marks
+            .get(node)
+            .is_some_and(|marks| marks.current() == instance)
     }
 
     /// The model configuration.
@@ -291,16 +295,10 @@ impl CollectorState {
             .registry
             .agent_hello(checked.info, checked.window_ms, now)
             .map_err(|err| Invalid(err.to_string()))?;
-        let mark = self.seq_marks.entry(name.clone()).or_insert(SeqMark {
-            instance: hello.instance,
-            last_seq: 0,
-        });
-        if mark.instance != hello.instance {
-            *mark = SeqMark {
-                instance: hello.instance,
-                last_seq: 0,
-            };
-        }
+        self.seq_marks
+            .entry(name.clone())
+            .and_modify(|marks| marks.hello(hello.instance))
+            .or_insert_with(|| NodeMarks::new(hello.instance, 0));
         self.ports.insert(
             name.clone(),
             AgentPorts {
@@ -423,7 +421,7 @@ impl CollectorState {
         window: &Window,
         now: UnixMillis,
     ) -> Result<Ingested, Invalid> {
-        let Some(mark) = self.seq_marks.get(node).copied() else {
+        let Some(last_seq) = self.last_seq(node) else {
             return Err(Invalid(format!("unknown node {node:?}: no hello")));
         };
         let pairs = validate::window(node, window, &self.registry, now)?;
@@ -437,7 +435,7 @@ impl CollectorState {
             )));
         }
         let results = validate::throughput_results(node, window, &self.registry, now)?;
-        if window.seq <= mark.last_seq {
+        if window.seq <= last_seq {
             return Ok(Ingested::Duplicate);
         }
         for result in results {
@@ -479,13 +477,9 @@ impl CollectorState {
         if let Some(stats) = &window.stats {
             self.node_stats.insert(node.to_owned(), stats.clone());
         }
-        self.seq_marks.insert(
-            node.to_owned(),
-            SeqMark {
-                last_seq: window.seq,
-                ..mark
-            },
-        );
+        if let Some(marks) = self.seq_marks.get_mut(node) {
+            marks.accepted(window.seq);
+        }
         self.registry.note_report(node, now);
         self.version += 1;
         Ok(Ingested::Accepted)
@@ -724,6 +718,33 @@ mod tests {
         assert_eq!(
             state.ingest("n1", &window(1, 2_000, 0), 2_500),
             Ok(Ingested::Duplicate)
+        );
+        assert!(state.speaks_for("n1", 9) && !state.speaks_for("n1", 7));
+    }
+
+    #[test]
+    fn two_agents_of_one_node_never_take_each_other_s_windows_for_duplicates() {
+        let mut state = state();
+        // The old agent has sent far; a high number from it...
+        state
+            .ingest("n1", &window(u64::MAX, 1_000, 10), 1_000)
+            .unwrap();
+        // ...does not hold back the new one, which counts from 1.
+        state.hello(&hello("n1", 9), 1_500).unwrap();
+        assert_eq!(
+            state.ingest("n1", &window(1, 2_000, 10), 2_000),
+            Ok(Ingested::Accepted)
+        );
+        // The old one comes back: its own mark, so its replay is known.
+        state.hello(&hello("n1", 7), 2_500).unwrap();
+        assert_eq!(
+            state.ingest("n1", &window(u64::MAX, 1_000, 10), 2_500),
+            Ok(Ingested::Duplicate)
+        );
+        state.hello(&hello("n1", 9), 3_000).unwrap();
+        assert_eq!(
+            state.ingest("n1", &window(2, 3_000, 10), 3_000),
+            Ok(Ingested::Accepted)
         );
     }
 

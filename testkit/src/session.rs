@@ -69,4 +69,16 @@ impl Session {
             }
         }
     }
+
+    /// Reads on until the collector ends the session; the status it ended
+    /// with (OK when the stream just closed).
+    pub async fn ended(&mut self) -> tonic::Status {
+        loop {
+            match self.down.message().await {
+                Ok(Some(_)) => {}
+                Ok(None) => return tonic::Status::ok("stream closed"),
+                Err(status) => return status,
+            }
+        }
+    }
 }

@@ -16,4 +16,5 @@ mod robustness;
 mod state;
 mod tls;
 mod transports;
+mod two_agents;
 mod watch;

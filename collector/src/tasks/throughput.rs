@@ -32,15 +32,12 @@ pub async fn run(ingest: Arc<Ingest>, agents: Arc<Agents>, shutdown: Cancellatio
         if orders.is_empty() {
             continue;
         }
-        let sessions = agents.sessions();
         for (node, order) in orders {
             let test_id = order.test_id;
             let message = pb::CollectorMessage {
                 body: Some(collector_message::Body::ThroughputOrder(order)),
             };
-            let delivered = sessions
-                .get(&node)
-                .is_some_and(|session| session.try_send(Ok(message)).is_ok());
+            let delivered = agents.try_send(&node, message);
             if delivered {
                 tracing::debug!(%node, test_id, "throughput order sent");
             } else {
