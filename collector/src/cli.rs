@@ -39,6 +39,11 @@ pub struct CollectorArgs {
     /// Time between two saves of the state (one more on shutdown).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub state_interval: Duration,
+    /// WatchMatrix streams served at once (extenders follow with one each);
+    /// more are refused with RESOURCE_EXHAUSTED.
+    #[arg(long, default_value_t = crate::WatchLimits::DEFAULT_MAX_WATCHERS as u32,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub max_watchers: u32,
     /// Take each agent's zone and region from its Node's
     /// topology.kubernetes.io labels (RBAC: get on nodes) and refuse a
     /// hello that says otherwise.
@@ -269,6 +274,10 @@ impl CollectorArgs {
                 every: self.state_interval.max(Duration::from_millis(100)),
             }),
             node_places,
+            watch: crate::WatchLimits {
+                max_watchers: self.max_watchers as usize,
+                ..crate::WatchLimits::default()
+            },
         })
     }
 }

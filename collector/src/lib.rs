@@ -98,6 +98,40 @@ pub const KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_se
 /// See [`KEEPALIVE_INTERVAL`].
 pub const KEEPALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// What the WatchMatrix streams may hold: each keeps the matrix version it
+/// last sent (for the next delta) and the updates not yet taken, so their
+/// number and how long a stream may wait bound the collector's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchLimits {
+    /// Streams served at once (`--max-watchers`); more are refused with
+    /// RESOURCE_EXHAUSTED.
+    pub max_watchers: usize,
+    /// Longest an update may wait to be taken by the client's stream before
+    /// the stream is cut off as stalled.
+    pub send_deadline: std::time::Duration,
+}
+
+impl WatchLimits {
+    /// Streams served at once by default: an extender follows with one,
+    /// tools with a few.
+    pub const DEFAULT_MAX_WATCHERS: usize = 64;
+    /// How long an update may wait by default.
+    pub const DEFAULT_SEND_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+    /// Full states and deltas built at once, whatever the number of
+    /// streams: each is a pass over the matrix, hundreds of milliseconds
+    /// and tens of megabytes for a large cluster.
+    pub const BUILDS_AT_ONCE: usize = 2;
+}
+
+impl Default for WatchLimits {
+    fn default() -> Self {
+        Self {
+            max_watchers: Self::DEFAULT_MAX_WATCHERS,
+            send_deadline: Self::DEFAULT_SEND_DEADLINE,
+        }
+    }
+}
+
 /// Why a configuration is unusable, by what is wrong with it.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -186,6 +220,8 @@ pub struct CollectorConfig {
     /// The Kubernetes API that agents' zones are read from
     /// (`--zones-from-nodes`); `None`: each hello's zone is taken as said.
     pub node_places: Option<Arc<NodePlaces>>,
+    /// What watch streams may hold.
+    pub watch: WatchLimits,
 }
 
 /// `--state-dir` and `--state-interval`.
@@ -283,7 +319,9 @@ impl Collector {
             topology: Arc::clone(&topology),
             work: Arc::clone(&work),
             confirmations: model.blocks.confirmations,
-            watchers: Arc::default(),
+            watchers: Arc::new(watchers::Watchers::new(config.watch.max_watchers)),
+            send_deadline: config.watch.send_deadline,
+            builds: Arc::new(tokio::sync::Semaphore::new(WatchLimits::BUILDS_AT_ONCE)),
             shutdown: shutdown.clone(),
         };
         let (health_reporter, health) = tonic_health::server::health_reporter();

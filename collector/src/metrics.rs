@@ -131,6 +131,31 @@ pub struct RefusalLabels {
     pub reason: Refusal,
 }
 
+/// Why a watch stream was refused or cut off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchRefusal {
+    /// [`crate::WatchLimits::max_watchers`] streams were open already.
+    TooMany,
+    /// An update waited longer than [`crate::WatchLimits::send_deadline`]
+    /// to be taken: the client stopped reading.
+    Stalled,
+}
+
+impl WatchRefusal {
+    /// Its label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TooMany => "too_many",
+            Self::Stalled => "stalled",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     outcome: &'static str,
@@ -143,6 +168,8 @@ pub struct WorkMetrics {
     pub sessions_opened: Counter,
     /// Agent sessions refused or ended by the collector, by why.
     pub sessions_refused: Family<RefusalLabels, Counter>,
+    /// Watch streams refused or cut off, by why.
+    watchers_refused: Family<ReasonLabels, Counter>,
     /// Windows that entered the matrix, by node.
     pub windows_accepted: Family<NodeLabels, Counter>,
     /// Windows acknowledged as duplicates (replays), by node.
@@ -217,6 +244,7 @@ impl Default for WorkMetrics {
         Self {
             sessions_opened: Counter::default(),
             sessions_refused: Family::default(),
+            watchers_refused: Family::default(),
             windows_accepted: Family::default(),
             windows_duplicate: Family::default(),
             windows_rejected: Family::default(),
@@ -240,6 +268,15 @@ impl WorkMetrics {
     pub fn refused(&self, reason: Refusal) {
         self.sessions_refused
             .get_or_create(&RefusalLabels { reason })
+            .inc();
+    }
+
+    /// Counts a watch stream refused or cut off for `reason`.
+    pub fn watch_refused(&self, reason: WatchRefusal) {
+        self.watchers_refused
+            .get_or_create(&ReasonLabels {
+                reason: reason.as_str(),
+            })
             .inc();
     }
 
@@ -358,6 +395,11 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
         "sessions_refused",
         "Agent sessions the collector refused or ended, by reason",
         work.sessions_refused.clone(),
+    );
+    collector.register(
+        "watchers_refused",
+        "WatchMatrix streams the collector refused (too_many) or cut off (stalled: the client stopped reading)",
+        work.watchers_refused.clone(),
     );
     let open = Gauge::<i64>::default();
     open.set(i64::try_from(facts.open_sessions).unwrap_or(i64::MAX));

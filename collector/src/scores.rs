@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status};
 
 use crate::ResponseStream;
 use crate::ingest::Ingest;
-use crate::metrics::WorkMetrics;
+use crate::metrics::{WatchRefusal, WorkMetrics};
 use crate::snapshots::{Snapshot, Snapshots};
 use crate::tasks::topology::SharedTopology;
 use crate::validate::{MAX_NAME_LEN, check_name};
@@ -55,6 +55,10 @@ pub struct ScoresService {
     pub confirmations: u32,
     /// The watch streams open, for the matrix's `followers`.
     pub watchers: Arc<Watchers>,
+    /// Longest an update waits for its stream to take it.
+    pub send_deadline: Duration,
+    /// Permits to build a watch stream's updates: a bounded number at once.
+    pub builds: Arc<tokio::sync::Semaphore>,
     /// Watch streams end at shutdown.
     pub shutdown: CancellationToken,
 }
@@ -261,20 +265,28 @@ impl pb::scores_server::Scores for ScoresService {
         };
         let network = network_of(&request.network)?;
         placer_of(&*self.snapshot().await, &network)?;
+        let watching = self
+            .watchers
+            .open(peer.clone(), netaware_runtime::clock::now_ms())
+            .map_err(|refused| {
+                self.work.watch_refused(WatchRefusal::TooMany);
+                tracing::warn!(%peer, %refused, "watch stream refused");
+                Status::resource_exhausted(refused.to_string())
+            })?;
         let shared = self.clone();
         let (tx, rx) = mpsc::channel(4);
         tokio::spawn(async move {
-            let watching = shared
-                .watchers
-                .open(peer, netaware_runtime::clock::now_ms());
             let mut changes = shared.ingest.subscribe();
             // The full state first, then what changed since what was sent.
             let mut sent: Option<Arc<Snapshot>> = None;
             loop {
                 let snapshot = shared.snapshot().await;
+                let Ok(build_permit) = shared.builds.acquire().await else {
+                    return;
+                };
                 // Hundreds of milliseconds for a large cluster: off the
-                // threads that serve sessions, behind them.
-                let before = sent.clone();
+                // threads that serve sessions, behind them, a few at once.
+                let before = sent.take();
                 let now = Arc::clone(&snapshot);
                 let followed = network.clone();
                 let updates = netaware_runtime::background::run(move || {
@@ -289,13 +301,25 @@ impl pb::scores_server::Scores for ScoresService {
                 let Some(Some(updates)) = updates.await else {
                     return;
                 };
+                drop(build_permit);
+                // While the client takes them, only the version being sent
+                // is held, and for at most the send deadline each.
                 for update in updates {
-                    shared
-                        .work
-                        .watch_sent_bytes
-                        .inc_by(update.encoded_len() as u64);
-                    if tx.send(Ok(update)).await.is_err() {
-                        return;
+                    let bytes = update.encoded_len() as u64;
+                    match tokio::time::timeout(shared.send_deadline, tx.send(Ok(update))).await {
+                        Ok(Ok(())) => {
+                            shared.work.watch_sent_bytes.inc_by(bytes);
+                        }
+                        Ok(Err(_)) => return,
+                        Err(_) => {
+                            shared.work.watch_refused(WatchRefusal::Stalled);
+                            tracing::warn!(
+                                %peer,
+                                deadline_s = shared.send_deadline.as_secs_f64(),
+                                "watch stream cut off: the client took no update within the deadline"
+                            );
+                            return;
+                        }
                     }
                 }
                 watching.updated(snapshot.version, netaware_runtime::clock::now_ms());

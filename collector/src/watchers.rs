@@ -4,16 +4,14 @@
 //!
 //! A stream registers when it opens and leaves when it ends (its
 //! [`Watching`] guard is dropped), so the list never holds a stream that
-//! is gone.
+//! is gone. There are at most [`Watchers::max`] at once: each may hold a
+//! matrix version and its updates, so their number bounds that memory.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use netaware_core::UnixMillis;
-
-/// Most watch streams listed at once; more are served, but not listed.
-pub const MAX_LISTED: usize = 1_000;
 
 /// One open watch stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,33 +27,58 @@ pub struct Watcher {
 }
 
 /// The open watch streams.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Watchers {
     open: Mutex<BTreeMap<u64, Watcher>>,
     next_id: AtomicU64,
+    max: usize,
 }
 
+/// A stream refused: [`Watchers::max`] are open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{0} watch streams are open, the most this collector serves at once")]
+pub struct TooManyWatchers(pub usize);
+
 impl Watchers {
-    /// Registers a stream from `peer` opened at `now`; it is listed until
-    /// the guard is dropped.
-    pub fn open(self: &Arc<Self>, peer: String, now: UnixMillis) -> Watching {
-        let id = self.next_id.fetch_add(1, Relaxed);
-        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        if open.len() < MAX_LISTED {
-            open.insert(
-                id,
-                Watcher {
-                    peer,
-                    opened: now,
-                    version: 0,
-                    last_update: now,
-                },
-            );
+    /// No stream yet; at most `max` at once.
+    pub fn new(max: usize) -> Self {
+        Self {
+            open: Mutex::default(),
+            next_id: AtomicU64::new(0),
+            max,
         }
-        Watching {
+    }
+
+    /// The most streams served at once.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Registers a stream from `peer` opened at `now`, listed until the
+    /// guard is dropped; refused when [`Watchers::max`] are open.
+    pub fn open(
+        self: &Arc<Self>,
+        peer: String,
+        now: UnixMillis,
+    ) -> Result<Watching, TooManyWatchers> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if open.len() >= self.max {
+            return Err(TooManyWatchers(open.len()));
+        }
+        let id = self.next_id.fetch_add(1, Relaxed);
+        open.insert(
+            id,
+            Watcher {
+                peer,
+                opened: now,
+                version: 0,
+                last_update: now,
+            },
+        );
+        Ok(Watching {
             id,
             watchers: Arc::clone(self),
-        }
+        })
     }
 
     /// Every stream listed, oldest first.
@@ -104,9 +127,14 @@ mod tests {
 
     #[test]
     fn a_stream_is_listed_while_open_with_its_last_update() {
-        let watchers = Arc::new(Watchers::default());
-        let first = watchers.open("10.0.0.9:5000".into(), 1_000);
-        let second = watchers.open("10.0.0.8:5000".into(), 2_000);
+        let watchers = Arc::new(Watchers::new(2));
+        let first = watchers.open("10.0.0.9:5000".into(), 1_000).unwrap();
+        let second = watchers.open("10.0.0.8:5000".into(), 2_000).unwrap();
+        // Two is the most.
+        assert_eq!(
+            watchers.open("10.0.0.7:5000".into(), 2_500).unwrap_err(),
+            TooManyWatchers(2)
+        );
         first.updated(7, 3_000);
         let listed = watchers.list();
         assert_eq!(listed.len(), 2);
@@ -116,6 +144,9 @@ mod tests {
         let listed = watchers.list();
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].peer, "10.0.0.8:5000");
+        // A slot is free again.
+        let third = watchers.open("10.0.0.7:5000".into(), 4_000).unwrap();
+        drop(third);
         drop(second);
         assert!(watchers.list().is_empty());
     }

@@ -53,5 +53,6 @@ pub fn collector_config(
         tls: None,
         http_tls: None,
         node_places: None,
+        watch: netaware_collector::WatchLimits::default(),
     }
 }

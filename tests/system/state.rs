@@ -127,6 +127,7 @@ async fn a_state_dir_that_cannot_be_written_stops_the_start() {
         tls: None,
         http_tls: None,
         node_places: None,
+        watch: netaware_collector::WatchLimits::default(),
     };
     let err = netaware_collector::Collector::start(config, CancellationToken::new())
         .await

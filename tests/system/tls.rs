@@ -109,6 +109,7 @@ async fn collector_with_https(
         http_tls: https.map(|client_certificates| tls.http_server(client_certificates).unwrap()),
         tls: Some(tls),
         node_places: None,
+        watch: netaware_collector::WatchLimits::default(),
     };
     let collector = Collector::start(config, shutdown.clone()).await.unwrap();
     let url = format!("https://127.0.0.1:{}", collector.grpc_addr.port());
@@ -510,6 +511,7 @@ async fn certificates_from_netaware_certs_give_nodes_their_identity() {
         http_tls: Some(served.http_server(false).unwrap()),
         tls: Some(served),
         node_places: None,
+        watch: netaware_collector::WatchLimits::default(),
     };
     let collector = Collector::start(config, shutdown.clone()).await.unwrap();
     // Agents dial the collector's Service name, as in deploy/tls.

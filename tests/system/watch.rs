@@ -124,3 +124,164 @@ async fn reflection_lists_the_services() {
     shutdown.cancel();
     collector.wait().await;
 }
+
+/// A collector whose watch streams are limited as `watch` says.
+async fn collector_with(
+    watch: netaware_collector::WatchLimits,
+    shutdown: &CancellationToken,
+) -> netaware_collector::Collector {
+    let config = netaware_collector::CollectorConfig {
+        watch,
+        ..netaware_testkit::collector_config(Vec::new(), None)
+    };
+    netaware_collector::Collector::start(config, shutdown.clone())
+        .await
+        .unwrap()
+}
+
+async fn watch_refused(collector: &netaware_collector::Collector, reason: &str) -> f64 {
+    let (_, text) = netaware_testkit::get(collector.http_addr, "/metrics").await;
+    let series = format!("netaware_collector_watchers_refused_total{{reason=\"{reason}\"}}");
+    netaware_testkit::metrics::sample(&text, &series).unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn watch_streams_past_the_cap_are_refused_and_a_closed_one_frees_its_slot() {
+    let shutdown = CancellationToken::new();
+    let limits = netaware_collector::WatchLimits {
+        max_watchers: 2,
+        ..Default::default()
+    };
+    let collector = collector_with(limits, &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let _a = Session::hello(&url, "a").await;
+    let mut scores = ScoresClient::connect(url).await.unwrap();
+    let first = scores.watch_matrix(pb::WatchRequest::default()).await;
+    let second = scores.watch_matrix(pb::WatchRequest::default()).await;
+    assert!(first.is_ok() && second.is_ok());
+    let status = scores
+        .watch_matrix(pb::WatchRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+    assert!(status.message().contains("2 watch streams"), "{status:?}");
+    assert_eq!(watch_refused(&collector, "too_many").await, 1.0);
+
+    // The client lets one go: its slot is free once the collector notices.
+    drop(first);
+    let reopened = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if scores
+                .watch_matrix(pb::WatchRequest::default())
+                .await
+                .is_ok()
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(reopened.is_ok(), "a closed stream's slot is reused");
+    shutdown.cancel();
+    collector.wait().await;
+}
+
+/// Windows from `nodes` agents, each towards every other with figures
+/// that change every time, so that every delta carries every pair.
+async fn feed(sessions: &mut [(String, Session)], names: &[String], seq: u64) {
+    for (name, session) in sessions.iter_mut() {
+        let peers = names
+            .iter()
+            .filter(|peer| *peer != name)
+            .map(|peer| pb::PeerWindow {
+                peer: peer.clone(),
+                rtt_median_ms: 0.2 + seq as f64 * 1e-3,
+                ..good_peer()
+            })
+            .collect();
+        assert_eq!(session.send(window(seq, peers)).await.code, 0);
+    }
+}
+
+#[tokio::test]
+async fn a_watcher_that_stops_reading_is_cut_off_and_the_others_go_on() {
+    let shutdown = CancellationToken::new();
+    let limits = netaware_collector::WatchLimits {
+        send_deadline: Duration::from_secs(1),
+        ..Default::default()
+    };
+    let collector = collector_with(limits, &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let names: Vec<String> = (0..60).map(|i| format!("node-{i:02}")).collect();
+    let mut sessions = Vec::new();
+    for name in &names {
+        sessions.push((name.clone(), Session::hello(&url, name).await));
+    }
+    feed(&mut sessions, &names, 1).await;
+
+    // A client that opens a stream and never reads it, on a connection of
+    // its own with HTTP/2's smallest default windows.
+    let stalled_channel = tonic::transport::Endpoint::from_shared(url.clone())
+        .unwrap()
+        .initial_stream_window_size(65_535)
+        .initial_connection_window_size(65_535)
+        .connect()
+        .await
+        .unwrap();
+    let mut stalled = ScoresClient::new(stalled_channel)
+        .watch_matrix(pb::WatchRequest {
+            min_interval_ms: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    // And one that reads.
+    let mut reading = ScoresClient::connect(url.clone())
+        .await
+        .unwrap()
+        .watch_matrix(pb::WatchRequest {
+            min_interval_ms: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let reader = tokio::spawn(async move {
+        let mut updates = 0u64;
+        while let Some(Ok(_)) = reading.next().await {
+            updates += 1;
+        }
+        updates
+    });
+
+    // Every pair changes at every window: megabytes of deltas, which the
+    // stalled stream cannot take.
+    let mut seq = 2;
+    let cut_off = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            feed(&mut sessions, &names, seq).await;
+            seq += 1;
+            if watch_refused(&collector, "stalled").await >= 1.0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(cut_off.is_ok(), "the stalled watcher is cut off");
+    assert_eq!(watch_refused(&collector, "stalled").await, 1.0, "only it");
+    // What it had been sent is still there to read, then its stream ends.
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(Ok(_)) = stalled.next().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the stalled stream ends");
+    // The reading watcher kept up all along, and goes on.
+    feed(&mut sessions, &names, seq).await;
+    shutdown.cancel();
+    let updates = reader.await.unwrap();
+    assert!(updates > seq / 2, "{updates} updates for {seq} windows");
+    collector.wait().await;
+}

@@ -58,6 +58,7 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
             tls: None,
             http_tls: None,
             node_places: None,
+            watch: netaware_collector::WatchLimits::default(),
         },
         shutdown.clone(),
     )
