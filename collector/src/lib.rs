@@ -99,13 +99,17 @@ pub const KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_se
 pub const KEEPALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What the WatchMatrix streams may hold: each keeps the matrix version it
-/// last sent (for the next delta) and the updates not yet taken, so their
-/// number and how long a stream may wait bound the collector's memory.
+/// last sent (shared with every other reader, for the next delta) and a
+/// page or two of updates not yet taken, so their number and how long a
+/// stream may wait bound the collector's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WatchLimits {
     /// Streams served at once (`--max-watchers`); more are refused with
     /// RESOURCE_EXHAUSTED.
     pub max_watchers: usize,
+    /// Streams served at once to one client address: a client that opens
+    /// streams and never reads them takes this many slots, not all.
+    pub max_per_client: usize,
     /// Longest an update may wait to be taken by the client's stream before
     /// the stream is cut off as stalled.
     pub send_deadline: std::time::Duration,
@@ -115,6 +119,8 @@ impl WatchLimits {
     /// Streams served at once by default: an extender follows with one,
     /// tools with a few.
     pub const DEFAULT_MAX_WATCHERS: usize = 64;
+    /// Streams served at once to one address by default.
+    pub const DEFAULT_MAX_PER_CLIENT: usize = 8;
     /// How long an update may wait by default.
     pub const DEFAULT_SEND_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
     /// Full states and deltas built at once, whatever the number of
@@ -127,6 +133,7 @@ impl Default for WatchLimits {
     fn default() -> Self {
         Self {
             max_watchers: Self::DEFAULT_MAX_WATCHERS,
+            max_per_client: Self::DEFAULT_MAX_PER_CLIENT,
             send_deadline: Self::DEFAULT_SEND_DEADLINE,
         }
     }
@@ -268,6 +275,11 @@ impl Collector {
             source,
         })?;
 
+        // Taken before the state is read, held by the saver to its last save.
+        let state_lock = match &config.state {
+            Some(saving) => Some(persist::prepare(&saving.dir).map_err(ConfigError::from)?),
+            None => None,
+        };
         let (state, accepted) = match &config.state {
             Some(saving) => initial_state(&config, saving)?,
             None => (
@@ -319,7 +331,7 @@ impl Collector {
             topology: Arc::clone(&topology),
             work: Arc::clone(&work),
             confirmations: model.blocks.confirmations,
-            watchers: Arc::new(watchers::Watchers::new(config.watch.max_watchers)),
+            watchers: Arc::new(watchers::Watchers::new(config.watch)),
             send_deadline: config.watch.send_deadline,
             builds: Arc::new(tokio::sync::Semaphore::new(WatchLimits::BUILDS_AT_ONCE)),
             shutdown: shutdown.clone(),
@@ -385,11 +397,12 @@ impl Collector {
             model,
             shutdown.clone(),
         ));
-        if let Some(saving) = &config.state {
+        if let (Some(saving), Some(lock)) = (&config.state, state_lock) {
             let saver = tasks::persist::Saver {
                 ingest: Arc::clone(&ingest),
                 work: Arc::clone(&work),
                 saved_marks,
+                lock,
             };
             tasks.spawn(tasks::persist::run(
                 saver,
@@ -457,7 +470,6 @@ fn initial_state(
             Vec::new(),
         )
     };
-    persist::prepare(&saving.dir).map_err(ConfigError::from)?;
     let problem = match persist::load(&saving.dir) {
         Ok(None) => return Ok(empty()),
         Ok(Some(saved)) => {

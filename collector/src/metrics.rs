@@ -136,6 +136,9 @@ pub struct RefusalLabels {
 pub enum WatchRefusal {
     /// [`crate::WatchLimits::max_watchers`] streams were open already.
     TooMany,
+    /// [`crate::WatchLimits::max_per_client`] streams were open from the
+    /// client's address already.
+    TooManyFromClient,
     /// An update waited longer than [`crate::WatchLimits::send_deadline`]
     /// to be taken: the client stopped reading.
     Stalled,
@@ -146,6 +149,7 @@ impl WatchRefusal {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::TooMany => "too_many",
+            Self::TooManyFromClient => "too_many_from_client",
             Self::Stalled => "stalled",
         }
     }
@@ -398,7 +402,7 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
     );
     collector.register(
         "watchers_refused",
-        "WatchMatrix streams the collector refused (too_many) or cut off (stalled: the client stopped reading)",
+        "WatchMatrix streams the collector refused (too_many, too_many_from_client) or cut off (stalled: the client stopped reading)",
         work.watchers_refused.clone(),
     );
     let open = Gauge::<i64>::default();

@@ -11,6 +11,11 @@
 //! collector killed between two saves loses nothing. A file
 //! that cannot be read, parsed or checked is moved aside
 //! (`state.json.damaged`) and the collector starts empty, saying why.
+//!
+//! One collector per directory: it holds a lock on `DIR/lock` while it
+//! runs ([`prepare`]), so that a second one (two replicas on one volume, a
+//! new pod started before the old one let go) refuses to start instead of
+//! overwriting the first one's saves with its own.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -19,6 +24,8 @@ use crate::saved::SavedState;
 
 /// The file in the state directory.
 pub const FILE_NAME: &str = "state.json";
+/// The file whose lock says a collector uses the directory.
+pub const LOCK_NAME: &str = "lock";
 /// The largest state file read back (a 2,000-node cluster's is tens of MB).
 pub const MAX_STATE_BYTES: u64 = 1 << 30;
 
@@ -42,6 +49,14 @@ pub enum PersistError {
         /// Its size in bytes.
         size: u64,
     },
+    /// Another collector holds the directory's lock.
+    #[error(
+        "{path} is locked: another collector uses this state directory, and two would overwrite each other's saves"
+    )]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
     /// The file is not a state file.
     #[error("{path}: not a netaware state file: {message}")]
     Damaged {
@@ -59,13 +74,30 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> PersistError + '_ {
     }
 }
 
-/// Makes sure `dir` exists and is writable (at start, so that a bad
-/// `--state-dir` stops the collector at once rather than at its first save).
-pub fn prepare(dir: &Path) -> Result<(), PersistError> {
+/// The lock on a state directory, held while it lives (the kernel lets go
+/// of it when the process ends, however it ends).
+#[derive(Debug)]
+pub struct DirLock {
+    _file: std::fs::File,
+}
+
+/// Makes sure `dir` exists and is writable, and takes its lock (at start,
+/// so that a bad `--state-dir`, or one another collector uses, stops the
+/// collector at once rather than at its first save).
+pub fn prepare(dir: &Path) -> Result<DirLock, PersistError> {
     std::fs::create_dir_all(dir).map_err(io_error(dir))?;
-    let probe = dir.join(".write-test");
-    std::fs::write(&probe, b"").map_err(io_error(&probe))?;
-    std::fs::remove_file(&probe).map_err(io_error(&probe))
+    let path = dir.join(LOCK_NAME);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io_error(&path))?;
+    match file.try_lock() {
+        Ok(()) => Ok(DirLock { _file: file }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(PersistError::Locked { path }),
+        Err(std::fs::TryLockError::Error(source)) => Err(PersistError::Io { path, source }),
+    }
 }
 
 /// Reads the saved state in `dir`: `None` when there is none.

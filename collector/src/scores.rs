@@ -21,7 +21,7 @@ use crate::metrics::{WatchRefusal, WorkMetrics};
 use crate::snapshots::{Snapshot, Snapshots};
 use crate::tasks::topology::SharedTopology;
 use crate::validate::{MAX_NAME_LEN, check_name};
-use crate::watchers::Watchers;
+use crate::watchers::{TooManyWatchers, Watchers, Watching};
 use netaware_proto::convert;
 use netaware_proto::follow::{self, MatrixFilter};
 use prost::Message;
@@ -255,9 +255,8 @@ impl pb::scores_server::Scores for ScoresService {
         &self,
         request: Request<pb::WatchRequest>,
     ) -> Result<Response<ResponseStream<pb::MatrixUpdate>>, Status> {
-        let peer = request
-            .remote_addr()
-            .map_or_else(|| "unknown".to_owned(), |addr| addr.to_string());
+        let remote = request.remote_addr();
+        let peer = remote.map_or_else(|| "unknown".to_owned(), |addr| addr.to_string());
         let request = request.into_inner();
         let interval = match request.min_interval_ms {
             0 => DEFAULT_WATCH_INTERVAL,
@@ -267,15 +266,29 @@ impl pb::scores_server::Scores for ScoresService {
         placer_of(&*self.snapshot().await, &network)?;
         let watching = self
             .watchers
-            .open(peer.clone(), netaware_runtime::clock::now_ms())
+            .open(
+                peer.clone(),
+                remote.map(|addr| addr.ip()),
+                netaware_runtime::clock::now_ms(),
+            )
             .map_err(|refused| {
-                self.work.watch_refused(WatchRefusal::TooMany);
+                self.work.watch_refused(match refused {
+                    TooManyWatchers::InAll(_) => WatchRefusal::TooMany,
+                    TooManyWatchers::FromClient(..) => WatchRefusal::TooManyFromClient,
+                });
                 tracing::warn!(%peer, %refused, "watch stream refused");
                 Status::resource_exhausted(refused.to_string())
             })?;
+        // The stream's slot is held as long as its HTTP/2 stream is open,
+        // which a client that stopped reading decides, not the collector.
+        let watching = Arc::new(watching);
         let shared = self.clone();
-        let (tx, rx) = mpsc::channel(4);
+        // One page waiting at most: with the page being sent, all that a
+        // slow client holds.
+        let (tx, rx) = mpsc::channel(1);
+        let sender = Arc::clone(&watching);
         tokio::spawn(async move {
+            let watching = sender;
             let mut changes = shared.ingest.subscribe();
             // The full state first, then what changed since what was sent.
             let mut sent: Option<Arc<Snapshot>> = None;
@@ -284,27 +297,35 @@ impl pb::scores_server::Scores for ScoresService {
                 let Ok(build_permit) = shared.builds.acquire().await else {
                     return;
                 };
-                // Hundreds of milliseconds for a large cluster: off the
-                // threads that serve sessions, behind them, a few at once.
+                // A delta compares every pair: hundreds of milliseconds for
+                // a large cluster, off the threads that serve sessions,
+                // behind them, a few at once.
                 let before = sent.take();
                 let now = Arc::clone(&snapshot);
                 let followed = network.clone();
-                let updates = netaware_runtime::background::run(move || {
+                let pages = netaware_runtime::background::run(move || {
                     // A network that is no longer measured ends the stream
                     // (the follower asks again, and hears NOT_FOUND).
                     let now = now.versioned_of(&followed)?;
                     Some(match &before {
-                        None => follow::full_state(now),
-                        Some(before) => follow::delta(before.versioned_of(&followed)?, now),
+                        None => follow::full_state(now, follow::WATCH_PAGE_BYTES),
+                        Some(before) => follow::delta(
+                            before.versioned_of(&followed)?,
+                            now,
+                            follow::WATCH_PAGE_BYTES,
+                        ),
                     })
                 });
-                let Some(Some(updates)) = updates.await else {
+                let Some(Some(mut pages)) = pages.await else {
                     return;
                 };
                 drop(build_permit);
-                // While the client takes them, only the version being sent
-                // is held, and for at most the send deadline each.
-                for update in updates {
+                // Each page is cut as the stream takes it, and may wait at
+                // most the send deadline.
+                while let Some(update) = snapshot
+                    .versioned_of(&network)
+                    .and_then(|matrix| pages.next(matrix))
+                {
                     let bytes = update.encoded_len() as u64;
                     match tokio::time::timeout(shared.send_deadline, tx.send(Ok(update))).await {
                         Ok(Ok(())) => {
@@ -336,7 +357,28 @@ impl pb::scores_server::Scores for ScoresService {
                 }
             }
         });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(HeldWhileOpen {
+            updates: ReceiverStream::new(rx),
+            _slot: watching,
+        })))
+    }
+}
+
+/// A watch stream's body, holding its slot among the watchers until the
+/// HTTP/2 stream is dropped.
+struct HeldWhileOpen {
+    updates: ReceiverStream<Result<pb::MatrixUpdate, Status>>,
+    _slot: Arc<Watching>,
+}
+
+impl tokio_stream::Stream for HeldWhileOpen {
+    type Item = Result<pb::MatrixUpdate, Status>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        std::pin::Pin::new(&mut self.updates).poll_next(cx)
     }
 }
 

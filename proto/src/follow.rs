@@ -28,6 +28,10 @@ use crate::v1 as pb;
 pub const MAX_PAGE_BYTES: usize = 3 * 1024 * 1024;
 /// The most pairs on one page.
 pub const MAX_PAGE_PAIRS: usize = 20_000;
+/// The most a watch stream's page takes (its first may hold more, when
+/// the nodes alone do): small, so that what a stream holds while its
+/// client is slow to read, a page or two, stays small too.
+pub const WATCH_PAGE_BYTES: usize = 256 * 1024;
 
 /// Which part of the matrix GetMatrix answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,11 +140,12 @@ fn kept(matrix: Versioned<'_>, filter: MatrixFilter<'_>) -> (Vec<usize>, Vec<boo
 }
 
 /// Wire pairs from `pairs` while they fit one page: at most `max_pairs`
-/// (within 1 and [`MAX_PAGE_PAIRS`]) and [`MAX_PAGE_BYTES`] with `taken`
-/// bytes of the page already used (by the nodes of a first page).
+/// (within 1 and [`MAX_PAGE_PAIRS`]) and `max_bytes` with `taken` bytes of
+/// the page already used (by the nodes of a first page).
 fn fill_page(
     pairs: impl Iterator<Item = pb::Pair>,
     max_pairs: usize,
+    max_bytes: usize,
     taken: usize,
 ) -> Vec<pb::Pair> {
     let mut bytes = taken;
@@ -148,7 +153,7 @@ fn fill_page(
     for pair in pairs.take(max_pairs.clamp(1, MAX_PAGE_PAIRS)) {
         // A field's tag and length prefix: a few bytes more than the pair.
         let size = pair.encoded_len() + 8;
-        if !page.is_empty() && bytes + size > MAX_PAGE_BYTES {
+        if !page.is_empty() && bytes + size > max_bytes {
             break;
         }
         bytes += size;
@@ -185,6 +190,7 @@ pub fn page(
     let page_pairs = fill_page(
         pairs[start..].iter().map(|&i| matrix.pair(i)),
         max_pairs,
+        MAX_PAGE_BYTES,
         taken,
     );
     let end = start + page_pairs.len();
@@ -254,59 +260,136 @@ fn same_figures(a: &ScoredPair, b: &ScoredPair) -> bool {
         && *quality == b.quality
 }
 
-/// Removed pairs on one page: their keys are small, 50,000 well under
-/// the limit.
-const MAX_PAGE_REMOVED: usize = 50_000;
+/// What a removed pair's key takes on a page, about: page sizes in bytes
+/// become counts of keys by it.
+const REMOVED_KEY_BYTES: usize = 64;
 
-/// Cuts an update into pages: the nodes and the estimates' settings on the
-/// first, the removed keys and then the pairs `pairs` of `matrix` spread
-/// over as many as they need.
-fn paged(
+/// Which of a matrix's pairs an update carries.
+#[derive(Debug, Clone)]
+enum PairList {
+    /// All of them (a full state): no list to hold.
+    All(usize),
+    /// These (a delta's changed pairs).
+    Listed(Vec<usize>),
+}
+
+impl PairList {
+    fn len(&self) -> usize {
+        match self {
+            Self::All(n) => *n,
+            Self::Listed(list) => list.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> usize {
+        match self {
+            Self::All(_) => i,
+            Self::Listed(list) => list[i],
+        }
+    }
+}
+
+/// An update cut into pages, each made when it is taken ([`Pages::next`]):
+/// what waits to be sent is the list of pairs, never their wire form, so
+/// that a stream whose client reads slowly holds a page at a time.
+///
+/// The nodes and the estimates' settings ride on the first page; removed
+/// keys come next, then the pairs, spread over as many pages as they need.
+#[derive(Debug, Clone)]
+pub struct Pages {
+    /// The update's head; its nodes and settings leave with the first page.
     head: pb::MatrixUpdate,
-    matrix: Versioned<'_>,
-    pairs: &[usize],
+    pairs: PairList,
     removed: Vec<pb::PairKey>,
-) -> Vec<pb::MatrixUpdate> {
-    let mut contents: Vec<(Vec<pb::Pair>, Vec<pb::PairKey>)> = removed
-        .chunks(MAX_PAGE_REMOVED)
-        .map(|keys| (Vec::new(), keys.to_vec()))
-        .collect();
-    // The nodes ride on the first page: the first page of pairs leaves
-    // room for them (whether or not removed keys come first).
-    let mut taken = head.encoded_len();
-    let mut start = 0;
-    while start < pairs.len() {
-        let page = fill_page(
-            pairs[start..].iter().map(|&i| matrix.pair(i)),
-            MAX_PAGE_PAIRS,
-            std::mem::take(&mut taken),
-        );
-        start += page.len();
-        contents.push((page, Vec::new()));
+    next_pair: usize,
+    next_removed: usize,
+    next_page: u32,
+    page_bytes: usize,
+    finished: bool,
+}
+
+impl Pages {
+    fn new(
+        head: pb::MatrixUpdate,
+        pairs: PairList,
+        removed: Vec<pb::PairKey>,
+        page_bytes: usize,
+    ) -> Self {
+        Self {
+            head,
+            pairs,
+            removed,
+            next_pair: 0,
+            next_removed: 0,
+            next_page: 0,
+            page_bytes,
+            finished: false,
+        }
     }
-    if contents.is_empty() {
-        contents.push((Vec::new(), Vec::new()));
+
+    /// The next page, cut from `matrix` (the one the pages were made for);
+    /// `None` once the last page was taken.
+    pub fn next(&mut self, matrix: Versioned<'_>) -> Option<pb::MatrixUpdate> {
+        if self.finished {
+            return None;
+        }
+        let first = self.next_page == 0;
+        let mut page = if first {
+            // The nodes and settings once, on the first page only.
+            let light = light_head(&self.head);
+            std::mem::replace(&mut self.head, light)
+        } else {
+            self.head.clone()
+        };
+        if self.next_removed < self.removed.len() {
+            let keys = (self.page_bytes / REMOVED_KEY_BYTES).max(1);
+            let end = (self.next_removed + keys).min(self.removed.len());
+            page.removed = self.removed[self.next_removed..end].to_vec();
+            self.next_removed = end;
+        } else {
+            let taken = if first { page.encoded_len() } else { 0 };
+            let pairs = &self.pairs;
+            page.pairs = fill_page(
+                (self.next_pair..pairs.len()).map(|i| matrix.pair(pairs.get(i))),
+                MAX_PAGE_PAIRS,
+                self.page_bytes,
+                taken,
+            );
+            self.next_pair += page.pairs.len();
+        }
+        page.page = self.next_page;
+        self.next_page = self.next_page.saturating_add(1);
+        self.finished =
+            self.next_removed >= self.removed.len() && self.next_pair >= self.pairs.len();
+        page.last_page = self.finished;
+        Some(page)
     }
-    let last = contents.len() - 1;
-    contents
-        .into_iter()
-        .enumerate()
-        .map(|(i, (pairs, removed))| {
-            let mut page = head.clone();
-            if i > 0 {
-                page.nodes = Vec::new();
-                page.weights = None;
-                page.references = None;
-                page.placement = None;
-                page.placement_faults = Vec::new();
-            }
-            page.page = u32::try_from(i).unwrap_or(u32::MAX);
-            page.last_page = i == last;
-            page.pairs = pairs;
-            page.removed = removed;
-            page
-        })
-        .collect()
+
+    /// Every page, cut from `matrix`.
+    pub fn all(mut self, matrix: Versioned<'_>) -> Vec<pb::MatrixUpdate> {
+        std::iter::from_fn(|| self.next(matrix)).collect()
+    }
+}
+
+/// A head without its large parts, for the pages after the first. Every
+/// field named: a field added must be thought about here.
+fn light_head(head: &pb::MatrixUpdate) -> pb::MatrixUpdate {
+    pb::MatrixUpdate {
+        version: head.version,
+        base_version: head.base_version,
+        page: head.page,
+        last_page: head.last_page,
+        generated_unix_ms: head.generated_unix_ms,
+        nodes_changed: head.nodes_changed,
+        nodes: Vec::new(),
+        pairs: Vec::new(),
+        removed: Vec::new(),
+        weights: None,
+        fallback_penalty: head.fallback_penalty,
+        references: None,
+        placement: None,
+        placement_faults: Vec::new(),
+    }
 }
 
 fn head(
@@ -333,20 +416,21 @@ fn head(
     }
 }
 
-/// A whole matrix as a watch update: base version 0, in pages.
-pub fn full_state(matrix: Versioned<'_>) -> Vec<pb::MatrixUpdate> {
-    let pairs: Vec<usize> = (0..matrix.scored.pairs().len()).collect();
-    paged(
+/// A whole matrix as a watch update: base version 0, in pages of at most
+/// `page_bytes` (the first may hold more when its nodes alone do).
+pub fn full_state(matrix: Versioned<'_>, page_bytes: usize) -> Pages {
+    Pages::new(
         head(matrix, 0, Some(matrix.wire_nodes(|_| true))),
-        matrix,
-        &pairs,
+        PairList::All(matrix.scored.pairs().len()),
         Vec::new(),
+        page_bytes,
     )
 }
 
-/// What turns `old` into `new` as a watch update, in pages: the pairs that
-/// are new or changed, those gone, and the nodes when they changed.
-pub fn delta(old: Versioned<'_>, new: Versioned<'_>) -> Vec<pb::MatrixUpdate> {
+/// What turns `old` into `new` as a watch update, in pages of at most
+/// `page_bytes` cut from `new`: the pairs that are new or changed, those
+/// gone, and the nodes when they changed.
+pub fn delta(old: Versioned<'_>, new: Versioned<'_>, page_bytes: usize) -> Pages {
     let (before, after) = (old.scored, new.scored);
     // Two snapshots number their nodes differently once nodes come or go.
     let in_before: Vec<Option<usize>> = after
@@ -384,7 +468,12 @@ pub fn delta(old: Versioned<'_>, new: Versioned<'_>) -> Vec<pb::MatrixUpdate> {
         .collect();
     let nodes = new.wire_nodes(|_| true);
     let nodes = (old.wire_nodes(|_| true) != nodes).then_some(nodes);
-    paged(head(new, old.version, nodes), new, &changed, removed)
+    Pages::new(
+        head(new, old.version, nodes),
+        PairList::Listed(changed),
+        removed,
+        page_bytes,
+    )
 }
 
 /// Why a follower cannot apply an update: it must start a new watch.
@@ -655,6 +744,16 @@ mod tests {
         figures(&kept)
     }
 
+    /// A full state's pages of the usual size, all at once.
+    fn full_state(matrix: Versioned<'_>) -> Vec<pb::MatrixUpdate> {
+        super::full_state(matrix, MAX_PAGE_BYTES).all(matrix)
+    }
+
+    /// A delta's pages of the usual size, all at once.
+    fn delta(old: Versioned<'_>, new: Versioned<'_>) -> Vec<pb::MatrixUpdate> {
+        super::delta(old, new, MAX_PAGE_BYTES).all(new)
+    }
+
     fn apply_all(
         follower: &mut Follower,
         updates: Vec<pb::MatrixUpdate>,
@@ -855,5 +954,23 @@ mod tests {
         assert_eq!(pages.iter().map(|p| p.pairs.len()).sum::<usize>(), 60_000);
         assert!(pages.last().unwrap().last_page);
         assert!(pages[..pages.len() - 1].iter().all(|p| !p.last_page));
+
+        // A watch stream's pages: the same pairs, every page after the
+        // first under the smaller size, numbered in order.
+        let at = versioned(&big, &big_scored);
+        let small = super::full_state(at, WATCH_PAGE_BYTES).all(at);
+        assert!(small.len() > 4 * pages.len(), "{} pages", small.len());
+        assert!(
+            small[1..]
+                .iter()
+                .all(|p| p.encoded_len() <= WATCH_PAGE_BYTES && p.nodes.is_empty()),
+            "later pages small, without the nodes"
+        );
+        assert_eq!(small[0].nodes.len(), 5000);
+        assert_eq!(small.iter().map(|p| p.pairs.len()).sum::<usize>(), 60_000);
+        assert!(small.iter().enumerate().all(|(i, p)| p.page as usize == i));
+        let mut follower = Follower::new();
+        apply_all(&mut follower, small).unwrap();
+        assert_eq!(follower.matrix().pairs.len(), 60_000);
     }
 }

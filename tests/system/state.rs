@@ -134,3 +134,29 @@ async fn a_state_dir_that_cannot_be_written_stops_the_start() {
         .expect_err("refused");
     assert!(err.to_string().contains("file"), "{err}");
 }
+
+#[tokio::test]
+async fn a_second_collector_on_the_same_state_dir_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let shutdown = CancellationToken::new();
+    let first =
+        netaware_testkit::start_collector_with(Vec::new(), saving(dir.path()), &shutdown).await;
+    let config = netaware_testkit::collector_config(Vec::new(), saving(dir.path()));
+    let err = netaware_collector::Collector::start(config.clone(), CancellationToken::new())
+        .await
+        .expect_err("the directory is the first one's");
+    assert!(
+        err.to_string()
+            .contains("another collector uses this state directory"),
+        "{err}"
+    );
+    // Once the first has stopped (its last save made), the next one starts.
+    shutdown.cancel();
+    first.wait().await;
+    let shutdown = CancellationToken::new();
+    let next = netaware_collector::Collector::start(config, shutdown.clone())
+        .await
+        .expect("free again");
+    shutdown.cancel();
+    next.wait().await;
+}

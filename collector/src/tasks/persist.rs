@@ -14,7 +14,7 @@ use crate::metrics::WorkMetrics;
 use crate::saved_marks::SavedMarks;
 
 /// What a save reads and tells.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Saver {
     /// The state saved.
     pub ingest: Arc<Ingest>,
@@ -22,6 +22,8 @@ pub struct Saver {
     pub work: Arc<WorkMetrics>,
     /// Told what each save holds.
     pub saved_marks: Arc<SavedMarks>,
+    /// The state directory's lock, let go after the last save.
+    pub lock: crate::persist::DirLock,
 }
 
 /// Saves the state every `every` until shutdown, then once more.

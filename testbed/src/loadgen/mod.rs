@@ -5,11 +5,15 @@
 //! Reports windows accepted per second, the ack latency and, given the
 //! collector's pid, its memory after warm-up.
 //!
+//! With `--stalled-watchers-per-s`, hostile followers beside it
+//! ([`stalled`]): watch streams that are opened and never read.
+//!
 //! The fleet and its windows are pure ([`fleet`]), so is the tally
 //! ([`report`]); this module is the async shell.
 
 pub mod fleet;
 pub mod report;
+pub mod stalled;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,6 +56,10 @@ pub struct LoadOptions {
     /// The collector's pid, to sample its resident memory (same machine).
     #[arg(long)]
     pub collector_pid: Option<u32>,
+    /// WatchMatrix streams opened a second, once the fleet is in, and never
+    /// read (a follower that stopped reading); 0: none.
+    #[arg(long, default_value_t = 0.0, value_parser = stalled_rate)]
+    pub stalled_watchers_per_s: f64,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -118,6 +126,15 @@ pub async fn run(options: &LoadOptions, shutdown: CancellationToken) -> anyhow::
         options.duration
     );
 
+    let stalled = Arc::new(stalled::StalledCounts::default());
+    if options.stalled_watchers_per_s > 0.0 {
+        tokio::spawn(stalled::open_stalled(
+            options.collector.clone(),
+            options.stalled_watchers_per_s,
+            Arc::clone(&stalled),
+            stop.clone(),
+        ));
+    }
     let sending = Instant::now();
     let deadline = tokio::time::Instant::now() + options.duration;
     let mut total = Tally::default();
@@ -154,7 +171,7 @@ pub async fn run(options: &LoadOptions, shutdown: CancellationToken) -> anyhow::
         .as_secs_f64()
         .min(options.duration.as_secs_f64());
     let due = (duration_s * 1_000.0 / f64::from(window_ms)) as u64 * fleet.len() as u64;
-    Ok(LoadReport::new(
+    let mut report = LoadReport::new(
         (fleet.len(), options.peers.min(fleet.len() - 1), window_ms),
         connect_s,
         duration_s,
@@ -162,7 +179,19 @@ pub async fn run(options: &LoadOptions, shutdown: CancellationToken) -> anyhow::
         &steady,
         due,
         Memory::of(&memory),
-    ))
+    );
+    report.stalled_watchers = (options.stalled_watchers_per_s > 0.0).then(|| stalled.read());
+    Ok(report)
+}
+
+/// A rate of stalled watchers: 0 to 100 a second.
+fn stalled_rate(text: &str) -> Result<f64, String> {
+    let rate: f64 = text.parse().map_err(|err| format!("{err}"))?;
+    if (0.0..=100.0).contains(&rate) {
+        Ok(rate)
+    } else {
+        Err(format!("{text} is not between 0 and 100 a second"))
+    }
 }
 
 fn progress(elapsed: Duration, interval: &Tally, rss_mb: Option<f64>) {

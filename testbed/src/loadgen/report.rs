@@ -123,6 +123,8 @@ pub struct LoadReport {
     pub pair_windows_per_s: f64,
     /// The collector's memory after warm-up, when its pid was given.
     pub collector_memory: Option<Memory>,
+    /// The stalled watch streams beside the fleet, when there were any.
+    pub stalled_watchers: Option<super::stalled::StalledWatchers>,
 }
 
 impl LoadReport {
@@ -163,6 +165,7 @@ impl LoadReport {
             steady_ack_p99_ms: steady.latency_ms(0.99),
             pair_windows_per_s: per_s(tally.accepted * peers as u64),
             collector_memory: memory,
+            stalled_watchers: None,
         }
     }
 }
@@ -202,6 +205,13 @@ impl std::fmt::Display for LoadReport {
                 m.min_mb,
                 m.max_mb,
                 m.spread * 100.0
+            )?;
+        }
+        if let Some(w) = self.stalled_watchers {
+            writeln!(
+                f,
+                "stalled watchers: {} opened and never read, {} refused, {} failed",
+                w.opened, w.refused, w.failed
             )?;
         }
         Ok(())

@@ -1,8 +1,10 @@
 //! The load generator against a real collector over real gRPC, in small:
 //! 50 simulated agents with 10 peers each, a window every 250 ms for 5 s.
 //! Every window is accepted, none refused or lost, and the collector's own
-//! count agrees with the generator's. (The 2,000-agent figures are a
-//! benchmark: scripts/bench-load, BENCHMARKS.md.)
+//! count agrees with the generator's, while 20 watch streams a second are
+//! opened and never read beside it: past the collector's cap they are
+//! refused. (The 2,000-agent figures are a benchmark: scripts/bench-load,
+//! BENCHMARKS.md.)
 
 use std::time::Duration;
 
@@ -27,6 +29,8 @@ async fn small_fleet_async() {
         duration: Duration::from_secs(5),
         warm_up: Duration::from_secs(1),
         collector_pid: Some(std::process::id()),
+        // Hostile followers beside it: more than the collector serves.
+        stalled_watchers_per_s: 20.0,
         json: false,
     };
     let report = loadgen::run(&options, shutdown.clone()).await.unwrap();
@@ -40,6 +44,14 @@ async fn small_fleet_async() {
     assert!(report.accepted >= 50 * 18, "{report}");
     assert!(report.accepted <= 50 * 21, "{report}");
     assert!(report.ack_p99_ms.is_some() && report.collector_memory.is_some());
+    // Past the collector's cap they were refused; the fleet went on.
+    let stalled = report.stalled_watchers.unwrap();
+    assert_eq!(stalled.failed, 0, "{report}");
+    assert!(
+        stalled.opened <= netaware_collector::WatchLimits::DEFAULT_MAX_WATCHERS as u64,
+        "{report}"
+    );
+    assert!(stalled.refused > 0, "{report}");
 
     // The collector counted the same windows.
     let (_, metrics) = netaware_testkit::get(collector.http_addr, "/metrics").await;

@@ -51,6 +51,7 @@ async fn large_fleet_async() {
         duration: Duration::from_secs(30),
         warm_up: Duration::from_secs(5),
         collector_pid: None,
+        stalled_watchers_per_s: 0.0,
         json: false,
     };
     let fleet = {
