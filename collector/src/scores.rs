@@ -38,6 +38,10 @@ pub const DEFAULT_WATCH_INTERVAL: Duration = Duration::from_secs(1);
 /// nothing changed), so that a follower knows the collector is there and
 /// staleness moves on.
 pub const WATCH_REFRESH: Duration = Duration::from_secs(5);
+/// How long a watch stream's page may wait for its client while the
+/// stream still holds the matrix version it is cut from; past it the
+/// version is let go (see [`ScoresService::send_pages`]).
+pub const WATCH_GRACE: Duration = Duration::from_secs(1);
 
 /// The Scores service and what it reads.
 #[derive(Debug, Clone)]
@@ -66,6 +70,65 @@ pub struct ScoresService {
 impl ScoresService {
     async fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshots.for_reader(&self.ingest, &self.work).await
+    }
+
+    /// Sends `pages`, cut from `snapshot` one at a time as the stream takes
+    /// them, and returns the snapshot whose update went out whole; `None`
+    /// when the stream ended or was cut off.
+    ///
+    /// A page that waits longer than [`WATCH_GRACE`] lets go of the
+    /// snapshot while it waits on, so that a client that reads slowly (or
+    /// not at all) pins no matrix version; once there is room, the update
+    /// goes on from the latest snapshot: the same update when the version
+    /// is the same, else a full state of the latest (a follower starts
+    /// over at a first page of a newer version). A page that waits longer
+    /// than the send deadline cuts the stream off.
+    async fn send_pages(
+        &self,
+        tx: &mpsc::Sender<Result<pb::MatrixUpdate, Status>>,
+        mut snapshot: Arc<Snapshot>,
+        mut pages: follow::Pages,
+        network: &Network,
+        peer: &str,
+    ) -> Option<Arc<Snapshot>> {
+        loop {
+            let permit = match tokio::time::timeout(WATCH_GRACE, tx.reserve()).await {
+                Ok(permit) => permit.ok()?,
+                Err(_) => {
+                    let version = snapshot.version;
+                    drop(snapshot);
+                    let rest = self.send_deadline.saturating_sub(WATCH_GRACE);
+                    let Ok(permit) = tokio::time::timeout(rest, tx.reserve()).await else {
+                        self.work.watch_refused(WatchRefusal::Stalled);
+                        tracing::warn!(
+                            %peer,
+                            deadline_s = self.send_deadline.as_secs_f64(),
+                            "watch stream cut off: the client took no update within the deadline"
+                        );
+                        return None;
+                    };
+                    let permit = permit.ok()?;
+                    snapshot = self.snapshot().await;
+                    if snapshot.version != version {
+                        pages = follow::full_state(
+                            snapshot.versioned_of(network)?,
+                            follow::WATCH_PAGE_BYTES,
+                        );
+                    }
+                    permit
+                }
+            };
+            let Some(update) = snapshot
+                .versioned_of(network)
+                .and_then(|matrix| pages.next(matrix))
+            else {
+                return Some(snapshot);
+            };
+            self.work
+                .watch_sent_bytes
+                .inc_by(update.encoded_len() as u64);
+            permit.send(Ok(update));
+        }
     }
 }
 
@@ -316,33 +379,16 @@ impl pb::scores_server::Scores for ScoresService {
                         ),
                     })
                 });
-                let Some(Some(mut pages)) = pages.await else {
+                let Some(Some(pages)) = pages.await else {
                     return;
                 };
                 drop(build_permit);
-                // Each page is cut as the stream takes it, and may wait at
-                // most the send deadline.
-                while let Some(update) = snapshot
-                    .versioned_of(&network)
-                    .and_then(|matrix| pages.next(matrix))
-                {
-                    let bytes = update.encoded_len() as u64;
-                    match tokio::time::timeout(shared.send_deadline, tx.send(Ok(update))).await {
-                        Ok(Ok(())) => {
-                            shared.work.watch_sent_bytes.inc_by(bytes);
-                        }
-                        Ok(Err(_)) => return,
-                        Err(_) => {
-                            shared.work.watch_refused(WatchRefusal::Stalled);
-                            tracing::warn!(
-                                %peer,
-                                deadline_s = shared.send_deadline.as_secs_f64(),
-                                "watch stream cut off: the client took no update within the deadline"
-                            );
-                            return;
-                        }
-                    }
-                }
+                let Some(snapshot) = shared
+                    .send_pages(&tx, snapshot, pages, &network, &peer)
+                    .await
+                else {
+                    return;
+                };
                 watching.updated(snapshot.version, netaware_runtime::clock::now_ms());
                 sent = Some(snapshot);
                 tokio::select! {

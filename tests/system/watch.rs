@@ -285,3 +285,79 @@ async fn a_watcher_that_stops_reading_is_cut_off_and_the_others_go_on() {
     assert!(updates > seq / 2, "{updates} updates for {seq} windows");
     collector.wait().await;
 }
+
+/// A follower that stops reading for a while (longer than the collector
+/// keeps a matrix version for it) and then reads on: its stream goes on,
+/// every update it gets applies, and it catches up with the matrix.
+#[tokio::test]
+async fn a_follower_that_pauses_catches_up_on_the_same_stream() {
+    let shutdown = CancellationToken::new();
+    let collector = collector_with(Default::default(), &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let names: Vec<String> = (0..60).map(|i| format!("node-{i:02}")).collect();
+    let mut sessions = Vec::new();
+    for name in &names {
+        sessions.push((name.clone(), Session::hello(&url, name).await));
+    }
+    feed(&mut sessions, &names, 1).await;
+    let channel = tonic::transport::Endpoint::from_shared(url.clone())
+        .unwrap()
+        .initial_stream_window_size(65_535)
+        .initial_connection_window_size(65_535)
+        .connect()
+        .await
+        .unwrap();
+    let mut watch = ScoresClient::new(channel)
+        .watch_matrix(pb::WatchRequest {
+            min_interval_ms: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    // Not read for 3 s while every pair changes.
+    let pause = tokio::time::Instant::now() + Duration::from_secs(3);
+    let mut seq = 2;
+    while tokio::time::Instant::now() < pause {
+        feed(&mut sessions, &names, seq).await;
+        seq += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // What the matrix is now, by another client.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let latest = ScoresClient::connect(url.clone())
+        .await
+        .unwrap()
+        .get_matrix(pb::MatrixRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    // Then read on: everything applies, and the follower gets there.
+    let mut follower = Follower::new();
+    let caught_up = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let update = watch.next().await.expect("stream open").expect("no error");
+            if follower.apply(update).expect("every update applies") == Progress::Complete
+                && follower.version() >= latest.version
+            {
+                return follower.matrix();
+            }
+        }
+    })
+    .await;
+    let matrix = caught_up.expect("the follower caught up");
+    assert_eq!(matrix.pairs.len(), 60 * 59);
+    let figures = |m: &pb::Matrix| {
+        let mut f: Vec<(String, String, u64, Option<f64>)> = m
+            .pairs
+            .iter()
+            .map(|p| (p.src.clone(), p.dst.clone(), p.samples, p.rtt_median_ms))
+            .collect();
+        f.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        f
+    };
+    assert_eq!(figures(&matrix), figures(&latest));
+    assert_eq!(watch_refused(&collector, "stalled").await, 0.0);
+    shutdown.cancel();
+    collector.wait().await;
+}
