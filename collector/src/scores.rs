@@ -40,7 +40,8 @@ pub const DEFAULT_WATCH_INTERVAL: Duration = Duration::from_secs(1);
 pub const WATCH_REFRESH: Duration = Duration::from_secs(5);
 /// How long a watch stream's page may wait for its client while the
 /// stream still holds the matrix version it is cut from; past it the
-/// version is let go (see [`ScoresService::send_pages`]).
+/// version is let go, and the update goes on from the latest one when the
+/// client reads again.
 pub const WATCH_GRACE: Duration = Duration::from_secs(1);
 
 /// The Scores service and what it reads.

@@ -204,6 +204,38 @@ async fn feed(sessions: &mut [(String, Session)], names: &[String], seq: u64) {
     }
 }
 
+/// 60 agents' sessions, each window towards all the others, one window
+/// each sent: (their names, their sessions).
+async fn fleet(url: &str) -> (Vec<String>, Vec<(String, Session)>) {
+    let names: Vec<String> = (0..60).map(|i| format!("node-{i:02}")).collect();
+    let mut sessions = Vec::new();
+    for name in &names {
+        sessions.push((name.clone(), Session::hello(url, name).await));
+    }
+    feed(&mut sessions, &names, 1).await;
+    (names, sessions)
+}
+
+/// A watch stream on a connection of its own with HTTP/2's smallest
+/// default windows: the collector can hand it little before it must wait.
+async fn small_window_watch(url: &str) -> tonic::Streaming<pb::MatrixUpdate> {
+    let channel = tonic::transport::Endpoint::from_shared(url.to_owned())
+        .unwrap()
+        .initial_stream_window_size(65_535)
+        .initial_connection_window_size(65_535)
+        .connect()
+        .await
+        .unwrap();
+    ScoresClient::new(channel)
+        .watch_matrix(pb::WatchRequest {
+            min_interval_ms: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
 #[tokio::test]
 async fn a_watcher_that_stops_reading_is_cut_off_and_the_others_go_on() {
     let shutdown = CancellationToken::new();
@@ -213,30 +245,10 @@ async fn a_watcher_that_stops_reading_is_cut_off_and_the_others_go_on() {
     };
     let collector = collector_with(limits, &shutdown).await;
     let url = format!("http://{}", collector.grpc_addr);
-    let names: Vec<String> = (0..60).map(|i| format!("node-{i:02}")).collect();
-    let mut sessions = Vec::new();
-    for name in &names {
-        sessions.push((name.clone(), Session::hello(&url, name).await));
-    }
-    feed(&mut sessions, &names, 1).await;
+    let (names, mut sessions) = fleet(&url).await;
 
-    // A client that opens a stream and never reads it, on a connection of
-    // its own with HTTP/2's smallest default windows.
-    let stalled_channel = tonic::transport::Endpoint::from_shared(url.clone())
-        .unwrap()
-        .initial_stream_window_size(65_535)
-        .initial_connection_window_size(65_535)
-        .connect()
-        .await
-        .unwrap();
-    let mut stalled = ScoresClient::new(stalled_channel)
-        .watch_matrix(pb::WatchRequest {
-            min_interval_ms: 100,
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    // A client that opens a stream and never reads it.
+    let mut stalled = small_window_watch(&url).await;
     // And one that reads.
     let mut reading = ScoresClient::connect(url.clone())
         .await
@@ -294,27 +306,8 @@ async fn a_follower_that_pauses_catches_up_on_the_same_stream() {
     let shutdown = CancellationToken::new();
     let collector = collector_with(Default::default(), &shutdown).await;
     let url = format!("http://{}", collector.grpc_addr);
-    let names: Vec<String> = (0..60).map(|i| format!("node-{i:02}")).collect();
-    let mut sessions = Vec::new();
-    for name in &names {
-        sessions.push((name.clone(), Session::hello(&url, name).await));
-    }
-    feed(&mut sessions, &names, 1).await;
-    let channel = tonic::transport::Endpoint::from_shared(url.clone())
-        .unwrap()
-        .initial_stream_window_size(65_535)
-        .initial_connection_window_size(65_535)
-        .connect()
-        .await
-        .unwrap();
-    let mut watch = ScoresClient::new(channel)
-        .watch_matrix(pb::WatchRequest {
-            min_interval_ms: 100,
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let (names, mut sessions) = fleet(&url).await;
+    let mut watch = small_window_watch(&url).await;
     // Not read for 3 s while every pair changes.
     let pause = tokio::time::Instant::now() + Duration::from_secs(3);
     let mut seq = 2;
