@@ -880,3 +880,52 @@ fn the_rails_overlay_measures_each_rail_and_the_extender_follows_them() {
     };
     assert_eq!(names(&objects), names(&rendered()));
 }
+
+#[test]
+fn the_network_policy_admits_the_collector_s_clients_to_its_ports() {
+    let objects = render("deploy/network-policy");
+    let policy = find(&objects, "NetworkPolicy", "netaware-collector");
+    let collector = find(&objects, "Deployment", "netaware-collector");
+    // It selects the collector's pods, by their labels.
+    let labels = &collector["spec"]["template"]["metadata"]["labels"];
+    let selects = |selector: &Value, labels: &Value| {
+        selector["matchLabels"]
+            .as_mapping()
+            .is_some_and(|m| !m.is_empty() && m.iter().all(|(k, v)| labels[k] == *v))
+    };
+    assert!(selects(&policy["spec"]["podSelector"], labels), "{policy:?}");
+    assert_eq!(strings(&policy["spec"]["policyTypes"]), ["Ingress"]);
+
+    // Every port it opens is one the collector listens on.
+    let ports: Vec<String> = container(collector, "collector")["ports"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_owned())
+        .collect();
+    let rules = policy["spec"]["ingress"].as_sequence().unwrap();
+    let opened: Vec<String> = rules
+        .iter()
+        .flat_map(|rule| rule["ports"].as_sequence().unwrap())
+        .map(|p| p["port"].as_str().expect("named ports").to_owned())
+        .collect();
+    assert_eq!(opened, ["grpc", "metrics"]);
+    assert!(opened.iter().all(|p| ports.contains(p)), "{ports:?}");
+
+    // The gRPC port's pod selectors are the extender's and the
+    // publisher's pods, as their workloads label them.
+    let with_publisher = rendered_with_publisher();
+    let grpc_from = rules[0]["from"].as_sequence().unwrap();
+    for workload in ["netaware-scheduler", "netaware-topology-publisher"] {
+        let pods = &find(&with_publisher, "Deployment", workload)["spec"]["template"]["metadata"]
+            ["labels"];
+        assert!(
+            grpc_from
+                .iter()
+                .any(|peer| selects(&peer["podSelector"], pods)),
+            "{workload} may not reach the collector"
+        );
+    }
+    // And the nodes' addresses, where the host-network agents come from.
+    assert!(grpc_from.iter().any(|peer| peer["ipBlock"]["cidr"].is_string()));
+}
