@@ -893,7 +893,10 @@ fn the_network_policy_admits_the_collector_s_clients_to_its_ports() {
             .as_mapping()
             .is_some_and(|m| !m.is_empty() && m.iter().all(|(k, v)| labels[k] == *v))
     };
-    assert!(selects(&policy["spec"]["podSelector"], labels), "{policy:?}");
+    assert!(
+        selects(&policy["spec"]["podSelector"], labels),
+        "{policy:?}"
+    );
     assert_eq!(strings(&policy["spec"]["policyTypes"]), ["Ingress"]);
 
     // Every port it opens is one the collector listens on.
@@ -917,8 +920,8 @@ fn the_network_policy_admits_the_collector_s_clients_to_its_ports() {
     let with_publisher = rendered_with_publisher();
     let grpc_from = rules[0]["from"].as_sequence().unwrap();
     for workload in ["netaware-scheduler", "netaware-topology-publisher"] {
-        let pods = &find(&with_publisher, "Deployment", workload)["spec"]["template"]["metadata"]
-            ["labels"];
+        let template = &find(&with_publisher, "Deployment", workload)["spec"]["template"];
+        let pods = &template["metadata"]["labels"];
         assert!(
             grpc_from
                 .iter()
@@ -927,5 +930,9 @@ fn the_network_policy_admits_the_collector_s_clients_to_its_ports() {
         );
     }
     // And the nodes' addresses, where the host-network agents come from.
-    assert!(grpc_from.iter().any(|peer| peer["ipBlock"]["cidr"].is_string()));
+    assert!(
+        grpc_from
+            .iter()
+            .any(|peer| peer["ipBlock"]["cidr"].is_string())
+    );
 }
