@@ -98,6 +98,12 @@ pub struct AgentArgs {
     /// Port of /metrics and /healthz on this node's first address (0: none).
     #[arg(long, env = "NETAWARE_METRICS_PORT", default_value_t = crate::DEFAULT_METRICS_PORT)]
     pub metrics_port: u16,
+    /// The pod's projected service-account token (audience netaware), sent
+    /// to the collector as `authorization: Bearer` on every session, read
+    /// again at each (kubelet rotates it): what a collector with
+    /// `--agent-tokens` checks this node's identity by.
+    #[arg(long, env = "NETAWARE_TOKEN_FILE")]
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 impl AgentArgs {
@@ -135,6 +141,7 @@ impl AgentArgs {
             probe: self.probe,
             udp_port: (self.udp_port != 0).then_some(self.udp_port),
             networks: crate::networks::find(&self.networks),
+            token_file: self.token_file,
             ..AgentConfig::new(&self.node, self.addresses, zone, &self.collector)
         }
     }

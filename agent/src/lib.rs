@@ -182,6 +182,9 @@ pub struct AgentConfig {
     /// UDP port of the STAMP reflector on the node's addresses; `None`
     /// runs none (peers then probe this node by ICMP or TCP only).
     pub udp_port: Option<u16>,
+    /// The pod's service-account token, read at each session and sent as
+    /// `authorization: Bearer` (`None`: none sent).
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 /// Whether an agent watches the echo requests that reach its node.
@@ -217,6 +220,7 @@ impl AgentConfig {
             inbound: InboundWatch::Watch,
             probe: transport_choice::ProbeMode::Auto,
             udp_port: Some(reflector::DEFAULT_PORT),
+            token_file: None,
         }
     }
 
@@ -414,7 +418,10 @@ impl Agent {
         let collector = netaware_runtime::tls::endpoint(&config.collector, config.tls.as_ref())
             .map_err(ConfigError::from)?;
         tasks.spawn(session::run(
-            collector,
+            session::Collector {
+                endpoint: collector,
+                token_file: config.token_file.clone(),
+            },
             hello,
             links,
             outbox::Outbox::new(config.max_buffered_windows),

@@ -44,6 +44,32 @@ enum Ended {
     Replaced(String),
 }
 
+/// The collector to hold a session with, and what the agent proves its
+/// node with.
+#[derive(Debug, Clone)]
+pub struct Collector {
+    /// Where it is (TLS or not).
+    pub endpoint: tonic::transport::Endpoint,
+    /// The pod's service-account token, read again at each session.
+    pub token_file: Option<std::path::PathBuf>,
+}
+
+impl Collector {
+    /// The session request: `messages`, with the token when there is one.
+    fn request<T>(&self, messages: T) -> Result<tonic::Request<T>, String> {
+        let mut request = tonic::Request::new(messages);
+        if let Some(path) = &self.token_file {
+            let token = std::fs::read_to_string(path)
+                .map_err(|err| format!("reading the token {}: {err}", path.display()))?;
+            let value = format!("Bearer {}", token.trim())
+                .parse()
+                .map_err(|_| format!("the token {} is not a header value", path.display()))?;
+            request.metadata_mut().insert("authorization", value);
+        }
+        Ok(request)
+    }
+}
+
 /// What the session exchanges with the rest of the agent.
 #[derive(Debug)]
 pub struct Links {
@@ -59,7 +85,7 @@ pub struct Links {
 
 /// Keeps a session with the collector open until `shutdown`.
 pub async fn run(
-    collector: tonic::transport::Endpoint,
+    collector: Collector,
     hello: Hello,
     mut links: Links,
     mut outbox: Outbox,
@@ -82,16 +108,16 @@ pub async fn run(
             Ended::Shutdown => return,
             Ended::Replaced(reason) => {
                 pause = BACKOFF_MAX;
-                tracing::warn!(collector = %collector.uri(), %reason, buffered = outbox.len(), pause_s = pause.as_secs(), "another agent of this node speaks for it; saying hello again later");
+                tracing::warn!(collector = %collector.endpoint.uri(), %reason, buffered = outbox.len(), pause_s = pause.as_secs(), "another agent of this node speaks for it; saying hello again later");
             }
             Ended::Failed(reason) => {
-                tracing::warn!(collector = %collector.uri(), %reason, buffered = outbox.len(), "no session; retrying");
+                tracing::warn!(collector = %collector.endpoint.uri(), %reason, buffered = outbox.len(), "no session; retrying");
             }
             Ended::Lost(reason) => {
                 // It was reached: the next waits start short again.
                 backoff = netaware_runtime::retry::backoff(BACKOFF_MIN, BACKOFF_MAX);
                 pause = backoff.next().unwrap_or(BACKOFF_MAX);
-                tracing::warn!(collector = %collector.uri(), %reason, buffered = outbox.len(), "session lost; reconnecting");
+                tracing::warn!(collector = %collector.endpoint.uri(), %reason, buffered = outbox.len(), "session lost; reconnecting");
             }
         }
         // Wait before the next attempt, still taking in windows meanwhile.
@@ -130,14 +156,14 @@ fn keep(
 }
 
 async fn session(
-    collector: &tonic::transport::Endpoint,
+    collector: &Collector,
     hello: &Hello,
     links: &mut Links,
     outbox: &mut Outbox,
     counters: &Counters,
     shutdown: &CancellationToken,
 ) -> Ended {
-    let mut client = match collector.connect().await {
+    let mut client = match collector.endpoint.connect().await {
         Ok(channel) => AgentSessionClient::new(channel),
         Err(err) => return Ended::Failed(format!("connect: {err:?}")),
     };
@@ -156,7 +182,11 @@ async fn session(
     if up.send(hello_msg).await.is_err() {
         return Ended::Failed("stream closed before hello".into());
     }
-    let mut inbound = match client.session(ReceiverStream::new(up_rx)).await {
+    let request = match collector.request(ReceiverStream::new(up_rx)) {
+        Ok(request) => request,
+        Err(reason) => return Ended::Failed(reason),
+    };
+    let mut inbound = match client.session(request).await {
         Ok(response) => response.into_inner(),
         Err(status) => return Ended::Failed(format!("session refused: {status}")),
     };
@@ -170,7 +200,7 @@ async fn session(
             return Ended::Lost("stream closed during replay".into());
         }
     }
-    tracing::info!(collector = %collector.uri(), "session open");
+    tracing::info!(collector = %collector.endpoint.uri(), "session open");
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return Ended::Shutdown,
@@ -209,5 +239,50 @@ async fn session(
                 Err(status) => return Ended::Lost(status.to_string()),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_is_read_from_its_file_at_each_session() {
+        let path = std::env::temp_dir().join(format!("netaware-token-{}", std::process::id()));
+        let collector = Collector {
+            endpoint: tonic::transport::Endpoint::from_static("http://127.0.0.1:1"),
+            token_file: Some(path.clone()),
+        };
+        let header = |collector: &Collector| {
+            let request = collector.request(()).unwrap();
+            request
+                .metadata()
+                .get("authorization")
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned()
+        };
+        std::fs::write(&path, "first.token\n").unwrap();
+        assert_eq!(header(&collector), "Bearer first.token");
+        // kubelet rotated it.
+        std::fs::write(&path, "second.token").unwrap();
+        assert_eq!(header(&collector), "Bearer second.token");
+        std::fs::remove_file(&path).unwrap();
+        let err = collector.request(()).unwrap_err();
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        // Without a token file, no header.
+        let plain = Collector {
+            token_file: None,
+            ..collector
+        };
+        assert!(
+            plain
+                .request(())
+                .unwrap()
+                .metadata()
+                .get("authorization")
+                .is_none()
+        );
     }
 }

@@ -49,6 +49,15 @@ pub struct CollectorArgs {
     /// hello that says otherwise.
     #[arg(long)]
     pub zones_from_nodes: bool,
+    /// Check each agent's pod service-account token (audience netaware)
+    /// with a TokenReview (RBAC: create tokenreviews, get nodes): the
+    /// token's node must be the hello's, and the hello's addresses the
+    /// Node's. A hello without a valid token is refused.
+    #[arg(long)]
+    pub agent_tokens: bool,
+    /// The service account whose tokens speak for nodes.
+    #[arg(long, default_value = crate::agent_tokens::DEFAULT_AGENT_ACCOUNT)]
+    pub agent_service_account: String,
     #[command(flatten)]
     /// The score, placement and throughput flags.
     pub model: ModelArgs,
@@ -244,16 +253,28 @@ impl ModelArgs {
 
 impl CollectorArgs {
     /// The configuration these flags describe, with the inventory read
-    /// and, with `--zones-from-nodes`, a client of the Kubernetes API.
+    /// and, with `--zones-from-nodes` or `--agent-tokens`, a client of the
+    /// Kubernetes API.
     pub async fn config(&self) -> Result<CollectorConfig, CollectorError> {
-        let node_places = if self.zones_from_nodes {
-            let client = kube::Client::try_default()
-                .await
-                .map_err(ConfigError::Kube)?;
-            Some(std::sync::Arc::new(NodePlaces::new(client)))
+        let client = if self.zones_from_nodes || self.agent_tokens {
+            Some(
+                kube::Client::try_default()
+                    .await
+                    .map_err(ConfigError::Kube)?,
+            )
         } else {
             None
         };
+        let node_places = client
+            .clone()
+            .filter(|_| self.zones_from_nodes)
+            .map(|client| std::sync::Arc::new(NodePlaces::new(client)));
+        let agent_tokens = client.filter(|_| self.agent_tokens).map(|client| {
+            std::sync::Arc::new(crate::agent_tokens::AgentTokens::new(
+                client,
+                &self.agent_service_account,
+            ))
+        });
         let inventory = match &self.inventory {
             Some(path) => inventory::load(path).map_err(ConfigError::from)?,
             None => Vec::new(),
@@ -278,6 +299,7 @@ impl CollectorArgs {
                 max_watchers: self.max_watchers as usize,
                 ..crate::WatchLimits::default()
             },
+            agent_tokens,
         })
     }
 }

@@ -29,6 +29,7 @@
 //! [`Collector::start`] binds and serves; `netaware collector`, the demo
 //! and the tests all start it so.
 
+pub mod agent_tokens;
 pub mod agents;
 pub mod cli;
 pub mod config;
@@ -229,6 +230,10 @@ pub struct CollectorConfig {
     pub node_places: Option<Arc<NodePlaces>>,
     /// What watch streams may hold.
     pub watch: WatchLimits,
+    /// The Kubernetes API that agents' tokens are checked with
+    /// (`--agent-tokens`); `None`: a hello's node is taken as said (or as
+    /// its certificate names it, under mutual TLS).
+    pub agent_tokens: Option<Arc<agent_tokens::AgentTokens>>,
 }
 
 /// `--state-dir` and `--state-interval`.
@@ -323,6 +328,7 @@ impl Collector {
             work: Arc::clone(&work),
             node_identity,
             node_places: config.node_places.clone(),
+            agent_tokens: config.agent_tokens.clone(),
             shutdown: shutdown.clone(),
         };
         let scores = ScoresService {

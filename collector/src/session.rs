@@ -42,6 +42,9 @@ pub struct SessionService {
     /// Where each agent's zone is read (`--zones-from-nodes`); `None`: the
     /// hello's zone is taken as said.
     pub node_places: Option<Arc<NodePlaces>>,
+    /// Where each agent's token is checked (`--agent-tokens`); `None`: no
+    /// token is asked for.
+    pub agent_tokens: Option<Arc<crate::agent_tokens::AgentTokens>>,
     /// Sessions end at shutdown.
     pub shutdown: CancellationToken,
 }
@@ -58,6 +61,8 @@ impl pb::agent_session_server::AgentSession for SessionService {
         let certificate = request
             .peer_certs()
             .and_then(|certs| certs.first().map(|c| c.to_vec()));
+        // With `--agent-tokens`, the pod's service-account token says it.
+        let token = crate::agent_tokens::bearer(request.metadata());
         let mut inbound = request.into_inner();
         let first = tokio::time::timeout(crate::HELLO_DEADLINE, inbound.message()).await;
         let hello = match first {
@@ -92,6 +97,12 @@ impl pb::agent_session_server::AgentSession for SessionService {
         };
         if shared.node_identity {
             crate::identity::check(certificate.as_deref(), &hello)
+                .map_err(|refused| refuse(refused.to_string()))?;
+        }
+        if let Some(tokens) = &shared.agent_tokens {
+            tokens
+                .check(token.as_deref(), &hello)
+                .await
                 .map_err(|refused| refuse(refused.to_string()))?;
         }
         // The Node's labels, not the agent, say where it is.

@@ -54,5 +54,6 @@ pub fn collector_config(
         http_tls: None,
         node_places: None,
         watch: netaware_collector::WatchLimits::default(),
+        agent_tokens: None,
     }
 }

@@ -27,6 +27,25 @@ impl Session {
         endpoint: tonic::transport::Endpoint,
         first: pb::AgentMessage,
     ) -> Result<Self, tonic::Status> {
+        Self::open_presenting(endpoint, first, None).await
+    }
+
+    /// A session to `url` opened with `first`, presenting `token` as
+    /// `authorization: Bearer`, as an agent with `--token-file` does.
+    pub async fn open_with_token(
+        url: &str,
+        first: pb::AgentMessage,
+        token: &str,
+    ) -> Result<Self, tonic::Status> {
+        let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned()).unwrap();
+        Self::open_presenting(endpoint, first, Some(token)).await
+    }
+
+    async fn open_presenting(
+        endpoint: tonic::transport::Endpoint,
+        first: pb::AgentMessage,
+        token: Option<&str>,
+    ) -> Result<Self, tonic::Status> {
         let (up, rx) = mpsc::channel(16);
         up.send(first).await.unwrap();
         let channel = endpoint
@@ -34,7 +53,12 @@ impl Session {
             .await
             .map_err(|e| tonic::Status::unavailable(format!("{e:?}")))?;
         let mut client = AgentSessionClient::new(channel);
-        let down = client.session(ReceiverStream::new(rx)).await?.into_inner();
+        let mut request = tonic::Request::new(ReceiverStream::new(rx));
+        if let Some(token) = token {
+            let value = format!("Bearer {token}").parse().unwrap();
+            request.metadata_mut().insert("authorization", value);
+        }
+        let down = client.session(request).await?.into_inner();
         Ok(Self { up, down })
     }
 

@@ -5,6 +5,7 @@
 //! (raw ICMP on loopback) skip without it, and fail instead under
 //! `NETAWARE_REQUIRE_ROOT=1`, as in CI.
 
+mod agent_tokens;
 mod bad_input;
 mod cli;
 mod end_to_end;

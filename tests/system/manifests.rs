@@ -267,6 +267,19 @@ fn the_agent_daemonset_runs_everywhere_with_net_raw_only() {
         Some(u64::from(args.metrics_port))
     );
 
+    // Its node proven by its pod's token, for the collector's audience,
+    // as a projected volume that kubelet rotates.
+    let token_file = args.token_file.as_ref().expect("--token-file");
+    let token_file = token_file.to_str().unwrap();
+    let volume = volume_holding(daemonset, agent, token_file);
+    let source = &volume["projected"]["sources"][0]["serviceAccountToken"];
+    assert_eq!(
+        source["audience"],
+        netaware_collector::agent_tokens::AUDIENCE
+    );
+    assert!(token_file.ends_with(&format!("/{}", source["path"].as_str().unwrap())));
+    assert!(source["expirationSeconds"].as_u64().unwrap() <= 3600);
+
     // RBAC: get on nodes, nothing more.
     let role = find(&objects, "ClusterRole", "netaware-agent");
     let rules = role["rules"].as_sequence().unwrap();
@@ -313,17 +326,33 @@ fn the_collector_is_probed_over_grpc_and_reached_through_its_service() {
         pdb["spec"]["selector"]["matchLabels"],
         deployment["spec"]["selector"]["matchLabels"]
     );
-    // Zones from the Nodes: get on nodes, nothing more.
-    assert!(args.zones_from_nodes);
+    // Zones from the Nodes, and each agent's node from its token: get on
+    // nodes and create on tokenreviews, nothing more.
+    assert!(args.zones_from_nodes && args.agent_tokens);
+    let agents = find(&objects, "DaemonSet", "netaware-agent");
+    assert_eq!(
+        args.agent_service_account,
+        format!(
+            "system:serviceaccount:{}:{}",
+            agents["metadata"]["namespace"].as_str().unwrap(),
+            agents["spec"]["template"]["spec"]["serviceAccountName"]
+                .as_str()
+                .unwrap()
+        ),
+        "the agents' tokens are the ones taken"
+    );
     assert_eq!(
         deployment["spec"]["template"]["spec"]["automountServiceAccountToken"],
         true
     );
     let role = find(&objects, "ClusterRole", "netaware-collector");
     let rules = role["rules"].as_sequence().unwrap();
-    assert_eq!(rules.len(), 1);
+    assert_eq!(rules.len(), 2);
     assert_eq!(strings(&rules[0]["resources"]), ["nodes"]);
     assert_eq!(strings(&rules[0]["verbs"]), ["get"]);
+    assert_eq!(strings(&rules[1]["apiGroups"]), ["authentication.k8s.io"]);
+    assert_eq!(strings(&rules[1]["resources"]), ["tokenreviews"]);
+    assert_eq!(strings(&rules[1]["verbs"]), ["create"]);
     let binding = find(&objects, "ClusterRoleBinding", "netaware-collector");
     assert_eq!(binding["roleRef"]["name"], "netaware-collector");
     assert_eq!(

@@ -65,7 +65,6 @@ async fn a_hello_must_name_the_zone_of_its_node() {
     let shutdown = CancellationToken::new();
     let config = CollectorConfig {
         node_places: Some(std::sync::Arc::new(NodePlaces::new(client))),
-        watch: netaware_collector::WatchLimits::default(),
         ..netaware_testkit::collector_config(Vec::new(), None)
     };
     let collector = Collector::start(config, shutdown.clone()).await.unwrap();

@@ -54,7 +54,10 @@ async fn an_agent_outlives_a_collector_down_for_three_hours() {
         },
     };
     let agent = tokio::spawn(session::run(
-        endpoint,
+        session::Collector {
+            endpoint,
+            token_file: None,
+        },
         netaware_testkit::hello("a"),
         links,
         Outbox::new(KEPT),

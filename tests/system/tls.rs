@@ -110,6 +110,7 @@ async fn collector_with_https(
         tls: Some(tls),
         node_places: None,
         watch: netaware_collector::WatchLimits::default(),
+        agent_tokens: None,
     };
     let collector = Collector::start(config, shutdown.clone()).await.unwrap();
     let url = format!("https://127.0.0.1:{}", collector.grpc_addr.port());
@@ -512,6 +513,7 @@ async fn certificates_from_netaware_certs_give_nodes_their_identity() {
         tls: Some(served),
         node_places: None,
         watch: netaware_collector::WatchLimits::default(),
+        agent_tokens: None,
     };
     let collector = Collector::start(config, shutdown.clone()).await.unwrap();
     // Agents dial the collector's Service name, as in deploy/tls.
