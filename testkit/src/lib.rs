@@ -2,7 +2,7 @@
 //! hello and one window ([`fixtures`]), a collector and an agent started
 //! on loopback ([`collector`], [`agent`]), a hand-driven agent session
 //! ([`session`]), polling ([`wait`]), HTTP requests and the extender served
-//! on loopback ([`http`]), the extender following a collector as in its
+//! on loopback ([`http`]), a mock Kubernetes API server ([`kube_api`]), the extender following a collector as in its
 //! pod ([`extender`]), a real Prometheus ([`prometheus`]), one sample
 //! read out of a service's /metrics ([`metrics`]), and the
 //! checks that a test may use root or a tool, which CI
@@ -16,6 +16,7 @@ pub mod collector;
 pub mod extender;
 pub mod fixtures;
 pub mod http;
+pub mod kube_api;
 pub mod metrics;
 pub mod prometheus;
 pub mod require;
@@ -28,6 +29,7 @@ pub use agent::{AGENT_METRICS_PORT, start_agent, start_agent_with};
 pub use collector::{collector_config, start_collector, start_collector_on, start_collector_with};
 pub use fixtures::{good_peer, hello, hello_message, window};
 pub use http::{get, post, serve_extender, serve_extender_on};
+pub use kube_api::mock_api;
 pub use prometheus::check_with_promtool;
 pub use require::{have_root, have_tool, one_lab_at_a_time, run_apart_from_labs};
 pub use session::Session;

@@ -6,8 +6,7 @@
 //! session; a token of node A saying hello as B is refused, and B's real
 //! session is unaffected.
 
-use http::{Method, Request, Response, StatusCode};
-use kube::client::Body;
+use http::{Method, StatusCode};
 use netaware_collector::agent_tokens::{AgentTokens, DEFAULT_AGENT_ACCOUNT, NODE_NAME_CLAIM};
 use netaware_collector::{Collector, CollectorConfig};
 use netaware_proto::v1 as pb;
@@ -81,30 +80,7 @@ fn answer(method: &Method, path: &str, body: &Value) -> (StatusCode, Value) {
 
 #[tokio::test]
 async fn only_a_node_s_own_agent_token_speaks_for_it() {
-    let (service, mut api) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    let client = kube::Client::new(service, "default");
-    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let log = std::sync::Arc::clone(&asked);
-    tokio::spawn(async move {
-        while let Some((request, respond)) = api.next_request().await {
-            let (parts, body) = request.into_parts();
-            let bytes = http_body_util::BodyExt::collect(body)
-                .await
-                .map(|b| b.to_bytes())
-                .unwrap_or_default();
-            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-            let (status, answer) = answer(&parts.method, parts.uri.path(), &body);
-            log.lock()
-                .unwrap()
-                .push(format!("{} {}", parts.method, parts.uri.path()));
-            respond.send_response(
-                Response::builder()
-                    .status(status)
-                    .body(Body::from(serde_json::to_vec(&answer).unwrap()))
-                    .unwrap(),
-            );
-        }
-    });
+    let (client, asked) = netaware_testkit::mock_api(answer);
     let shutdown = CancellationToken::new();
     let config = CollectorConfig {
         agent_tokens: Some(std::sync::Arc::new(AgentTokens::new(

@@ -1,11 +1,10 @@
 //! `--zones-from-nodes` with a real collector over real gRPC, and kube-rs's
 //! real client asking for each agent's Node, with the API server's side
-//! played over a tower-test mock (as kube-rs tests its own client): a
+//! played over a tower-test mock (`netaware_testkit::mock_api`): a
 //! hello whose zone disagrees with its Node's labels is refused, one that
 //! agrees opens, and a Node the API cannot give refuses the hello too.
 
-use http::{Request, Response, StatusCode};
-use kube::client::Body;
+use http::StatusCode;
 use netaware_collector::node_places::NodePlaces;
 use netaware_collector::{Collector, CollectorConfig};
 use netaware_proto::v1 as pb;
@@ -22,44 +21,30 @@ fn hello_in(node: &str, zone: &str) -> pb::AgentMessage {
 
 #[tokio::test]
 async fn a_hello_must_name_the_zone_of_its_node() {
-    let (service, mut api) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    let client = kube::Client::new(service, "default");
     // The API server: gpu-1 in zone-a, gpu-2 in zone-b, no gpu-3.
-    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let log = std::sync::Arc::clone(&asked);
-    tokio::spawn(async move {
-        while let Some((request, respond)) = api.next_request().await {
-            let path = request.uri().path().to_owned();
-            let name = path.rsplit('/').next().unwrap_or_default().to_owned();
-            let zone = match name.as_str() {
-                "gpu-1" => Some("zone-a"),
-                "gpu-2" => Some("zone-b"),
-                _ => None,
-            };
-            let (status, body) = match zone {
-                Some(zone) => (
-                    StatusCode::OK,
-                    json!({
-                        "apiVersion": "v1", "kind": "Node",
-                        "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
-                        "spec": {}, "status": {}
-                    }),
-                ),
-                None => (
-                    StatusCode::NOT_FOUND,
-                    json!({
-                        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                        "message": format!("nodes \"{name}\" not found"), "reason": "NotFound", "code": 404
-                    }),
-                ),
-            };
-            log.lock().unwrap().push(path);
-            respond.send_response(
-                Response::builder()
-                    .status(status)
-                    .body(Body::from(serde_json::to_vec(&body).unwrap()))
-                    .unwrap(),
-            );
+    let (client, asked) = netaware_testkit::mock_api(|_, path, _| {
+        let name = path.rsplit('/').next().unwrap_or_default();
+        let zone = match name {
+            "gpu-1" => Some("zone-a"),
+            "gpu-2" => Some("zone-b"),
+            _ => None,
+        };
+        match zone {
+            Some(zone) => (
+                StatusCode::OK,
+                json!({
+                    "apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
+                    "spec": {}, "status": {}
+                }),
+            ),
+            None => (
+                StatusCode::NOT_FOUND,
+                json!({
+                    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                    "message": format!("nodes \"{name}\" not found"), "reason": "NotFound", "code": 404
+                }),
+            ),
         }
     });
     let shutdown = CancellationToken::new();
