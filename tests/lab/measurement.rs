@@ -91,6 +91,10 @@ fn ping_median_on(system: &LabSystem, network: &str, src: &str, dst: &str, count
     median_of(rtts).unwrap_or_else(|| panic!("ping {src} -> {dst} got no reply"))
 }
 
+/// The most the emulator may add to a ping's RTT (its wake-up latency) for
+/// the lab's RTT figures to be judged at all.
+const MAX_EMULATOR_OVERHEAD_MS: f64 = 0.3;
+
 /// How far apart the reference's pings are sent.
 const PING_INTERVAL: Duration = Duration::from_millis(20);
 
@@ -490,11 +494,27 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
     // The emulator's own overhead: what ping sees over the control link
     // beyond its configured RTT. (A packet that arrives while the emulator
     // sleeps waits for it to wake up, some tens of microseconds.)
+    // On a shared machine one stretch of seconds can read high, so the
+    // overhead is read up to three times and judged on the median of its
+    // tries (a second try only when the first is out of bounds).
     let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
-    let overhead = ping_median_on(system, network, "a1", "control", 50) - control_rtt;
+    let overhead_bound = 0.0..MAX_EMULATOR_OVERHEAD_MS;
+    let mut overheads = Vec::new();
+    while overheads.len() < 3 {
+        overheads.push(ping_median_on(system, network, "a1", "control", 50) - control_rtt);
+        let within = overheads
+            .iter()
+            .filter(|o| overhead_bound.contains(*o))
+            .count();
+        if within * 2 > overheads.len() || (overheads.len() - within) * 2 > 3 {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let overhead = median_of(overheads.clone()).unwrap();
     assert!(
-        (0.0..0.3).contains(&overhead),
-        "emulator overhead {overhead} ms"
+        overhead_bound.contains(&overhead),
+        "emulator overhead {overhead} ms (tries: {overheads:?})"
     );
 
     let mut lossy = Vec::new();
