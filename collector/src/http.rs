@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use axum::routing::get;
@@ -47,9 +48,9 @@ async fn metrics(State(shared): State<HttpState>) -> impl IntoResponse {
     let (throughput, last_seqs) = {
         let state = shared.ingest.state();
         let last_seqs = state
-            .saved_nodes()
+            .agent_marks()
             .into_iter()
-            .map(|node| (node.name, node.last_seq))
+            .map(|(node, _, last_seq)| (node, last_seq))
             .collect();
         (state.throughput_counts(), last_seqs)
     };
@@ -86,7 +87,17 @@ async fn metrics(State(shared): State<HttpState>) -> impl IntoResponse {
     )
 }
 
-async fn healthz(State(shared): State<HttpState>) -> String {
+/// 200 while the collector works as it should; 503 while its saves fail
+/// (the gRPC health service kubelet asks stays serving: taking the
+/// collector out of its Service would stop ingest as well, and agents keep
+/// every unsaved window until a save holds it).
+async fn healthz(State(shared): State<HttpState>) -> (StatusCode, String) {
     let nodes = shared.ingest.state().node_count();
-    format!("ok: {nodes} nodes\n")
+    match shared.work.save_problem() {
+        None => (StatusCode::OK, format!("ok: {nodes} nodes\n")),
+        Some(problem) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: saving the state fails: {problem}\n"),
+        ),
+    }
 }

@@ -239,7 +239,7 @@ pub struct CollectorConfig {
 /// `--state-dir` and `--state-interval`.
 #[derive(Debug, Clone)]
 pub struct StateConfig {
-    /// The directory of `state.json`.
+    /// The directory of the saved state (see [`persist`]).
     pub dir: std::path::PathBuf,
     /// Time between saves (and one more on shutdown).
     pub every: std::time::Duration,
@@ -285,13 +285,20 @@ impl Collector {
             Some(saving) => Some(persist::prepare(&saving.dir).map_err(ConfigError::from)?),
             None => None,
         };
-        let (state, accepted) = match &config.state {
-            Some(saving) => initial_state(&config, saving)?,
+        let (mut state, accepted, files) = match &config.state {
+            Some(saving) => {
+                let initial = initial_state(&config, saving)?;
+                (initial.state, initial.accepted, Some(initial.files))
+            }
             None => (
                 CollectorState::new(config.model, config.inventory.clone()),
                 Vec::new(),
+                None,
             ),
         };
+        if files.is_some() {
+            state.start_journal();
+        }
         let node_identity = config
             .tls
             .as_ref()
@@ -305,8 +312,12 @@ impl Collector {
         let topology = Arc::new(SharedTopology::default());
         if config.state.is_some() {
             // What was restored is on disk: acks say so from the start.
-            let restored = ingest.state().saved_nodes();
-            saved_marks.saved(&restored);
+            let restored = ingest.state().agent_marks();
+            saved_marks.saved(
+                restored
+                    .iter()
+                    .map(|(node, instance, seq)| (node.as_str(), *instance, *seq)),
+            );
         }
         for (node, count) in accepted {
             work.node_seen(&node);
@@ -403,19 +414,15 @@ impl Collector {
             model,
             shutdown.clone(),
         ));
-        if let (Some(saving), Some(lock)) = (&config.state, state_lock) {
+        if let (Some(saving), Some(lock), Some(files)) = (&config.state, state_lock, files) {
             let saver = tasks::persist::Saver {
                 ingest: Arc::clone(&ingest),
                 work: Arc::clone(&work),
                 saved_marks,
+                files,
                 lock,
             };
-            tasks.spawn(tasks::persist::run(
-                saver,
-                saving.dir.clone(),
-                saving.every,
-                shutdown.clone(),
-            ));
+            tasks.spawn(tasks::persist::run(saver, saving.every, shutdown.clone()));
         }
         let app = http::router(http::HttpState {
             ingest: Arc::clone(&ingest),
@@ -463,53 +470,59 @@ impl Collector {
     }
 }
 
+/// What a collector starts from with `--state-dir`.
+struct InitialState {
+    state: CollectorState,
+    /// Windows accepted from each node over the collector's lifetimes.
+    accepted: Vec<(String, u64)>,
+    /// The directory's files, for the saver.
+    files: persist::Files,
+}
+
 /// The state saved in `--state-dir` and the windows accepted from each
-/// node so far, or an empty state when there is none or it cannot be used
-/// (then the file is set aside and the log says why).
+/// node so far, or an empty state when there is none or none can be used
+/// (then the log says why, and damaged files are kept aside).
 fn initial_state(
     config: &CollectorConfig,
     saving: &StateConfig,
-) -> Result<(CollectorState, Vec<(String, u64)>), CollectorError> {
-    let empty = || {
-        (
-            CollectorState::new(config.model, config.inventory.clone()),
-            Vec::new(),
-        )
-    };
-    let problem = match persist::load(&saving.dir) {
-        Ok(None) => return Ok(empty()),
-        Ok(Some(saved)) => {
-            match CollectorState::restored(config.model, config.inventory.clone(), &saved) {
-                Ok(state) => {
-                    tracing::info!(
-                        nodes = saved.nodes.len(),
-                        pairs = saved.pairs.len(),
-                        saved_at = saved.saved_at,
-                        "state restored"
-                    );
-                    let accepted = saved
-                        .nodes
-                        .into_iter()
-                        .map(|n| (n.name, n.accepted))
-                        .collect();
-                    return Ok((state, accepted));
-                }
-                Err(invalid) => invalid.0,
-            }
-        }
-        Err(err) => err.to_string(),
-    };
-    match persist::set_aside(&saving.dir) {
-        Ok(aside) => tracing::error!(
-            problem,
-            aside = %aside.display(),
-            "the saved state cannot be used: starting empty"
-        ),
-        Err(err) => {
-            tracing::error!(problem, %err, "the saved state cannot be used: starting empty")
-        }
+) -> Result<InitialState, CollectorError> {
+    let fresh = || state::Restored::new(config.model, config.inventory.clone());
+    let loaded = persist::load(&saving.dir, fresh).map_err(ConfigError::from)?;
+    for problem in &loaded.problems {
+        tracing::error!(problem, "reading the saved state");
     }
-    Ok(empty())
+    let files = persist::Files::open(&saving.dir, &loaded).map_err(ConfigError::from)?;
+    let Some(restored) = loaded.restored else {
+        if loaded.newest > 0 {
+            tracing::error!("no saved state can be used: starting empty");
+        }
+        return Ok(InitialState {
+            state: CollectorState::new(config.model, config.inventory.clone()),
+            accepted: Vec::new(),
+            files,
+        });
+    };
+    let skipped = restored.skipped;
+    if skipped != state::Skipped::default() {
+        tracing::warn!(
+            nodes = skipped.nodes,
+            pairs = skipped.pairs,
+            windows = skipped.windows,
+            "saved records left out: they fail the checks a live report must pass"
+        );
+    }
+    tracing::info!(
+        nodes = restored.state.node_count(),
+        pairs = restored.state.matrix().pair_count(),
+        records = restored.records,
+        generation = loaded.generation,
+        "state restored"
+    );
+    Ok(InitialState {
+        state: restored.state,
+        accepted: restored.accepted.into_iter().collect(),
+        files,
+    })
 }
 
 /// Runs a collector until SIGINT or SIGTERM: the body of

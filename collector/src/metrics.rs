@@ -161,6 +161,29 @@ struct ReasonLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+/// What a save wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaveKind {
+    /// An append of what changed.
+    Journal,
+    /// A whole new checkpoint.
+    Checkpoint,
+}
+
+impl SaveKind {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Journal => "journal",
+            Self::Checkpoint => "checkpoint",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     outcome: &'static str,
 }
@@ -184,6 +207,15 @@ pub struct WorkMetrics {
     pub state_saves: Counter,
     /// State saves that failed.
     pub state_save_errors: Counter,
+    /// Bytes written to `--state-dir`, by `kind` (journal, checkpoint).
+    state_saved_bytes: Family<KindLabels, Counter>,
+    /// Seconds each save held the state's lock: one swap of the journal,
+    /// or one slice of a checkpoint.
+    pub state_save_lock: Histogram,
+    /// 1 while the last save failed.
+    state_save_failing: Gauge,
+    /// Why the last save failed, while it did (for /healthz).
+    state_save_problem: std::sync::Mutex<Option<String>>,
     /// Seconds each shared snapshot took to build, copy and scoring.
     pub snapshot_build: Histogram,
     /// Seconds each build held the state's lock (the copy alone).
@@ -254,6 +286,11 @@ impl Default for WorkMetrics {
             windows_rejected: Family::default(),
             state_saves: Counter::default(),
             state_save_errors: Counter::default(),
+            state_saved_bytes: Family::default(),
+            // 10 us to about 1.5 s.
+            state_save_lock: Histogram::new(exponential_buckets(0.00001, 2.7, 13)),
+            state_save_failing: Gauge::default(),
+            state_save_problem: std::sync::Mutex::new(None),
             snapshot_build: seconds(),
             snapshot_lock: seconds(),
             snapshot_delay: seconds(),
@@ -268,6 +305,37 @@ impl Default for WorkMetrics {
 }
 
 impl WorkMetrics {
+    /// A save of `kind` wrote `bytes` and is on disk.
+    pub fn save_done(&self, kind: SaveKind, bytes: u64) {
+        self.state_saves.inc();
+        self.state_saved_bytes
+            .get_or_create(&KindLabels { kind: kind.label() })
+            .inc_by(bytes);
+        self.state_save_failing.set(0);
+        *self
+            .state_save_problem
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
+    /// A save failed, for `why`.
+    pub fn save_failed(&self, why: String) {
+        self.state_save_errors.inc();
+        self.state_save_failing.set(1);
+        *self
+            .state_save_problem
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+    }
+
+    /// Why the last save failed, while it did.
+    pub fn save_problem(&self) -> Option<String> {
+        self.state_save_problem
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// Counts a session refused or ended for `reason`.
     pub fn refused(&self, reason: Refusal) {
         self.sessions_refused
@@ -444,6 +512,17 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
         "State saves to --state-dir that failed",
         work.state_save_errors.clone(),
     );
+    collector.register(
+        "state_save_failing",
+        "1 while the last save to --state-dir failed (acks then say how far the last good one reaches, and agents keep the rest)",
+        work.state_save_failing.clone(),
+    );
+    collector.register_with_unit(
+        "state_saved",
+        "Bytes written to --state-dir, by kind: journal (what changed) or checkpoint (all of it)",
+        prometheus_client::registry::Unit::Bytes,
+        work.state_saved_bytes.clone(),
+    );
     let seconds = [
         (
             "snapshot_build",
@@ -464,6 +543,11 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
             "snapshot_delay",
             "Time from the earliest change a snapshot holds to its publication (how far readers are behind the state)",
             &work.snapshot_delay,
+        ),
+        (
+            "state_save_lock",
+            "Time each save held the state's lock (one swap of the journal, or one slice of a checkpoint)",
+            &work.state_save_lock,
         ),
         (
             "topology_round",

@@ -10,8 +10,9 @@ use netaware_proto::v1::{AgentMessage, Hello, PeerWindow, Window, agent_message}
 use prost::Message;
 
 use crate::config::ModelConfig;
-use crate::saved::SavedState;
+use crate::saved::RecordReader;
 use crate::state::CollectorState;
+use crate::state::Restored;
 
 /// Now, for the harnesses: a fixed clock, so that runs repeat.
 pub const NOW_MS: u64 = 1_800_000_000_000;
@@ -31,6 +32,7 @@ fn hello(node: &str) -> Hello {
 /// A state with agents a, b and c, and one good window from a.
 pub fn seeded_state() -> CollectorState {
     let mut state = CollectorState::new(ModelConfig::default(), Vec::new());
+    state.start_journal();
     for node in ["a", "b", "c"] {
         state.hello(&hello(node), NOW_MS).expect("a valid hello");
     }
@@ -112,15 +114,49 @@ pub fn agent_message_bytes(bytes: &[u8]) {
     }
 }
 
-/// Bytes as a state file: restored or refused, never a panic, and a
-/// restored state is sane.
+/// Bytes as a saved state file: each good record restored, the rest
+/// refused, never a panic, and the restored state is sane.
 pub fn state_file_bytes(bytes: &[u8]) {
-    let Ok(saved) = serde_json::from_slice::<SavedState>(bytes) else {
-        return;
-    };
-    if let Ok(state) = CollectorState::restored(ModelConfig::default(), Vec::new(), &saved) {
-        assert_sane(&state.snapshot(NOW_MS));
+    let mut restored = Restored::new(ModelConfig::default(), Vec::new());
+    if let Ok(reader) = RecordReader::new(bytes) {
+        for record in reader.map_while(Result::ok) {
+            restored.apply(&record);
+        }
     }
+    assert_sane(&restored.state.snapshot(NOW_MS));
+}
+
+/// The saved file of [`seeded_state`]'s journal, with byte `at` (modulo
+/// their length) of the records' contents set to `byte` and each frame's
+/// checksum made to match: what reaches the checks behind the checksum.
+pub fn mutated_state_file(at: usize, byte: u8) -> Vec<u8> {
+    let journal = seeded_state().take_journal().bytes;
+    // Each frame: length (4), checksum (4), contents.
+    let mut frames = Vec::new();
+    let mut offset = 0;
+    while offset + 8 <= journal.len() {
+        let length = u32::from_le_bytes(journal[offset..offset + 4].try_into().unwrap_or_default());
+        frames.push((offset, length as usize));
+        offset += 8 + length as usize;
+    }
+    let total: usize = frames.iter().map(|(_, length)| length).sum();
+    let mut file = crate::saved::header().to_vec();
+    let mut mutated = journal.clone();
+    let mut left = at % total.max(1);
+    let hit = frames.into_iter().find(|&(_, length)| {
+        let inside = left < length;
+        if !inside {
+            left -= length;
+        }
+        inside
+    });
+    if let Some((start, length)) = hit {
+        mutated[start + 8 + left] = byte;
+        let checksum = crc32fast::hash(&mutated[start + 8..start + 8 + length]);
+        mutated[start + 4..start + 8].copy_from_slice(&checksum.to_le_bytes());
+    }
+    file.extend_from_slice(&mutated);
+    file
 }
 
 /// Bytes as an inventory file.

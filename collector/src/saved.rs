@@ -1,80 +1,124 @@
-//! The collector's state as it is saved to disk (`--state-dir`), and back:
-//! the agents it knows (with the sequence number of each one's last
-//! accepted window, so that windows replayed after a restart are still
-//! taken exactly once) and every pair's kept windows and last goodput.
+//! The collector's state as it is saved to disk (`--state-dir`): the
+//! records, and how a file of them is framed and read back.
 //!
-//! Pure, and about the format only: [`SavedState::new`] writes a pair
-//! matrix and the nodes down, [`SavedPair::restore_into`] reads a pair back
-//! into a matrix, checking everything as if it came from the network (a
-//! file is input too). The collector's state uses both
-//! (`CollectorState::saved` and `CollectorState::restored`); the file I/O
-//! is in [`crate::persist`].
+//! Pure, and about the format only. A saved state is two kinds of file of
+//! the same records ([`Record`]):
+//!
+//! - a *checkpoint*: every agent's node ([`SavedNode`]: its hello as it
+//!   sent it, the sequence number of its last accepted window), then every
+//!   network's kept pairs ([`NetworkPairs`], a slice at a time), then an
+//!   [`Record::End`] that says it is whole;
+//! - a *journal*: what changed since its checkpoint was begun, in the order
+//!   the collector took it: hellos ([`Record::Node`]) and accepted windows
+//!   ([`Record::Window`], the figures each one added).
+//!
+//! A file is [`MAGIC`], [`FORMAT`] (little-endian u32), then records, each
+//! framed as its length (u32), the CRC-32 of its bytes (u32) and its bytes
+//! (postcard, serde's compact binary format). A reader stops at the first
+//! frame that is cut short or fails its checksum ([`RecordReader`]): in a
+//! journal that is the tail a crash left half-written; everything before
+//! it is good. Each record is checked again as it is restored, as if it
+//! came from the network (a file is input too): a bad pair or node is left
+//! out and counted, never the whole file.
+
+use std::io::Read;
 
 use netaware_core::UnixMillis;
 use netaware_core::matrix::{KeptPair, OneWayWindow, PairMatrix, PairWindow, RttStats, Throughput};
-use netaware_proto::v1::Hello;
+use netaware_core::network::Network;
+use netaware_core::transport::{Transport, TransportSet};
 use serde::{Deserialize, Serialize};
 
 use crate::validate::Invalid;
 
-/// The version of the saved format; another version is refused.
-pub const FORMAT: u32 = 1;
+/// The first bytes of every saved file.
+pub const MAGIC: &[u8; 8] = b"NAWSTATE";
+/// The version of the saved format; a file of another version is not read.
+pub const FORMAT: u32 = 2;
+/// The largest record read back: a slice of a checkpoint is at most
+/// [`PAIRS_PER_RECORD`] pairs, a window at most a few hundred peers.
+pub const MAX_RECORD_BYTES: u32 = 16 << 20;
+/// Pairs in each [`Record::Pairs`] of a checkpoint: one slice of the
+/// matrix, copied under the collector's lock at a time.
+pub const PAIRS_PER_RECORD: usize = 2_048;
 
-/// Everything the collector keeps across a restart.
+/// One entry of a checkpoint or a journal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SavedState {
-    /// [`FORMAT`].
-    pub format: u32,
-    /// When it was saved (Unix ms).
-    pub saved_at: UnixMillis,
-    /// The agents' nodes.
-    pub nodes: Vec<SavedNode>,
-    /// Every pair with data.
-    pub pairs: Vec<SavedPair>,
+pub enum Record {
+    /// An agent's node, as its last hello described it.
+    Node(SavedNode),
+    /// Kept pairs of one network.
+    Pairs(NetworkPairs),
+    /// A window the collector accepted, and what it added.
+    Window(TakenWindow),
+    /// The end of a whole checkpoint.
+    End(CheckpointEnd),
 }
 
-/// An agent's node as its hello described it, and its last window.
+/// An agent's node: its hello and how far its windows were taken.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavedNode {
-    /// Node name.
+    /// Node name (also in the hello; kept apart to be read without it).
     pub name: String,
-    /// The address peers probe.
-    pub address: String,
-    /// Zone.
-    pub zone: String,
-    /// Region (may be empty).
-    pub region: String,
-    /// The agent's window length.
-    pub window_ms: u64,
-    /// Its throughput server's port (0: none).
-    pub throughput_port: u32,
-    /// Its STAMP reflector's port (0: none, or saved before it was kept).
-    #[serde(default)]
-    pub stamp_port: u32,
-    /// The agent process's instance, and the sequence number of its last
-    /// accepted window.
+    /// The agent process's instance (also in the hello).
     pub instance: u64,
-    /// Sequence number of the last accepted window.
+    /// The hello, as the agent sent it (protobuf): restored through the
+    /// same checks as a live one.
+    pub hello: Vec<u8>,
+    /// Sequence number of the instance's last accepted window.
     pub last_seq: u64,
     /// When its last report arrived.
     pub last_seen: UnixMillis,
     /// Windows accepted from the node over the collector's lifetimes, so
     /// that `netaware_collector_windows_accepted_total` goes on counting
-    /// across restarts.
-    #[serde(default)]
-    pub accepted: u64,
+    /// across restarts; `None` in a journal's hello (the count goes on).
+    pub accepted: Option<u64>,
 }
 
-/// One pair's kept windows and last goodput.
+/// Pairs of one network.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetworkPairs {
+    /// The network's name.
+    pub network: String,
+    /// Its pairs.
+    pub pairs: Vec<SavedPair>,
+}
+
+/// An accepted window: whose, and the figures it added to each pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TakenWindow {
+    /// The reporting node.
+    pub node: String,
+    /// Its agent instance.
+    pub instance: u64,
+    /// The window's sequence number.
+    pub seq: u64,
+    /// When the collector took it.
+    pub at: UnixMillis,
+    /// What it added, by network.
+    pub networks: Vec<NetworkPairs>,
+}
+
+/// Says a checkpoint is whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointEnd {
+    /// Records before this one.
+    pub records: u64,
+    /// When the checkpoint was begun (Unix ms).
+    pub begun_at: UnixMillis,
+}
+
+/// One pair's windows and goodput (all it keeps, in a checkpoint; what one
+/// window added, in a journal).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavedPair {
     /// Probing node.
     pub src: String,
     /// Probed node.
     pub dst: String,
-    /// Kept windows, oldest first.
+    /// Windows, oldest first.
     pub windows: Vec<SavedWindow>,
-    /// Kept one-way windows, oldest first.
+    /// One-way windows, oldest first.
     pub one_way: Vec<SavedOneWay>,
     /// Last goodput.
     pub throughput: Option<SavedThroughput>,
@@ -91,6 +135,11 @@ pub struct SavedWindow {
     pub received: u32,
     /// min, median, p90, p99, max, jitter (ms); absent when none came back.
     pub rtt_ms: Option<[f64; 6]>,
+    /// The transport that probed it, by its place in [`Transport::ALL`].
+    pub probe: u8,
+    /// Transports tried and unanswered, one bit per place in
+    /// [`Transport::ALL`].
+    pub filtered: u8,
 }
 
 /// A [`OneWayWindow`].
@@ -117,8 +166,16 @@ pub struct SavedThroughput {
     pub tcp_rtt_ms: Option<f64>,
 }
 
+fn transport_place(transport: Transport) -> u8 {
+    Transport::ALL
+        .iter()
+        .position(|t| *t == transport)
+        .map_or(0, |place| place as u8)
+}
+
 impl SavedWindow {
-    fn of(window: &PairWindow) -> Self {
+    /// `window` as saved.
+    pub fn of(window: &PairWindow) -> Self {
         Self {
             end: window.end,
             sent: window.sent,
@@ -126,6 +183,11 @@ impl SavedWindow {
             rtt_ms: window
                 .rtt
                 .map(|r| [r.min, r.median, r.p90, r.p99, r.max, r.jitter]),
+            probe: transport_place(window.probe),
+            filtered: window
+                .filtered
+                .iter()
+                .fold(0, |bits, t| bits | 1 << transport_place(t)),
         }
     }
 
@@ -142,227 +204,508 @@ impl SavedWindow {
         if self.received > 0 && self.rtt_ms.is_none() {
             return Err("a window with replies but no RTT".into());
         }
-        PairWindow::new(self.end, self.sent, self.received, rtt).map_err(|e| e.to_string())
+        let probe = *Transport::ALL
+            .get(usize::from(self.probe))
+            .ok_or_else(|| format!("no transport numbered {}", self.probe))?;
+        let filtered = TransportSet::of(
+            Transport::ALL
+                .into_iter()
+                .enumerate()
+                .filter(|(place, _)| self.filtered & (1 << place) != 0)
+                .map(|(_, t)| t),
+        );
+        PairWindow::new(self.end, self.sent, self.received, rtt)
+            .map(|w| w.probed_by(probe, filtered))
+            .map_err(|e| e.to_string())
     }
 }
 
-impl SavedState {
-    /// The nodes and every kept pair of `matrix`, as of `now`.
-    pub fn new(nodes: Vec<SavedNode>, matrix: &PairMatrix, now: UnixMillis) -> Self {
+impl SavedOneWay {
+    /// `window` as saved.
+    pub fn of(window: &OneWayWindow) -> Self {
         Self {
-            format: FORMAT,
-            saved_at: now,
-            nodes,
-            pairs: matrix.kept().map(SavedPair::of).collect(),
+            end: window.end,
+            expected: window.expected,
+            received: window.received,
+        }
+    }
+}
+
+impl SavedThroughput {
+    /// `throughput` as saved.
+    pub fn of(throughput: &Throughput) -> Self {
+        Self {
+            bps: throughput.bps,
+            at: throughput.at,
+            retransmits: throughput.retransmits,
+            tcp_rtt_ms: throughput.tcp_rtt_ms,
         }
     }
 }
 
 impl SavedPair {
-    fn of(pair: KeptPair<'_>) -> Self {
+    /// All that `pair` keeps.
+    pub fn of(pair: KeptPair<'_>) -> Self {
         Self {
             src: pair.src.to_owned(),
             dst: pair.dst.to_owned(),
             windows: pair.windows.iter().map(SavedWindow::of).collect(),
-            one_way: pair
-                .one_way
-                .iter()
-                .map(|w| SavedOneWay {
-                    end: w.end,
-                    expected: w.expected,
-                    received: w.received,
-                })
-                .collect(),
-            throughput: pair.throughput.map(|t| SavedThroughput {
-                bps: t.bps,
-                at: t.at,
-                retransmits: t.retransmits,
-                tcp_rtt_ms: t.tcp_rtt_ms,
-            }),
+            one_way: pair.one_way.iter().map(SavedOneWay::of).collect(),
+            throughput: pair.throughput.as_ref().map(SavedThroughput::of),
+        }
+    }
+
+    /// A pair with nothing yet.
+    pub fn empty(src: &str, dst: &str) -> Self {
+        Self {
+            src: src.to_owned(),
+            dst: dst.to_owned(),
+            windows: Vec::new(),
+            one_way: Vec::new(),
+            throughput: None,
         }
     }
 
     /// Records this pair's windows and goodput into `matrix`, every figure
-    /// checked; the first bad one refuses the pair.
+    /// checked first: a bad one leaves the whole pair out.
     pub fn restore_into(&self, matrix: &mut PairMatrix) -> Result<(), Invalid> {
         let refuse = |why: String| Invalid(format!("pair {} -> {}: {why}", self.src, self.dst));
-        for window in &self.windows {
-            matrix.record(&self.src, &self.dst, window.checked().map_err(refuse)?);
+        let windows = self
+            .windows
+            .iter()
+            .map(SavedWindow::checked)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(refuse)?;
+        let one_way = self
+            .one_way
+            .iter()
+            .map(|w| OneWayWindow::new(w.end, w.expected, w.received))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| refuse(e.to_string()))?;
+        let throughput = self
+            .throughput
+            .as_ref()
+            .map(|t| Throughput::new(t.bps, t.at, t.retransmits, t.tcp_rtt_ms))
+            .transpose()
+            .map_err(|e| refuse(e.to_string()))?;
+        for window in windows {
+            matrix.record(&self.src, &self.dst, window);
         }
-        for window in &self.one_way {
-            let checked = OneWayWindow::new(window.end, window.expected, window.received)
-                .map_err(|e| refuse(e.to_string()))?;
-            matrix.record_one_way(&self.src, &self.dst, checked);
+        for window in one_way {
+            matrix.record_one_way(&self.src, &self.dst, window);
         }
-        if let Some(t) = &self.throughput {
-            let checked = Throughput::new(t.bps, t.at, t.retransmits, t.tcp_rtt_ms)
-                .map_err(|e| refuse(e.to_string()))?;
-            matrix.record_throughput(&self.src, &self.dst, checked);
+        if let Some(throughput) = throughput {
+            matrix.record_throughput(&self.src, &self.dst, throughput);
         }
         Ok(())
     }
 }
 
-impl SavedNode {
-    /// The hello that registered this node.
-    pub(crate) fn hello(&self) -> Hello {
-        Hello {
-            node: self.name.clone(),
-            addresses: vec![self.address.clone()],
-            zone: self.zone.clone(),
-            region: self.region.clone(),
-            window_ms: u32::try_from(self.window_ms).unwrap_or(u32::MAX),
-            // Not kept, and not used past the hello's check.
-            probe_interval_ms: u32::try_from(self.window_ms).unwrap_or(u32::MAX),
-            instance: self.instance,
-            throughput_port: self.throughput_port,
-            stamp_port: self.stamp_port,
-            ..Hello::default()
+/// What one accepted window adds, gathered as it is applied.
+#[derive(Debug, Default)]
+pub struct WindowChanges {
+    networks: Vec<NetworkPairs>,
+}
+
+impl WindowChanges {
+    /// The entry of src -> dst on `network`, made on first use.
+    fn pair(&mut self, network: &Network, src: &str, dst: &str) -> &mut SavedPair {
+        let at = match self
+            .networks
+            .iter()
+            .position(|n| n.network == network.as_str())
+        {
+            Some(at) => at,
+            None => {
+                self.networks.push(NetworkPairs {
+                    network: network.as_str().to_owned(),
+                    pairs: Vec::new(),
+                });
+                self.networks.len() - 1
+            }
+        };
+        let pairs = &mut self.networks[at].pairs;
+        // A window names each peer once, and its one-way figures run the
+        // other way: the last entry is the only one to look at.
+        if pairs.last().is_none_or(|p| p.src != src || p.dst != dst) {
+            pairs.push(SavedPair::empty(src, dst));
+        }
+        pairs.last_mut().expect("pushed above")
+    }
+
+    /// A window of src -> dst.
+    pub fn window(&mut self, network: &Network, src: &str, dst: &str, window: &PairWindow) {
+        let saved = SavedWindow::of(window);
+        self.pair(network, src, dst).windows.push(saved);
+    }
+
+    /// A one-way window of src -> dst.
+    pub fn one_way(&mut self, network: &Network, src: &str, dst: &str, window: &OneWayWindow) {
+        let saved = SavedOneWay::of(window);
+        self.pair(network, src, dst).one_way.push(saved);
+    }
+
+    /// A goodput of src -> dst.
+    pub fn throughput(&mut self, network: &Network, src: &str, dst: &str, throughput: &Throughput) {
+        let saved = SavedThroughput::of(throughput);
+        self.pair(network, src, dst).throughput = Some(saved);
+    }
+
+    /// The record of window `seq` of `node`'s `instance`, taken `at`.
+    pub fn into_record(self, node: &str, instance: u64, seq: u64, at: UnixMillis) -> Record {
+        Record::Window(TakenWindow {
+            node: node.to_owned(),
+            instance,
+            seq,
+            at,
+            networks: self.networks,
+        })
+    }
+}
+
+/// Records framed for a file, and the marks they hold: what a journal
+/// gathers between two saves (kept encoded, a few KiB a window, rather
+/// than as the records' many small allocations).
+#[derive(Debug, Clone, Default)]
+pub struct Encoded {
+    /// The framed records.
+    pub bytes: Vec<u8>,
+    /// (node, instance, last_seq) of every hello and window in them, in
+    /// order.
+    pub marks: Vec<(String, u64, u64)>,
+    /// How many records.
+    pub records: u64,
+}
+
+impl Encoded {
+    /// Adds `record`.
+    pub fn push(&mut self, record: &Record) {
+        encode(record, &mut self.bytes);
+        self.records += 1;
+        match record {
+            Record::Node(node) => {
+                self.marks
+                    .push((node.name.clone(), node.instance, node.last_seq));
+            }
+            Record::Window(window) => {
+                self.marks
+                    .push((window.node.clone(), window.instance, window.seq));
+            }
+            Record::Pairs(_) | Record::End(_) => {}
         }
     }
+
+    /// Whether it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.records == 0
+    }
+}
+
+/// The bytes a saved file begins with.
+pub fn header() -> [u8; 12] {
+    let mut header = [0; 12];
+    header[..8].copy_from_slice(MAGIC);
+    header[8..].copy_from_slice(&FORMAT.to_le_bytes());
+    header
+}
+
+/// Appends `record`, framed, to `out`.
+pub fn encode(record: &Record, out: &mut Vec<u8>) {
+    // Every field serializes, into memory: no error to meet.
+    let bytes = postcard::to_stdvec(record).unwrap_or_default();
+    let length = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+    out.extend_from_slice(&length.to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&bytes).to_le_bytes());
+    out.extend_from_slice(&bytes);
+}
+
+/// Why a saved file, or its rest, could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Damage {
+    /// Not a saved state of this format.
+    #[error("not a netaware state file of format {FORMAT}: {0}")]
+    Header(String),
+    /// A record cut short: the file ends inside it.
+    #[error("record {record} cut short at byte {offset}")]
+    CutShort {
+        /// Records read before it.
+        record: u64,
+        /// Where it begins.
+        offset: u64,
+    },
+    /// A record whose bytes do not match its checksum or do not decode.
+    #[error("record {record} at byte {offset} is damaged: {why}")]
+    Damaged {
+        /// Records read before it.
+        record: u64,
+        /// Where it begins.
+        offset: u64,
+        /// What is wrong.
+        why: String,
+    },
+    /// The file could not be read.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Reads the records of a saved file one by one, checking each frame.
+#[derive(Debug)]
+pub struct RecordReader<R> {
+    input: R,
+    offset: u64,
+    records: u64,
+    done: bool,
+}
+
+impl<R: Read> RecordReader<R> {
+    /// A reader of `input`, its header checked.
+    pub fn new(mut input: R) -> Result<Self, Damage> {
+        let mut head = [0; 12];
+        read_full(&mut input, &mut head)
+            .map_err(|e| Damage::Io(e.to_string()))
+            .and_then(|read| {
+                if read < head.len() {
+                    Err(Damage::Header(format!("{read} bytes")))
+                } else {
+                    Ok(())
+                }
+            })?;
+        if &head[..8] != MAGIC {
+            return Err(Damage::Header("no magic number".into()));
+        }
+        let format = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
+        if format != FORMAT {
+            return Err(Damage::Header(format!("format {format}")));
+        }
+        Ok(Self {
+            input,
+            offset: 12,
+            records: 0,
+            done: false,
+        })
+    }
+
+    /// Records read so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Where the next record begins: after a [`Damage`], where the good
+    /// part of the file ends.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    fn read_next(&mut self) -> Result<Option<Record>, Damage> {
+        let cut_short = Damage::CutShort {
+            record: self.records,
+            offset: self.offset,
+        };
+        let damaged = |why: String| Damage::Damaged {
+            record: self.records,
+            offset: self.offset,
+            why,
+        };
+        let mut frame = [0; 8];
+        match read_full(&mut self.input, &mut frame).map_err(|e| Damage::Io(e.to_string()))? {
+            0 => return Ok(None),
+            8 => {}
+            _ => return Err(cut_short),
+        }
+        let length = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]);
+        let checksum = u32::from_le_bytes([frame[4], frame[5], frame[6], frame[7]]);
+        if length > MAX_RECORD_BYTES {
+            return Err(damaged(format!(
+                "{length} bytes, more than {MAX_RECORD_BYTES}"
+            )));
+        }
+        let mut bytes = vec![0; length as usize];
+        if read_full(&mut self.input, &mut bytes).map_err(|e| Damage::Io(e.to_string()))?
+            < bytes.len()
+        {
+            return Err(cut_short);
+        }
+        if crc32fast::hash(&bytes) != checksum {
+            return Err(damaged("checksum mismatch".into()));
+        }
+        let record = postcard::from_bytes(&bytes).map_err(|e| damaged(e.to_string()))?;
+        self.offset += 8 + u64::from(length);
+        self.records += 1;
+        Ok(Some(record))
+    }
+}
+
+impl<R: Read> Iterator for RecordReader<R> {
+    type Item = Result<Record, Damage>;
+
+    /// The next record; after the first damage, nothing more.
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let next = self.read_next().transpose();
+        if !matches!(next, Some(Ok(_))) {
+            self.done = true;
+        }
+        next
+    }
+}
+
+/// Reads until `buf` is full or the input ends; how much was read.
+fn read_full(input: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut read = 0;
+    while read < buf.len() {
+        match input.read(&mut buf[read..]) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(read)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ModelConfig;
-    use crate::state::{CollectorState, Ingested};
-    use netaware_proto::v1::{PeerWindow, Window};
 
-    /// The testkit's hello in zone a of region r, with a throughput server.
-    fn hello(node: &str, instance: u64) -> Hello {
-        Hello {
-            zone: "a".into(),
-            region: "r".into(),
-            instance,
-            throughput_port: 7471,
-            ..netaware_testkit::hello(node)
-        }
-    }
-
-    fn window(seq: u64, end: u64, peer: &str, received: u32) -> Window {
-        Window {
-            seq,
-            start_unix_ms: end - 1_000,
-            end_unix_ms: end,
-            peers: vec![PeerWindow {
-                peer: peer.into(),
-                sent: 10,
-                received,
-                rtt_min_ms: 1.0,
-                rtt_median_ms: 2.0,
-                rtt_p90_ms: 3.0,
-                rtt_p99_ms: 4.0,
-                rtt_max_ms: 5.0,
-                jitter_ms: 0.5,
-                ..PeerWindow::default()
-            }],
-            ..Window::default()
-        }
-    }
-
-    /// Two agents, a few windows each way, one of them lossless.
-    fn busy_state() -> CollectorState {
-        let mut state = CollectorState::new(ModelConfig::default(), Vec::new());
-        state.hello(&hello("n1", 7), 1_000).unwrap();
-        state.hello(&hello("n2", 8), 1_000).unwrap();
-        for seq in 1..=3 {
-            let end = 1_000 + seq * 1_000;
-            state.ingest("n1", &window(seq, end, "n2", 9), end).unwrap();
-            state
-                .ingest("n2", &window(seq, end, "n1", 10), end)
-                .unwrap();
-        }
-        state
-    }
-
-    fn through_json(saved: &SavedState) -> SavedState {
-        serde_json::from_str(&serde_json::to_string(saved).unwrap()).unwrap()
-    }
-
-    #[test]
-    fn a_restored_state_scores_the_same_and_still_knows_what_it_took() {
-        let state = busy_state();
-        let saved = through_json(&state.saved(5_000));
-        let mut restored =
-            CollectorState::restored(ModelConfig::default(), Vec::new(), &saved).unwrap();
-        let summaries = |s: &CollectorState| {
-            let mut pairs: Vec<_> = s
-                .matrix()
-                .pairs()
-                .map(|(a, b, summary)| (a.to_owned(), b.to_owned(), summary))
-                .collect();
-            pairs.sort_by(|x, y| (&x.0, &x.1).cmp(&(&y.0, &y.1)));
-            pairs
+    fn window(end: UnixMillis) -> PairWindow {
+        let rtt = RttStats {
+            min: 1.0,
+            median: 2.0,
+            p90: 3.0,
+            p99: 4.0,
+            max: 5.0,
+            jitter: 0.5,
         };
-        assert_eq!(summaries(&restored), summaries(&state));
-        assert_eq!(restored.snapshot(5_000).pairs().len(), 2);
-        assert_eq!(restored.last_seq("n1"), Some(3));
-        // The agent's replay of a window taken before the restart is a
-        // duplicate; its next one is new.
-        restored.hello(&hello("n1", 7), 5_000).unwrap();
-        assert_eq!(
-            restored.ingest("n1", &window(3, 4_000, "n2", 0), 5_000),
-            Ok(Ingested::Duplicate)
-        );
-        assert_eq!(
-            restored.ingest("n1", &window(4, 5_000, "n2", 0), 5_000),
-            Ok(Ingested::Accepted)
-        );
-    }
-
-    #[test]
-    fn a_damaged_state_is_refused_whole() {
-        let good = busy_state().saved(5_000);
-        let restore = |saved: &SavedState| {
-            CollectorState::restored(ModelConfig::default(), Vec::new(), saved)
-        };
-        assert!(restore(&good).is_ok());
-
-        let mut other_format = good.clone();
-        other_format.format = FORMAT + 1;
-        assert!(restore(&other_format).unwrap_err().0.contains("format"));
-
-        let mut negative_rtt = good.clone();
-        negative_rtt.pairs[0].windows[0].rtt_ms = Some([-1.0, 1.0, 1.0, 1.0, 1.0, 0.0]);
-        assert!(restore(&negative_rtt).unwrap_err().0.contains("rtt_min_ms"));
-
-        let mut more_received_than_sent = good.clone();
-        more_received_than_sent.pairs[0].windows[0].received = 11;
-        assert!(restore(&more_received_than_sent).is_err());
-
-        let mut replies_without_rtt = good.clone();
-        replies_without_rtt.pairs[0].windows[0].rtt_ms = None;
-        assert!(restore(&replies_without_rtt).is_err());
-
-        let mut bad_goodput = good.clone();
-        bad_goodput.pairs[0].throughput = Some(SavedThroughput {
-            bps: -5.0,
-            at: 1,
-            retransmits: None,
-            tcp_rtt_ms: None,
-        });
-        assert!(restore(&bad_goodput).unwrap_err().0.contains("goodput"));
-
-        let mut bad_node = good.clone();
-        bad_node.nodes[0].address = "not an address".into();
-        assert!(restore(&bad_node).unwrap_err().0.contains("address"));
-
-        // NaN cannot even be written: JSON has no NaN, and a null where a
-        // number belongs does not parse.
-        let text = serde_json::to_string(&good)
+        PairWindow::new(end, 10, 9, rtt)
             .unwrap()
-            .replacen("2.0", "null", 1);
-        assert!(serde_json::from_str::<SavedState>(&text).is_err());
+            .probed_by(Transport::Udp, TransportSet::of([Transport::Icmp]))
+    }
+
+    fn records() -> Vec<Record> {
+        let mut changes = WindowChanges::default();
+        let primary = Network::primary();
+        changes.window(&primary, "a", "b", &window(1_000));
+        changes.one_way(
+            &primary,
+            "b",
+            "a",
+            &OneWayWindow::new(1_000, 10, 8).unwrap(),
+        );
+        changes.throughput(
+            &Network::parse("rail0").unwrap(),
+            "a",
+            "b",
+            &Throughput::new(1e9, 900, Some(3), Some(0.2)).unwrap(),
+        );
+        vec![
+            Record::Node(SavedNode {
+                name: "a".into(),
+                instance: 7,
+                hello: vec![1, 2, 3],
+                last_seq: 4,
+                last_seen: 5,
+                accepted: Some(4),
+            }),
+            changes.into_record("a", 7, 5, 1_001),
+            Record::End(CheckpointEnd {
+                records: 2,
+                begun_at: 1_000,
+            }),
+        ]
+    }
+
+    fn file(records: &[Record]) -> Vec<u8> {
+        let mut bytes = header().to_vec();
+        for record in records {
+            encode(record, &mut bytes);
+        }
+        bytes
+    }
+
+    fn read(bytes: &[u8]) -> (Vec<Record>, Option<Damage>) {
+        let mut good = Vec::new();
+        for record in RecordReader::new(bytes).unwrap() {
+            match record {
+                Ok(record) => good.push(record),
+                Err(damage) => return (good, Some(damage)),
+            }
+        }
+        (good, None)
     }
 
     #[test]
-    fn pairs_of_unknown_nodes_are_left_out() {
-        let mut saved = busy_state().saved(5_000);
-        saved.nodes.retain(|n| n.name == "n1");
-        let restored =
-            CollectorState::restored(ModelConfig::default(), Vec::new(), &saved).unwrap();
-        assert_eq!(restored.matrix().kept().count(), 0);
-        assert_eq!(restored.node_count(), 1);
+    fn records_come_back_as_written_with_every_figure() {
+        let written = records();
+        assert_eq!(read(&file(&written)), (written.clone(), None));
+        let Record::Window(taken) = &written[1] else {
+            panic!("a window record")
+        };
+        assert_eq!(taken.networks.len(), 2, "primary and rail0");
+        let pairs = &taken.networks[0].pairs;
+        assert_eq!(
+            pairs.iter().map(|p| (&*p.src, &*p.dst)).collect::<Vec<_>>(),
+            [("a", "b"), ("b", "a")]
+        );
+        let mut matrix = PairMatrix::new(6);
+        pairs[0].restore_into(&mut matrix).unwrap();
+        let back = matrix.kept().next().unwrap().windows[0];
+        assert_eq!(back, window(1_000), "probe and filtered too");
+    }
+
+    #[test]
+    fn a_cut_or_damaged_record_ends_the_good_part_and_says_where() {
+        let bytes = file(&records());
+        let first_two = {
+            let mut reader = RecordReader::new(&bytes[..]).unwrap();
+            reader.next();
+            reader.next();
+            reader.offset() as usize
+        };
+        // A crash in the middle of the last record.
+        let (good, damage) = read(&bytes[..first_two + 5]);
+        assert_eq!(good.len(), 2);
+        assert_eq!(
+            damage,
+            Some(Damage::CutShort {
+                record: 2,
+                offset: first_two as u64
+            })
+        );
+        // A flipped bit in the second.
+        let mut flipped = bytes.clone();
+        flipped[first_two - 3] ^= 0x10;
+        let (good, damage) = read(&flipped);
+        assert_eq!(good.len(), 1);
+        assert!(matches!(damage, Some(Damage::Damaged { record: 1, .. })));
+        // Another format, or no saved file at all.
+        let mut other = bytes.clone();
+        other[8] = 9;
+        assert!(RecordReader::new(&other[..]).is_err());
+        assert!(RecordReader::new(&b"{\"format\":1}"[..]).is_err());
+        assert!(RecordReader::new(&b""[..]).is_err());
+    }
+
+    #[test]
+    fn a_bad_figure_leaves_its_pair_out_whole() {
+        let Record::Window(mut taken) = records().remove(1) else {
+            panic!("a window record")
+        };
+        let pair = &mut taken.networks[0].pairs[0];
+        pair.windows.push(SavedWindow {
+            rtt_ms: Some([-1.0, 1.0, 1.0, 1.0, 1.0, 0.0]),
+            end: 2_000,
+            ..pair.windows[0].clone()
+        });
+        let mut matrix = PairMatrix::new(6);
+        let refused = pair.restore_into(&mut matrix).unwrap_err();
+        assert!(refused.0.contains("rtt_min_ms"), "{refused:?}");
+        assert_eq!(matrix.pair_count(), 0, "nothing of it taken");
+        pair.windows[1].rtt_ms = None;
+        assert!(pair.restore_into(&mut matrix).is_err(), "replies, no RTT");
+        pair.windows[1].received = 0;
+        pair.windows[1].probe = 9;
+        assert!(pair.restore_into(&mut matrix).is_err(), "no such transport");
     }
 }

@@ -10,8 +10,6 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use crate::saved::SavedNode;
-
 /// The sequence number of each agent's last window in the last save, by
 /// node, with the agent instance it belongs to.
 #[derive(Debug, Default)]
@@ -27,22 +25,23 @@ struct Mark {
 }
 
 impl SavedMarks {
-    /// Notes what a save that is now on disk holds (the first call also
-    /// says that this collector saves: acks carry marks from then on).
-    pub fn saved(&self, nodes: &[SavedNode]) {
-        let marks = nodes
-            .iter()
-            .map(|node| {
-                (
-                    node.name.clone(),
-                    Mark {
-                        instance: node.instance,
-                        last_seq: node.last_seq,
-                    },
-                )
-            })
-            .collect();
-        *self.marks.lock().unwrap_or_else(PoisonError::into_inner) = Some(marks);
+    /// Notes what a save that is now on disk holds, as (node, instance,
+    /// last_seq) in the order saved: a node's mark moves up, or to the
+    /// instance that said hello since (the first call also says that this
+    /// collector saves: acks carry marks from then on).
+    pub fn saved<'a>(&self, marks: impl IntoIterator<Item = (&'a str, u64, u64)>) {
+        let mut held = self.marks.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = held.get_or_insert_with(HashMap::new);
+        for (node, instance, last_seq) in marks {
+            match held.get_mut(node) {
+                Some(mark) if mark.instance == instance => {
+                    mark.last_seq = mark.last_seq.max(last_seq);
+                }
+                _ => {
+                    held.insert(node.to_owned(), Mark { instance, last_seq });
+                }
+            }
+        }
     }
 
     /// What an ack to `node`'s agent `instance` says is saved: `None`
@@ -64,27 +63,13 @@ impl SavedMarks {
 mod tests {
     use super::*;
 
-    fn node(name: &str, instance: u64, last_seq: u64) -> SavedNode {
-        SavedNode {
-            name: name.into(),
-            address: "10.0.0.1".into(),
-            zone: "a".into(),
-            region: String::new(),
-            window_ms: 1_000,
-            throughput_port: 0,
-            stamp_port: 0,
-            instance,
-            last_seq,
-            last_seen: 0,
-            accepted: last_seq,
-        }
-    }
-
     #[test]
     fn marks_belong_to_one_agent_instance_and_only_a_saving_collector_sends_them() {
         let marks = SavedMarks::default();
         assert_eq!(marks.saved_through("n1", 7), None, "saves nothing");
-        marks.saved(&[node("n1", 7, 12)]);
+        marks.saved([]);
+        assert_eq!(marks.saved_through("n1", 7), Some(0), "saves, nothing yet");
+        marks.saved([("n1", 7, 12)]);
         assert_eq!(marks.saved_through("n1", 7), Some(12));
         assert_eq!(
             marks.saved_through("n1", 8),
@@ -92,7 +77,10 @@ mod tests {
             "a restarted agent numbers from 1 again: nothing of it is saved"
         );
         assert_eq!(marks.saved_through("n2", 1), Some(0), "not in the save");
-        marks.saved(&[node("n1", 7, 15)]);
-        assert_eq!(marks.saved_through("n1", 7), Some(15));
+        marks.saved([("n1", 7, 15), ("n1", 7, 14)]);
+        assert_eq!(marks.saved_through("n1", 7), Some(15), "never back");
+        marks.saved([("n1", 8, 2)]);
+        assert_eq!(marks.saved_through("n1", 8), Some(2), "the new instance's");
+        assert_eq!(marks.saved_through("n1", 7), Some(0));
     }
 }

@@ -16,13 +16,18 @@ use netaware_core::throughput_plan::{PlannedTest, Planner};
 use netaware_core::{NodeKind, UnixMillis};
 use netaware_proto::convert;
 use netaware_proto::v1::{Hello, NodeStats, Peer, ThroughputOrder, Window, throughput_order};
+use prost::Message;
 
 use crate::config::{ModelConfig, ThroughputConfig};
 use crate::inventory::InventoryNode;
 use crate::members::Members;
-use crate::saved::{self, SavedNode, SavedState};
+use crate::saved::{Encoded, WindowChanges};
 use crate::seq_marks::NodeMarks;
 use crate::validate::{self, Invalid};
+
+mod saving;
+
+pub use saving::{CheckpointCut, Restored, Skipped};
 
 /// What a snapshot is scored from, copied out of the state.
 #[derive(Debug, Clone)]
@@ -127,6 +132,12 @@ pub struct CollectorState {
     issued: HashMap<u64, IssuedTest>,
     throughput_counts: ThroughputCounts,
     version: u64,
+    /// Each agent's last hello, as it sent it (protobuf): what a saved
+    /// state restores it from.
+    hellos: HashMap<String, Vec<u8>>,
+    /// What changed since the last save took it, while the collector
+    /// saves (see [`saving`]).
+    journal: Option<Encoded>,
 }
 
 /// Where a node answers its peers: an agent's throughput server (which
@@ -175,85 +186,14 @@ impl CollectorState {
             issued: HashMap::new(),
             throughput_counts: ThroughputCounts::default(),
             version: 1,
+            hellos: HashMap::new(),
+            journal: None,
         }
-    }
-
-    /// A state rebuilt from a saved one, every node and figure checked as
-    /// if it came from the network; all or nothing. Nodes come back as
-    /// last seen when saved, so they are stale until their agents report,
-    /// unless the restart was short.
-    pub fn restored(
-        config: ModelConfig,
-        inventory: Vec<InventoryNode>,
-        saved: &SavedState,
-    ) -> Result<Self, Invalid> {
-        if saved.format != saved::FORMAT {
-            return Err(Invalid(format!(
-                "saved format {} is not {}",
-                saved.format,
-                saved::FORMAT
-            )));
-        }
-        let mut state = Self::new(config, inventory);
-        for node in &saved.nodes {
-            let refuse = |why: Invalid| Invalid(format!("node {:?}: {}", node.name, why.0));
-            state.hello(&node.hello(), node.last_seen).map_err(refuse)?;
-            if let Some(marks) = state.seq_marks.get_mut(&node.name) {
-                marks.restore(node.last_seq);
-            }
-        }
-        let mut skipped = 0;
-        for pair in &saved.pairs {
-            if !state.knows(&pair.src) || !state.knows(&pair.dst) || pair.src == pair.dst {
-                skipped += 1;
-                continue;
-            }
-            pair.restore_into(state.matrix_mut())?;
-        }
-        if skipped > 0 {
-            tracing::warn!(skipped, "saved pairs of unknown nodes left out");
-        }
-        Ok(state)
-    }
-
-    /// What a restart must keep, as of `now`.
-    pub fn saved(&self, now: UnixMillis) -> SavedState {
-        SavedState::new(self.saved_nodes(), self.matrix(), now)
-    }
-
-    /// The agents' nodes with what a restart must keep of each.
-    pub fn saved_nodes(&self) -> Vec<SavedNode> {
-        self.registry
-            .nodes()
-            .filter(|entry| entry.info.kind == NodeKind::Agent)
-            .filter_map(|entry| {
-                let marks = self.seq_marks.get(&entry.info.name)?;
-                Some(SavedNode {
-                    name: entry.info.name.clone(),
-                    address: entry.info.address.clone(),
-                    zone: entry.info.zone.clone(),
-                    region: entry.info.region.clone(),
-                    window_ms: entry.window_ms,
-                    throughput_port: self.ports_of(&entry.info.name).throughput,
-                    stamp_port: self.ports_of(&entry.info.name).stamp,
-                    instance: marks.current(),
-                    last_seq: marks.last_seq(),
-                    last_seen: entry.last_seen.unwrap_or(0),
-                    // The shell's counter, filled in when it saves.
-                    accepted: 0,
-                })
-            })
-            .collect()
     }
 
     /// The pair matrix.
     pub fn matrix(&self) -> &PairMatrix {
         &self.matrix
-    }
-
-    pub(crate) fn matrix_mut(&mut self) -> &mut PairMatrix {
-        self.version += 1;
-        &mut self.matrix
     }
 
     /// Whether `node` is registered.
@@ -324,6 +264,8 @@ impl CollectorState {
         );
         let networks_changed = self.other_networks.get(&name) != Some(&others);
         self.other_networks.insert(name.clone(), others);
+        self.hellos.insert(name.clone(), hello.encode_to_vec());
+        self.journal_hello(&name, now);
         self.version += 1;
         Ok((name, changed || networks_changed))
     }
@@ -438,6 +380,7 @@ impl CollectorState {
         if window.seq <= last_seq {
             return Ok(Ingested::Duplicate);
         }
+        let mut changes = self.journal.is_some().then(WindowChanges::default);
         for result in results {
             let ordered = self
                 .issued
@@ -457,12 +400,18 @@ impl CollectorState {
                         &result.peer,
                         throughput,
                     );
+                    if let Some(changes) = &mut changes {
+                        changes.throughput(&test.network, node, &result.peer, &throughput);
+                    }
                     self.throughput_counts.measured += 1;
                 }
                 Err(_) => self.throughput_counts.failed += 1,
             }
         }
         for checked in pairs {
+            if let Some(changes) = &mut changes {
+                changes.window(&checked.network, node, &checked.peer, &checked.pair);
+            }
             if !checked.network.is_primary() {
                 self.matrix_of_mut(&checked.network)
                     .record(node, &checked.peer, checked.pair);
@@ -472,6 +421,9 @@ impl CollectorState {
             if let Some(one_way) = checked.one_way {
                 // The node saw the peer's requests: loss from peer to node.
                 self.matrix.record_one_way(&checked.peer, node, one_way);
+                if let Some(changes) = &mut changes {
+                    changes.one_way(&checked.network, &checked.peer, node, &one_way);
+                }
             }
         }
         if let Some(stats) = &window.stats {
@@ -481,6 +433,10 @@ impl CollectorState {
             marks.accepted(window.seq);
         }
         self.registry.note_report(node, now);
+        if let Some(changes) = changes {
+            let instance = self.seq_marks.get(node).map_or(0, NodeMarks::current);
+            self.note_in_journal(|| changes.into_record(node, instance, window.seq, now));
+        }
         self.version += 1;
         Ok(Ingested::Accepted)
     }

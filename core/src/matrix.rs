@@ -278,6 +278,9 @@ struct PairHistory {
 }
 
 /// Keeps `deque` ordered by `end` with at most `kept` entries, oldest out.
+/// A pair has one window per end: an item whose end is already there is
+/// that window again (a saved state and its journal may both hold it) and
+/// changes nothing.
 fn insert_ordered<T>(
     deque: &mut VecDeque<T>,
     item: T,
@@ -285,6 +288,9 @@ fn insert_ordered<T>(
     kept: usize,
 ) {
     let at = deque.partition_point(|w| end(w) <= end(&item));
+    if at > 0 && end(&deque[at - 1]) == end(&item) {
+        return;
+    }
     deque.insert(at, item);
     while deque.len() > kept {
         deque.pop_front();
@@ -334,6 +340,7 @@ pub struct PairMatrix {
     /// few.
     summaries: SharedChunks<(NodeId, NodeId, PairSummary)>,
     windows_kept: usize,
+    removals: u64,
 }
 
 impl PairMatrix {
@@ -347,6 +354,7 @@ impl PairMatrix {
             histories: Vec::new(),
             summaries: SharedChunks::default(),
             windows_kept: windows_kept.max(1),
+            removals: 0,
         }
     }
 
@@ -416,6 +424,7 @@ impl PairMatrix {
         let Some(&id) = self.ids.get(node) else {
             return;
         };
+        self.removals += 1;
         let kept: Vec<bool> = self
             .summaries
             .iter()
@@ -450,14 +459,37 @@ impl PairMatrix {
 
     /// Everything kept, pair by pair (for saving the state).
     pub fn kept(&self) -> impl Iterator<Item = KeptPair<'_>> {
+        self.kept_slice(0, usize::MAX)
+    }
+
+    /// What [`kept`](Self::kept) gives from position `from`, at most
+    /// `count` pairs: a save copies the matrix a slice at a time, so that
+    /// no copy of all of it is ever made under the collector's lock.
+    /// Positions hold until [`removals`](Self::removals) changes; new pairs
+    /// come at the end.
+    pub fn kept_slice(&self, from: usize, count: usize) -> impl Iterator<Item = KeptPair<'_>> {
         let pairs = self.summaries.iter().zip(&self.histories);
-        pairs.map(|(&(src, dst, _), history)| KeptPair {
-            src: &self.names[src as usize],
-            dst: &self.names[dst as usize],
-            windows: &history.windows,
-            one_way: &history.one_way,
-            throughput: history.throughput,
-        })
+        pairs
+            .skip(from)
+            .take(count)
+            .map(|(&(src, dst, _), history)| KeptPair {
+                src: &self.names[src as usize],
+                dst: &self.names[dst as usize],
+                windows: &history.windows,
+                one_way: &history.one_way,
+                throughput: history.throughput,
+            })
+    }
+
+    /// The number of pairs with data.
+    pub fn pair_count(&self) -> usize {
+        self.histories.len()
+    }
+
+    /// How many times pairs were removed (each moves the later pairs'
+    /// positions in [`kept_slice`](Self::kept_slice)).
+    pub fn removals(&self) -> u64 {
+        self.removals
     }
 
     /// Every pair that has any data, with its summary.
@@ -599,6 +631,26 @@ mod tests {
             (Some(Transport::Icmp), Some(2.0), filtered)
         );
         assert_eq!(PairMatrix::new(1).summary("a", "b").probe, None);
+    }
+
+    #[test]
+    fn a_window_recorded_twice_counts_once() {
+        let mut m = PairMatrix::new(10);
+        let window = |end, received| PairWindow::new(end, 10, received, rtt(1.0)).unwrap();
+        m.record("a", "b", window(1_000, 10));
+        m.record("a", "b", window(2_000, 5));
+        m.record("a", "b", window(1_000, 10));
+        m.record_one_way("b", "a", OneWayWindow::new(1_000, 10, 9).unwrap());
+        m.record_one_way("b", "a", OneWayWindow::new(1_000, 10, 9).unwrap());
+        let s = m.summary("a", "b");
+        assert_eq!((s.samples, s.loss_ratio), (20, Some(0.25)));
+        let kept: Vec<usize> = m
+            .kept()
+            .map(|p| p.windows.len() + p.one_way.len())
+            .collect();
+        assert_eq!(kept, vec![2, 1]);
+        assert_eq!(m.kept_slice(1, 5).count(), 1);
+        assert_eq!(m.pair_count(), 2);
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod demo;
 mod dual_stack;
 mod faults;
 mod filtered;
+mod full_disk;
 mod lying_node;
 mod measurement;
 mod observability;

@@ -185,12 +185,31 @@ fn every_pair_measured(system: &LabSystem) {
 }
 
 /// Waits, for at most `limit`, until the collector is in the middle of a
-/// save (its temporary file exists); whether it was.
+/// save: a checkpoint being written (its temporary file exists), or an
+/// append under way (a journal grew since the wait began, and its sync
+/// may not be done); whether it was.
 fn in_a_save(state_dir: &Path, limit: Duration) -> bool {
-    let temporary = state_dir.join(format!("{}.tmp", netaware_collector::persist::FILE_NAME));
+    let journal_bytes = || -> u64 {
+        std::fs::read_dir(state_dir)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("journal-"))
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum()
+    };
+    let checkpointing = || {
+        std::fs::read_dir(state_dir)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .any(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+    };
+    let before = journal_bytes();
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
-        if temporary.exists() {
+        if checkpointing() || journal_bytes() != before {
             return true;
         }
         std::hint::spin_loop();

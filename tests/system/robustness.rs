@@ -5,7 +5,8 @@
 //! extender call with a server error.
 
 use netaware_collector::robustness::{
-    NOW_MS, agent_message_bytes, inventory_bytes, seeded_state, state_file_bytes,
+    NOW_MS, agent_message_bytes, inventory_bytes, mutated_state_file, seeded_state,
+    state_file_bytes,
 };
 use netaware_proto::v1::{AgentMessage, PeerWindow, Window, agent_message};
 use netaware_scheduler::robustness::request_bytes;
@@ -81,10 +82,7 @@ proptest! {
 
     #[test]
     fn mutated_state_files(at in 0usize..4_000, byte in any::<u8>()) {
-        let mut text = serde_json::to_vec(&seeded_state().saved(NOW_MS)).unwrap();
-        let at = at % text.len();
-        text[at] = byte;
-        state_file_bytes(&text);
+        state_file_bytes(&mutated_state_file(at, byte));
     }
 
     #[test]

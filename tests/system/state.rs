@@ -1,13 +1,14 @@
 //! `--state-dir` with real collectors over real gRPC: what one collector
 //! took survives its shutdown into the next (scores at once, and replays
-//! still counted once), a damaged file means an empty start and is kept
-//! aside, and a state directory that cannot be written stops the start.
+//! still counted once), a damaged newest save falls back to the previous
+//! one and is kept aside, and a state directory that cannot be written
+//! stops the start.
 
 use std::path::Path;
 use std::time::Duration;
 
 use netaware_collector::StateConfig;
-use netaware_collector::persist::FILE_NAME;
+use netaware_collector::persist::{checkpoint_file, checkpoints};
 use netaware_testkit::{Session, good_peer, window};
 use tokio_util::sync::CancellationToken;
 
@@ -50,7 +51,7 @@ async fn scores_and_exactly_once_survive_a_restart() {
     let figures_before = first.matrix().await.pairs;
     shutdown.cancel();
     first.wait().await;
-    assert!(dir.path().join(FILE_NAME).exists(), "saved on shutdown");
+    assert_eq!(checkpoints(dir.path()).unwrap(), [1], "saved on shutdown");
 
     let shutdown = CancellationToken::new();
     let second =
@@ -86,31 +87,55 @@ async fn scores_and_exactly_once_survive_a_restart() {
 }
 
 #[tokio::test]
-async fn a_damaged_state_file_means_an_empty_start_and_is_kept_aside() {
+async fn a_damaged_newest_save_falls_back_to_the_previous_one_and_is_kept_aside() {
     let dir = tempfile::tempdir().unwrap();
+    let shutdown = CancellationToken::new();
+    let first =
+        netaware_testkit::start_collector_with(Vec::new(), saving(dir.path()), &shutdown).await;
+    let url = format!("http://{}", first.grpc_addr);
+    let mut a = Session::hello(&url, "a").await;
+    let _b = Session::hello(&url, "b").await;
+    a.send(window(1, vec![good_peer()])).await;
+    let before = pairs(&first).await;
+    shutdown.cancel();
+    first.wait().await;
+    assert_eq!(checkpoints(dir.path()).unwrap(), [1]);
+
+    // A newer checkpoint that is cut short, not a checkpoint at all, of
+    // another format, or whole but for one flipped bit.
+    let good = std::fs::read(checkpoint_file(dir.path(), 1)).unwrap();
+    let mut flipped = good.clone();
+    flipped[good.len() / 2] ^= 0x04;
+    let mut other_format = good.clone();
+    other_format[8] = 1;
     for damage in [
-        &b"{\"format\": 1, \"saved_at\": 5, \"nodes\": ["[..],
-        b"\x00\x01\x02 not json at all",
-        // Well-formed, but a negative RTT.
-        br#"{"format":1,"saved_at":1,"nodes":[
-            {"name":"a","address":"10.0.0.1","zone":"z","region":"","window_ms":1000,"throughput_port":0,"instance":1,"last_seq":1,"last_seen":1},
-            {"name":"b","address":"10.0.0.2","zone":"z","region":"","window_ms":1000,"throughput_port":0,"instance":1,"last_seq":1,"last_seen":1}],
-            "pairs":[{"src":"a","dst":"b","windows":[{"end":1,"sent":1,"received":1,"rtt_ms":[-1,1,1,1,1,0]}],"one_way":[],"throughput":null}]}"#,
+        good[..good.len() - 3].to_vec(),
+        b"{\"format\": 1, \"nodes\": []}".to_vec(),
+        other_format,
+        flipped,
     ] {
-        std::fs::write(dir.path().join(FILE_NAME), damage).unwrap();
+        let newest = checkpoint_file(dir.path(), 5);
+        std::fs::write(&newest, &damage).unwrap();
         let shutdown = CancellationToken::new();
         let collector =
             netaware_testkit::start_collector_with(Vec::new(), saving(dir.path()), &shutdown).await;
-        assert!(pairs(&collector).await.is_empty());
-        assert_eq!(collector.ingest().state().node_count(), 0);
-        let aside = dir.path().join(format!("{FILE_NAME}.damaged"));
+        assert_eq!(pairs(&collector).await, before, "the previous save");
+        assert_eq!(collector.ingest().state().node_count(), 2);
+        let aside = newest.with_extension("bin.damaged");
         assert_eq!(std::fs::read(&aside).unwrap(), damage, "kept for a look");
         shutdown.cancel();
         collector.wait().await;
-        // The next save is a good file again.
-        let saved = std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
-        assert!(saved.starts_with("{\"format\":1"), "{saved}");
     }
+
+    // With no whole checkpoint left, the collector starts empty.
+    std::fs::write(checkpoint_file(dir.path(), 1), &good[..20]).unwrap();
+    let shutdown = CancellationToken::new();
+    let collector =
+        netaware_testkit::start_collector_with(Vec::new(), saving(dir.path()), &shutdown).await;
+    assert!(pairs(&collector).await.is_empty());
+    assert_eq!(collector.ingest().state().node_count(), 0);
+    shutdown.cancel();
+    collector.wait().await;
 }
 
 #[tokio::test]

@@ -82,7 +82,7 @@ async fn each_transport_measures_and_the_matrix_says_which() {
         let rtt = pair.rtt_median_ms.unwrap();
         assert!(
             rtt > 0.0 && rtt < 5.0,
-            "{} -> {}: {rtt} ms",
+            "{} -> {}: {rtt} ms {pair:?}",
             pair.src,
             pair.dst
         );
