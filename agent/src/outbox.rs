@@ -18,6 +18,14 @@ use std::collections::VecDeque;
 
 use netaware_proto::v1::{Ack, Window};
 
+/// Whether an ack's `code` refuses its window for now only: the collector
+/// cannot take it at the moment (UNAVAILABLE, RESOURCE_EXHAUSTED), and the
+/// agent sends it again after a reconnect. Any other refusal is for good
+/// (INVALID_ARGUMENT: sending it again would be refused again).
+pub fn refused_for_now(code: i32) -> bool {
+    code == tonic::Code::Unavailable as i32 || code == tonic::Code::ResourceExhausted as i32
+}
+
 /// One window held, and whether the collector has acknowledged it.
 #[derive(Debug)]
 struct Held {
@@ -60,16 +68,19 @@ impl Outbox {
         (window, evicted)
     }
 
-    /// Applies an ack: a refused window, or any window when the collector
-    /// saves nothing, is forgotten; otherwise the window is marked
-    /// received and every window up to `saved_through` is forgotten.
-    /// Whether the acknowledged window was held.
+    /// Applies an ack: a window refused for good, or any window taken by a
+    /// collector that saves nothing, is forgotten; one refused for now
+    /// ([`refused_for_now`]) is kept to be sent again after a reconnect;
+    /// otherwise the window is marked received. Every window up to
+    /// `saved_through` is forgotten. Whether the acknowledged window was
+    /// held.
     pub fn ack(&mut self, ack: &Ack) -> bool {
         let Some(at) = self.windows.iter().position(|h| h.window.seq == ack.seq) else {
             self.saved_through(ack.saved_through);
             return false;
         };
         match ack.saved_through {
+            _ if refused_for_now(ack.code) => {}
             Some(_) if ack.code == 0 => self.windows[at].acked = true,
             _ => drop(self.windows.remove(at)),
         }
@@ -151,6 +162,21 @@ mod tests {
         };
         assert!(outbox.ack(&refused));
         assert_eq!(outbox.pending().map(|w| w.seq).collect::<Vec<_>>(), [3]);
+        // One refused for now is kept, with or without a saving collector.
+        for saved_through in [Some(2), None] {
+            outbox.push(Window::default());
+            let seq = outbox.pending().last().unwrap().seq;
+            let busy = Ack {
+                code: tonic::Code::Unavailable as i32,
+                ..ack(seq, saved_through)
+            };
+            assert!(outbox.ack(&busy));
+            assert!(outbox.pending().any(|w| w.seq == seq), "kept to send again");
+        }
+        assert_eq!(
+            outbox.pending().map(|w| w.seq).collect::<Vec<_>>(),
+            [3, 5, 6]
+        );
     }
 
     /// What the agent and a collector with a state directory can do, in

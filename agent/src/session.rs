@@ -225,9 +225,11 @@ async fn session(
                         counters.windows_buffered.store(outbox.len() as u64, Relaxed);
                         if ack.code == 0 {
                             counters.windows_acked.fetch_add(1, Relaxed);
+                        } else if crate::outbox::refused_for_now(ack.code) {
+                            tracing::warn!(seq = ack.seq, code = ack.code, message = %ack.message, "window refused for now: kept, to be sent again after a reconnect");
                         } else {
                             counters.windows_rejected.fetch_add(1, Relaxed);
-                            tracing::warn!(seq = ack.seq, code = ack.code, message = %ack.message, "window refused by the collector");
+                            tracing::warn!(seq = ack.seq, code = ack.code, message = %ack.message, "window refused by the collector: dropped");
                         }
                     }
                     None => {}

@@ -45,14 +45,14 @@ async fn metrics(State(shared): State<HttpState>) -> impl IntoResponse {
         .snapshots
         .for_reader(&shared.ingest, &shared.work)
         .await;
-    let (throughput, last_seqs) = {
+    let (throughput, unknown_peers, last_seqs) = {
         let state = shared.ingest.state();
         let last_seqs = state
             .agent_marks()
             .into_iter()
             .map(|(node, _, last_seq)| (node, last_seq))
             .collect();
-        (state.throughput_counts(), last_seqs)
+        (state.throughput_counts(), state.unknown_peers(), last_seqs)
     };
     let placement = snapshot.config.placement;
     let published = shared.topology.get();
@@ -67,6 +67,7 @@ async fn metrics(State(shared): State<HttpState>) -> impl IntoResponse {
     let facts = ScrapeFacts {
         open_sessions: shared.agents.open_sessions(),
         throughput,
+        unknown_peers,
         pair_node_limit: DEFAULT_PAIR_NODE_LIMIT,
         last_seqs,
         placement,

@@ -203,8 +203,8 @@ pub struct WorkMetrics {
     pub windows_duplicate: Family<NodeLabels, Counter>,
     /// Windows refused as invalid, by node.
     pub windows_rejected: Family<NodeLabels, Counter>,
-    /// State saves to `--state-dir` that succeeded.
-    pub state_saves: Counter,
+    /// State saves to `--state-dir` that succeeded, by `kind`.
+    state_saves: Family<KindLabels, Counter>,
     /// State saves that failed.
     pub state_save_errors: Counter,
     /// Bytes written to `--state-dir`, by `kind` (journal, checkpoint).
@@ -284,7 +284,7 @@ impl Default for WorkMetrics {
             windows_accepted: Family::default(),
             windows_duplicate: Family::default(),
             windows_rejected: Family::default(),
-            state_saves: Counter::default(),
+            state_saves: Family::default(),
             state_save_errors: Counter::default(),
             state_saved_bytes: Family::default(),
             // 10 us to about 1.5 s.
@@ -307,10 +307,9 @@ impl Default for WorkMetrics {
 impl WorkMetrics {
     /// A save of `kind` wrote `bytes` and is on disk.
     pub fn save_done(&self, kind: SaveKind, bytes: u64) {
-        self.state_saves.inc();
-        self.state_saved_bytes
-            .get_or_create(&KindLabels { kind: kind.label() })
-            .inc_by(bytes);
+        let kind = KindLabels { kind: kind.label() };
+        self.state_saves.get_or_create(&kind).inc();
+        self.state_saved_bytes.get_or_create(&kind).inc_by(bytes);
         self.state_save_failing.set(0);
         *self
             .state_save_problem
@@ -384,6 +383,8 @@ pub struct ScrapeFacts {
     pub open_sessions: usize,
     /// What became of throughput tests.
     pub throughput: ThroughputCounts,
+    /// Peers left out of accepted windows as unknown.
+    pub unknown_peers: u64,
     /// Export node pairs while there are at most this many nodes.
     pub pair_node_limit: usize,
     /// Each agent's node and the sequence number of its last accepted
@@ -504,7 +505,7 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
     );
     collector.register(
         "state_saves",
-        "State saves to --state-dir",
+        "State saves to --state-dir, by kind: journal (an append of what changed) or checkpoint (all of it)",
         work.state_saves.clone(),
     );
     collector.register(
@@ -578,6 +579,13 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
         "Bytes of updates sent on WatchMatrix streams",
         prometheus_client::registry::Unit::Bytes,
         work.watch_sent_bytes.clone(),
+    );
+    let unknown_peers = Counter::<u64>::default();
+    unknown_peers.inc_by(facts.unknown_peers);
+    collector.register(
+        "window_peers_unknown",
+        "Peers left out of accepted windows because the collector does not know them (forgotten, or not restored after a restart); the rest of each window was taken",
+        unknown_peers,
     );
     let orders = Counter::<u64>::default();
     orders.inc_by(facts.throughput.ordered);
@@ -930,6 +938,7 @@ mod tests {
                 failed: 1,
                 ignored: 0,
             },
+            unknown_peers: 2,
             pair_node_limit: limit,
             last_seqs: vec![("a1".into(), 7)],
             placement: PlacementConfig::default(),

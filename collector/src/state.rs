@@ -138,6 +138,8 @@ pub struct CollectorState {
     /// What changed since the last save took it, while the collector
     /// saves (see [`saving`]).
     journal: Option<Encoded>,
+    /// Peers left out of accepted windows as unknown.
+    unknown_peers: u64,
 }
 
 /// Where a node answers its peers: an agent's throughput server (which
@@ -188,6 +190,7 @@ impl CollectorState {
             version: 1,
             hellos: HashMap::new(),
             journal: None,
+            unknown_peers: 0,
         }
     }
 
@@ -366,7 +369,10 @@ impl CollectorState {
         let Some(last_seq) = self.last_seq(node) else {
             return Err(Invalid(format!("unknown node {node:?}: no hello")));
         };
-        let pairs = validate::window(node, window, &self.registry, now)?;
+        let validate::CheckedWindow {
+            pairs,
+            unknown_peers,
+        } = validate::window(node, window, &self.registry, now)?;
         if let Some(off) = pairs
             .iter()
             .find(|p| !self.on_network(node, &p.network) || !self.on_network(&p.peer, &p.network))
@@ -380,6 +386,7 @@ impl CollectorState {
         if window.seq <= last_seq {
             return Ok(Ingested::Duplicate);
         }
+        self.unknown_peers += unknown_peers;
         let mut changes = self.journal.is_some().then(WindowChanges::default);
         for result in results {
             let ordered = self
@@ -557,6 +564,12 @@ impl CollectorState {
             (test.server.clone(), server_order),
             (test.client.clone(), client_order),
         ])
+    }
+
+    /// Peers left out of accepted windows because the collector did not
+    /// know them.
+    pub fn unknown_peers(&self) -> u64 {
+        self.unknown_peers
     }
 
     /// What became of throughput tests so far.

@@ -173,13 +173,23 @@ pub struct CheckedPeerWindow {
     pub one_way: Option<OneWayWindow>,
 }
 
+/// A window's peers, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedWindow {
+    /// The figures towards each peer the collector knows.
+    pub pairs: Vec<CheckedPeerWindow>,
+    /// Peers it does not know (forgotten, or not restored after a
+    /// restart), left out: the rest of the window is still good.
+    pub unknown_peers: u64,
+}
+
 /// A window from `node`, checked against the registry and the clock.
 pub fn window(
     node: &str,
     window: &Window,
     registry: &Registry,
     now: UnixMillis,
-) -> Result<Vec<CheckedPeerWindow>, Invalid> {
+) -> Result<CheckedWindow, Invalid> {
     if window.seq == 0 {
         return invalid("seq must start at 1");
     }
@@ -205,12 +215,10 @@ pub fn window(
     }
     let mut seen = HashSet::new();
     let mut pairs = Vec::with_capacity(window.peers.len());
+    let mut unknown_peers = 0;
     for peer in &window.peers {
         if peer.peer == node {
             return invalid(format!("{node} reports a window towards itself"));
-        }
-        if registry.get(&peer.peer).is_none() {
-            return invalid(format!("unknown peer {:?}", peer.peer));
         }
         let refused = |err: &dyn std::fmt::Display| Invalid(format!("peer {:?}: {err}", peer.peer));
         let read = convert::peer_window_from_wire(peer).map_err(|err| refused(&err))?;
@@ -229,6 +237,12 @@ pub fn window(
         let (pair, one_way) = read
             .checked(window.end_unix_ms)
             .map_err(|err| refused(&err))?;
+        // Every figure is checked, a known peer's or not: a window with a
+        // bad one is refused whole all the same.
+        if registry.get(&peer.peer).is_none() {
+            unknown_peers += 1;
+            continue;
+        }
         pairs.push(CheckedPeerWindow {
             peer: peer.peer.clone(),
             network: read.network,
@@ -236,7 +250,10 @@ pub fn window(
             one_way,
         });
     }
-    Ok(pairs)
+    Ok(CheckedWindow {
+        pairs,
+        unknown_peers,
+    })
 }
 
 /// A throughput result, checked: the test, its server, and the goodput or
@@ -498,12 +515,21 @@ mod tests {
         assert_eq!(
             window("n1", &w(vec![good.clone()]), &registry, 10_000)
                 .unwrap()
+                .pairs
                 .len(),
             1
         );
+        // A peer the collector does not know is left out, and counted.
+        let ghost = PeerWindow {
+            peer: "ghost".into(),
+            ..good.clone()
+        };
+        let checked = window("n1", &w(vec![ghost, good.clone()]), &registry, 10_000).unwrap();
+        assert_eq!((checked.pairs.len(), checked.unknown_peers), (1, 1));
         let cases = [
             w(vec![PeerWindow {
                 peer: "ghost".into(),
+                rtt_min_ms: -1.0,
                 ..good.clone()
             }]),
             w(vec![PeerWindow {

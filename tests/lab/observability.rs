@@ -10,7 +10,8 @@
 //!   scheduler extender that is being called; every query of every panel
 //!   returns data, and every alert fires in the scenario built for it (a
 //!   lossy host, its links and its node fault, a zone cut off, ICMP dropped in every host,
-//!   an agent killed, the collector killed),
+//!   an agent killed, the collector killed; a failing save is driven
+//!   through its metric by tests/lab/full_disk.rs and the unit tests),
 //!   with the rules' `for` shortened to seconds (the unit tests hold the
 //!   real ones).
 

@@ -1,5 +1,6 @@
 //! Bad input over real gRPC: every kind of broken report is refused with
-//! INVALID_ARGUMENT and leaves the matrix as it was. No root needed: these
+//! INVALID_ARGUMENT and leaves the matrix as it was; a peer the collector
+//! does not know is left out of a window, counted, and the rest taken. No root needed: these
 //! sessions are driven by hand, without ICMP.
 
 use netaware_proto::v1 as pb;
@@ -50,13 +51,17 @@ async fn broken_reports_are_refused_and_change_nothing() {
     };
     let cases: Vec<(&str, pb::Window)> = vec![
         (
-            "unknown peer",
+            "an unknown peer's NaN RTT",
             window(
                 2,
-                vec![pb::PeerWindow {
-                    peer: "ghost".into(),
-                    ..good_peer()
-                }],
+                vec![
+                    good_peer(),
+                    pb::PeerWindow {
+                        peer: "ghost".into(),
+                        rtt_median_ms: f64::NAN,
+                        ..good_peer()
+                    },
+                ],
             ),
         ),
         (
@@ -138,6 +143,30 @@ async fn broken_reports_are_refused_and_change_nothing() {
         .find(|(src, dst, ..)| src == "a" && dst == "b")
         .unwrap();
     assert_eq!((ab.2, ab.4), (20, Some(0.25)));
+
+    // A peer the collector does not know (forgotten, or not restored after
+    // a restart) is left out and counted; the rest of the window is taken.
+    let ack = a
+        .send(window(
+            3,
+            vec![
+                pb::PeerWindow {
+                    peer: "ghost".into(),
+                    ..good_peer()
+                },
+                good_peer(),
+            ],
+        ))
+        .await;
+    assert_eq!((ack.code, ack.message.as_str()), (0, ""), "{ack:?}");
+    let now = figures(&mut scores).await;
+    let ab = now.iter().find(|(src, dst, ..)| src == "a" && dst == "b");
+    assert_eq!(ab.map(|f| f.2), Some(30));
+    let (_, metrics) = netaware_testkit::get(collector.http_addr, "/metrics").await;
+    assert!(
+        metrics.contains("netaware_collector_window_peers_unknown_total 1"),
+        "{metrics}"
+    );
 
     shutdown.cancel();
     collector.wait().await;
