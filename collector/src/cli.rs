@@ -44,6 +44,16 @@ pub struct CollectorArgs {
     #[arg(long, default_value_t = crate::WatchLimits::DEFAULT_MAX_WATCHERS as u32,
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub max_watchers: u32,
+    /// gRPC connections served at once (one per agent, a few for
+    /// extenders and tools); more are closed at once.
+    #[arg(long, default_value_t = crate::ConnectionLimits::DEFAULT_MAX_TOTAL as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// gRPC connections served at once from one client address (an agent
+    /// has one); more are closed at once.
+    #[arg(long, default_value_t = crate::ConnectionLimits::DEFAULT_MAX_PER_CLIENT as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections_per_client: u32,
     /// Take each agent's zone and region from its Node's
     /// topology.kubernetes.io labels (RBAC: get on nodes) and refuse a
     /// hello that says otherwise.
@@ -298,6 +308,11 @@ impl CollectorArgs {
             watch: crate::WatchLimits {
                 max_watchers: self.max_watchers as usize,
                 ..crate::WatchLimits::default()
+            },
+            connections: crate::ConnectionLimits {
+                max_total: self.max_connections as usize,
+                max_per_client: self.max_connections_per_client as usize,
+                ..crate::ConnectionLimits::default()
             },
             agent_tokens,
         })

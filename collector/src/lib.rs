@@ -33,6 +33,7 @@ pub mod agent_tokens;
 pub mod agents;
 pub mod cli;
 pub mod config;
+pub mod connections;
 pub mod http;
 pub mod identity;
 pub mod ingest;
@@ -62,11 +63,11 @@ use netaware_proto::v1::agent_session_server::AgentSessionServer;
 use netaware_proto::v1::scores_server::ScoresServer;
 use tokio::net::TcpListener;
 use tokio_stream::Stream;
-use tokio_stream::wrappers::TcpListenerStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::Agents;
 pub use crate::config::{ModelConfig, ThroughputConfig};
+pub use crate::connections::ConnectionLimits;
 use crate::ingest::Ingest;
 use crate::metrics::WorkMetrics;
 use crate::node_places::NodePlaces;
@@ -230,6 +231,8 @@ pub struct CollectorConfig {
     pub node_places: Option<Arc<NodePlaces>>,
     /// What watch streams may hold.
     pub watch: WatchLimits,
+    /// What the gRPC port admits.
+    pub connections: ConnectionLimits,
     /// The Kubernetes API that agents' tokens are checked with
     /// (`--agent-tokens`); `None`: a hello's node is taken as said (or as
     /// its certificate names it, under mutual TLS).
@@ -387,8 +390,13 @@ impl Collector {
                     .max_encoding_message_size(MAX_SCORES_MESSAGE_BYTES),
             );
         let grpc_shutdown = shutdown.clone();
+        let incoming = connections::incoming(
+            grpc,
+            config.connections,
+            Arc::clone(&work),
+            shutdown.clone(),
+        );
         tasks.spawn(async move {
-            let incoming = TcpListenerStream::new(grpc);
             if let Err(err) = router
                 .serve_with_incoming_shutdown(incoming, grpc_shutdown.cancelled_owned())
                 .await

@@ -155,6 +155,30 @@ impl WatchRefusal {
     }
 }
 
+/// Why a gRPC connection was closed by the collector before any request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionRefusal {
+    /// [`crate::ConnectionLimits::max_total`] connections were open.
+    TooMany,
+    /// [`crate::ConnectionLimits::max_per_client`] connections were open
+    /// from the client's address.
+    TooManyFromClient,
+    /// It sent too little within
+    /// [`crate::ConnectionLimits::first_bytes_within`].
+    Silent,
+}
+
+impl ConnectionRefusal {
+    /// Its label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TooMany => "too_many",
+            Self::TooManyFromClient => "too_many_from_client",
+            Self::Silent => "silent",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabels {
     reason: &'static str,
@@ -197,6 +221,10 @@ pub struct WorkMetrics {
     pub sessions_refused: Family<RefusalLabels, Counter>,
     /// Watch streams refused or cut off, by why.
     watchers_refused: Family<ReasonLabels, Counter>,
+    /// gRPC connections closed before any request, by why.
+    connections_refused: Family<ReasonLabels, Counter>,
+    /// gRPC connections open now.
+    pub grpc_connections: Gauge,
     /// Windows that entered the matrix, by node.
     pub windows_accepted: Family<NodeLabels, Counter>,
     /// Windows acknowledged as duplicates (replays), by node.
@@ -281,6 +309,8 @@ impl Default for WorkMetrics {
             sessions_opened: Counter::default(),
             sessions_refused: Family::default(),
             watchers_refused: Family::default(),
+            connections_refused: Family::default(),
+            grpc_connections: Gauge::default(),
             windows_accepted: Family::default(),
             windows_duplicate: Family::default(),
             windows_rejected: Family::default(),
@@ -339,6 +369,15 @@ impl WorkMetrics {
     pub fn refused(&self, reason: Refusal) {
         self.sessions_refused
             .get_or_create(&RefusalLabels { reason })
+            .inc();
+    }
+
+    /// Counts a gRPC connection closed for `reason`.
+    pub fn connection_refused(&self, reason: ConnectionRefusal) {
+        self.connections_refused
+            .get_or_create(&ReasonLabels {
+                reason: reason.as_str(),
+            })
             .inc();
     }
 
@@ -459,6 +498,16 @@ fn register_faults(registry: &mut Registry, faults: &FaultFacts) {
 
 fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFacts) {
     let collector = registry.sub_registry_with_prefix("collector");
+    collector.register(
+        "connections_refused",
+        "gRPC connections closed before any request, by reason: too_many (--max-connections), too_many_from_client (--max-connections-per-client), silent (sent too little within 10 s)",
+        work.connections_refused.clone(),
+    );
+    collector.register(
+        "grpc_connections",
+        "gRPC connections open now",
+        work.grpc_connections.clone(),
+    );
     collector.register(
         "sessions_opened",
         "Agent sessions opened",

@@ -54,6 +54,7 @@ pub fn collector_config(
         http_tls: None,
         node_places: None,
         watch: netaware_collector::WatchLimits::default(),
+        connections: netaware_collector::ConnectionLimits::default(),
         agent_tokens: None,
     }
 }

@@ -8,6 +8,7 @@
 mod agent_tokens;
 mod bad_input;
 mod cli;
+mod connections;
 mod end_to_end;
 mod extender;
 mod manifests;

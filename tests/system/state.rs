@@ -153,6 +153,7 @@ async fn a_state_dir_that_cannot_be_written_stops_the_start() {
         http_tls: None,
         node_places: None,
         watch: netaware_collector::WatchLimits::default(),
+        connections: netaware_collector::ConnectionLimits::default(),
         agent_tokens: None,
     };
     let err = netaware_collector::Collector::start(config, CancellationToken::new())

@@ -110,6 +110,7 @@ async fn collector_with_https(
         tls: Some(tls),
         node_places: None,
         watch: netaware_collector::WatchLimits::default(),
+        connections: netaware_collector::ConnectionLimits::default(),
         agent_tokens: None,
     };
     let collector = Collector::start(config, shutdown.clone()).await.unwrap();
@@ -513,6 +514,7 @@ async fn certificates_from_netaware_certs_give_nodes_their_identity() {
         tls: Some(served),
         node_places: None,
         watch: netaware_collector::WatchLimits::default(),
+        connections: netaware_collector::ConnectionLimits::default(),
         agent_tokens: None,
     };
     let collector = Collector::start(config, shutdown.clone()).await.unwrap();

@@ -132,6 +132,12 @@ async fn collector_with(
 ) -> netaware_collector::Collector {
     let config = netaware_collector::CollectorConfig {
         watch,
+        // Sixty agents' sessions from one loopback address, where a
+        // cluster's come from one address each.
+        connections: netaware_collector::ConnectionLimits {
+            max_per_client: 100,
+            ..Default::default()
+        },
         ..netaware_testkit::collector_config(Vec::new(), None)
     };
     netaware_collector::Collector::start(config, shutdown.clone())

@@ -59,6 +59,7 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
             http_tls: None,
             node_places: None,
             watch: netaware_collector::WatchLimits::default(),
+            connections: netaware_collector::ConnectionLimits::default(),
             agent_tokens: None,
         },
         shutdown.clone(),

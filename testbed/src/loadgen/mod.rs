@@ -15,6 +15,7 @@ pub mod fleet;
 pub mod report;
 pub mod stalled;
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -278,14 +279,37 @@ type Session = (
     tonic::Streaming<pb::CollectorMessage>,
 );
 
+/// Whether `url` names a loopback address.
+pub(crate) fn is_loopback(url: &str) -> bool {
+    url.parse::<tonic::transport::Uri>()
+        .ok()
+        .and_then(|uri| uri.host()?.parse::<IpAddr>().ok())
+        .is_some_and(|ip| ip.is_loopback())
+}
+
+/// The loopback address agent `i` connects from, as each real agent comes
+/// from its node's (127.1.0.1 on, 250 to a /24): the collector's cap on
+/// connections per client holds each agent, as in a cluster.
+fn agent_source(i: usize) -> IpAddr {
+    IpAddr::from([
+        127,
+        1 + (i / 62_500) as u8,
+        (i / 250 % 250) as u8,
+        (i % 250 + 1) as u8,
+    ])
+}
+
 async fn open(fleet: &Fleet, i: usize, url: &str) -> anyhow::Result<Session> {
     let (up, rx) = mpsc::channel(4);
     let hello = pb::AgentMessage {
         body: Some(agent_message::Body::Hello(fleet.hello(i, rand::random()))),
     };
     up.send(hello).await?;
-    let mut client = AgentSessionClient::connect(url.to_owned())
-        .await?
+    let channel = tonic::transport::Endpoint::from_shared(url.to_owned())?
+        .local_address(is_loopback(url).then(|| agent_source(i)))
+        .connect()
+        .await?;
+    let mut client = AgentSessionClient::new(channel)
         .max_decoding_message_size(netaware_collector::MAX_MESSAGE_BYTES);
     let down = client.session(ReceiverStream::new(rx)).await?.into_inner();
     Ok((up, down))

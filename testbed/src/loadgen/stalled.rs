@@ -58,11 +58,7 @@ pub async fn open_stalled(
 ) {
     let mut held = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / per_s));
-    let loopback = url
-        .parse::<tonic::transport::Uri>()
-        .ok()
-        .and_then(|uri| uri.host()?.parse::<IpAddr>().ok())
-        .is_some_and(|ip| ip.is_loopback());
+    let loopback = super::is_loopback(&url);
     for i in 0u32.. {
         tokio::select! {
             () = stop.cancelled() => return,
