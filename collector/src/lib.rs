@@ -11,8 +11,8 @@
 //! Layout, each layer reading only those below it:
 //!
 //! 1. [`config`] (the flags' settings), [`validate`] (every field from an
-//!    agent, checked), [`inventory`], [`members`], [`saved`] (the state's
-//!    file form): leaves.
+//!    agent, checked), [`inventory`], [`members`], [`saved`] (the saved
+//!    state's records and their framing): leaves.
 //! 2. [`state`]: the collector's state and every change to it, pure (time
 //!    passed in); [`metrics`] counts the work.
 //! 3. [`ingest`] (the state behind its lock, and each change noticed),
@@ -20,10 +20,12 @@
 //!    off the lock), [`agents`] (open sessions and membership),
 //!    [`saved_marks`] (how far the last save reaches), [`watchers`] (the
 //!    watch streams open, and how far each has got).
-//! 4. The shells: [`session`] (agents), [`scores`] (the Scores service),
-//!    [`http`] (/metrics, /healthz); and the background [`tasks`]
-//!    (snapshot builds, coordinates, topology, throughput tests, saves).
-//!    Each is given only the parts it needs.
+//! 4. The shells: [`connections`] (the gRPC port's listener, bounded),
+//!    [`session`] (agents), [`scores`] (the Scores service), [`http`]
+//!    (/metrics, /healthz), [`persist`] (the state directory's files);
+//!    and the background [`tasks`] (snapshot builds, coordinates,
+//!    topology, throughput tests, saves). Each is given only the parts it
+//!    needs.
 //!
 //! `netaware_proto::convert` maps core types to wire types.
 //! [`Collector::start`] binds and serves; `netaware collector`, the demo

@@ -27,7 +27,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use crate::saved::{CheckpointEnd, Damage, Encoded, Record, RecordReader, encode, header};
+use crate::saved::{Apply, CheckpointEnd, Damage, Encoded, Record, RecordReader, encode, header};
 
 /// The file whose lock says a collector uses the directory.
 pub const LOCK_NAME: &str = "lock";
@@ -142,12 +142,6 @@ pub fn checkpoint_file(dir: &Path, generation: u64) -> PathBuf {
 /// The generations of the checkpoints in `dir`, oldest first.
 pub fn checkpoints(dir: &Path) -> Result<Vec<u64>, PersistError> {
     generations(dir, Kind::Checkpoint)
-}
-
-/// What saved records are applied to.
-pub trait Apply {
-    /// Applies one record.
-    fn apply(&mut self, record: &Record);
 }
 
 /// What [`load`] found.

@@ -363,6 +363,12 @@ impl WindowChanges {
     }
 }
 
+/// What saved records are applied to (a state being restored).
+pub trait Apply {
+    /// Applies one record.
+    fn apply(&mut self, record: &Record);
+}
+
 /// Records framed for a file, and the marks they hold: what a journal
 /// gathers between two saves (kept encoded, a few KiB a window, rather
 /// than as the records' many small allocations).

@@ -157,7 +157,7 @@ impl CollectorState {
     }
 }
 
-impl crate::persist::Apply for Restored {
+impl crate::saved::Apply for Restored {
     fn apply(&mut self, record: &Record) {
         Restored::apply(self, record);
     }

@@ -50,17 +50,18 @@ pub async fn run(saver: Saver, every: Duration, shutdown: CancellationToken) {
             _ = tick.tick() => false,
             () = shutdown.cancelled() => true,
         };
-        // The files are written and the lock taken on a blocking thread:
-        // a sync of hundreds of MB must not hold up the runtime.
-        saver = match tokio::task::spawn_blocking(move || {
+        // On a background thread at a lower priority: a save encodes and
+        // syncs up to hundreds of MB, and must neither hold up the runtime
+        // nor take the CPU that ingest needs.
+        saver = match netaware_runtime::background::run(move || {
             saver.save();
             saver
         })
         .await
         {
-            Ok(saver) => saver,
-            Err(err) => {
-                tracing::error!(%err, "the state saver stopped");
+            Some(saver) => saver,
+            None => {
+                tracing::error!("the state saver panicked: no more saves");
                 return;
             }
         };
