@@ -4,7 +4,7 @@
 //!
 //! tonic accepts whatever its listener gives it and holds a connection
 //! that never sends a byte for ever; this listener is what it is given
-//! instead ([`Incoming::bind`]). Connections past a cap are closed at once,
+//! instead ([`incoming`]). Connections past a cap are closed at once,
 //! unread; a silent one gets an error on its next read, which ends it.
 //! Each is counted in `netaware_collector_connections_refused_total{reason}`.
 

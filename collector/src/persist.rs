@@ -641,22 +641,26 @@ mod tests {
         assert_eq!(generations(dir.path(), Kind::Journal).unwrap(), [1, 2, 3]);
     }
 
-    #[test]
-    fn after_a_restart_appends_go_on_in_the_restored_journal_past_a_torn_tail() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut files = Files::new(dir.path(), 0);
+    /// A checkpoint of node a and a journal of windows 1 and 2, the second
+    /// cut short as a crash in the middle of its append leaves it.
+    fn a_torn_journal(dir: &Path) {
+        let mut files = Files::new(dir, 0);
         checkpoint(&mut files, &[node("a")]);
         files.append(&journal(&[window(1)])).unwrap();
         let good = files.journal_bytes();
         files.append(&journal(&[window(2)])).unwrap();
-        drop(files);
-        let journal_path = path_of(dir.path(), Kind::Journal, 1);
         std::fs::OpenOptions::new()
             .write(true)
-            .open(&journal_path)
+            .open(path_of(dir, Kind::Journal, 1))
             .unwrap()
             .set_len(good + 3)
             .unwrap();
+    }
+
+    #[test]
+    fn after_a_restart_appends_go_on_in_the_restored_journal_past_a_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        a_torn_journal(dir.path());
         // The restarted collector appends after window 1, where the good
         // part ends, and its first checkpoint is generation 2.
         let loaded = load_seen(dir.path());
@@ -679,17 +683,7 @@ mod tests {
     #[test]
     fn a_journal_cut_short_by_a_crash_gives_what_came_before_the_cut() {
         let dir = tempfile::tempdir().unwrap();
-        let mut files = Files::new(dir.path(), 0);
-        checkpoint(&mut files, &[node("a")]);
-        files.append(&journal(&[window(1)])).unwrap();
-        let good = files.journal_bytes();
-        files.append(&journal(&[window(2)])).unwrap();
-        let journal = path_of(dir.path(), Kind::Journal, 1);
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&journal)
-            .unwrap();
-        file.set_len(good + 5).unwrap();
+        a_torn_journal(dir.path());
         let loaded = load_seen(dir.path());
         assert_eq!(loaded.restored.unwrap().0, [node("a"), window(1)]);
         assert!(
