@@ -133,10 +133,8 @@ pub fn parse_reply(reply: &[u8]) -> Option<Reply> {
 
 /// The round trip of a probe sent at `sent` whose reply arrived at
 /// `arrived`, less the hold the reflector claims, taken out up to
-/// [`MAX_HOLD_TAKEN_OUT`]; and how much of the claim was left in it (zero
-/// when it was taken out whole). A claim as long as the raw round trip or
-/// longer cannot be true (the probe was out of the reflector's hands for
-/// part of it), and none of it is taken out: an RTT is never made zero.
+/// [`MAX_HOLD_TAKEN_OUT`] and never past the raw round trip; and how much
+/// of the claim was left in it (zero when it was taken out whole).
 pub fn round_trip(
     sent: SystemTime,
     arrived: SystemTime,
@@ -144,11 +142,7 @@ pub fn round_trip(
 ) -> (Duration, Duration) {
     let raw = arrived.duration_since(sent).unwrap_or_default();
     let claimed = hold.unwrap_or_default();
-    let taken = if claimed < raw {
-        claimed.min(MAX_HOLD_TAKEN_OUT)
-    } else {
-        Duration::ZERO
-    };
+    let taken = claimed.min(MAX_HOLD_TAKEN_OUT).min(raw);
     (raw - taken, claimed - taken)
 }
 
@@ -201,17 +195,14 @@ mod tests {
         let us = Duration::from_micros;
         assert_eq!(round_trip(sent, back, Some(us(30))), (us(370), us(0)));
         assert_eq!(round_trip(sent, back, None), (us(400), us(0)));
-        // A liar's hold of nearly the whole round trip shaves off the
-        // bound only.
-        assert_eq!(round_trip(sent, back, Some(us(399))), (us(150), us(149)));
-        // A hold as long as the round trip or longer cannot be true: none
-        // of it is taken out, and the RTT is never zero.
-        assert_eq!(round_trip(sent, back, Some(us(400))), (us(400), us(400)));
+        // A liar's hold of the whole round trip shaves off the bound only.
+        assert_eq!(round_trip(sent, back, Some(us(400))), (us(150), us(150)));
+        // Never below zero (a hold longer than the round trip is cut), and
+        // a reply before its probe counts as zero.
         assert_eq!(
             round_trip(sent, at(1_100_000), Some(us(200))),
-            (us(100), us(200))
+            (us(0), us(100))
         );
-        // A reply before its probe counts as zero.
         assert_eq!(round_trip(back, sent, None), (us(0), us(0)));
     }
 
