@@ -76,11 +76,7 @@ fn a_node_that_answers_ahead_of_the_probes_is_seen_at_its_true_distance() {
 
     // Every pair towards b1 measured over full windows.
     let matrix = wait_for_pairs_towards_b1(&system, &probers, None);
-    // The emulator's own overhead as ping sees it now, over the control
-    // link (the forger answers only b1's requests): some 0.1 ms on a quiet
-    // machine, more on a loaded one.
-    let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
-    let overhead = crate::measurement::ping_median(&system, "a1", "control", 50) - control_rtt;
+    let overhead = emulator_overhead(&system);
     for pair in matrix.pairs.iter().filter(|p| p.dst == "b1") {
         let (truth, delivered) = system.lab().round_trip(&pair.src, "b1").unwrap();
         let rtt = pair.rtt_median_ms.expect("replies");
@@ -114,6 +110,14 @@ fn a_node_that_answers_ahead_of_the_probes_is_seen_at_its_true_distance() {
 }
 
 /// The count of reflectors' hold claims an agent's /metrics says it cut.
+/// The emulator's own overhead as ping sees it now, over the control link
+/// (neither liar touches it): some 0.1 ms on a quiet machine, more on a
+/// loaded one.
+fn emulator_overhead(system: &LabSystem) -> f64 {
+    let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
+    crate::measurement::ping_median(system, "a1", "control", 50) - control_rtt
+}
+
 fn holds_cut(metrics: &str) -> f64 {
     netaware_testkit::metrics::sample(metrics, "netaware_agent_udp_holds_cut_total").unwrap_or(0.0)
 }
@@ -146,14 +150,17 @@ fn a_reflector_that_claims_long_holds_gains_at_most_the_bound_and_is_counted() {
 
     let matrix = wait_for_pairs_towards_b1(&system, &probers, Some("udp"));
     let bound_ms = netaware_agent::stamp_packet::MAX_HOLD_TAKEN_OUT.as_secs_f64() * 1e3;
+    let overhead = emulator_overhead(&system);
     for pair in matrix.pairs.iter().filter(|p| p.dst == "b1") {
         let (truth, _) = system.lab().round_trip(&pair.src, "b1").unwrap();
         let rtt = pair.rtt_median_ms.expect("replies");
         // Believed, the claim would put b1 at no distance at all; cut at
-        // its bound, it takes at most that off the true round trip.
+        // its bound, it takes at most that off the true round trip, which
+        // reads no higher than the accuracy tests allow (the emulator's
+        // overhead included, as above).
         assert!(
-            rtt >= truth - bound_ms && rtt <= truth * 1.15 + 0.2,
-            "{} -> b1: {rtt:.3} ms, truth {truth:.3} ms, bound {bound_ms} ms",
+            rtt >= truth - bound_ms && rtt <= truth * 1.15 + overhead.max(0.1) + 0.1,
+            "{} -> b1: {rtt:.3} ms, truth {truth:.3} ms, bound {bound_ms} ms, emulator overhead {overhead:.3} ms",
             pair.src
         );
     }
