@@ -30,15 +30,23 @@ async fn pairs(collector: &netaware_collector::Collector) -> Vec<(String, String
         .collect()
 }
 
+/// A collector saving to `dir`, and the sessions of agents a and b.
+async fn saving_collector_with_a_and_b(
+    dir: &Path,
+    shutdown: &CancellationToken,
+) -> (netaware_collector::Collector, Session, Session) {
+    let collector = netaware_testkit::start_collector_with(Vec::new(), saving(dir), shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let a = Session::hello(&url, "a").await;
+    let b = Session::hello(&url, "b").await;
+    (collector, a, b)
+}
+
 #[tokio::test]
 async fn scores_and_exactly_once_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let shutdown = CancellationToken::new();
-    let first =
-        netaware_testkit::start_collector_with(Vec::new(), saving(dir.path()), &shutdown).await;
-    let url = format!("http://{}", first.grpc_addr);
-    let mut a = Session::hello(&url, "a").await;
-    let _b = Session::hello(&url, "b").await;
+    let (first, mut a, _b) = saving_collector_with_a_and_b(dir.path(), &shutdown).await;
     for seq in 1..=3 {
         let ack = a.send(window(seq, vec![good_peer()])).await;
         assert_eq!((ack.code, ack.message.as_str()), (0, ""), "{ack:?}");
@@ -90,11 +98,7 @@ async fn scores_and_exactly_once_survive_a_restart() {
 async fn a_damaged_newest_save_falls_back_to_the_previous_one_and_is_kept_aside() {
     let dir = tempfile::tempdir().unwrap();
     let shutdown = CancellationToken::new();
-    let first =
-        netaware_testkit::start_collector_with(Vec::new(), saving(dir.path()), &shutdown).await;
-    let url = format!("http://{}", first.grpc_addr);
-    let mut a = Session::hello(&url, "a").await;
-    let _b = Session::hello(&url, "b").await;
+    let (first, mut a, _b) = saving_collector_with_a_and_b(dir.path(), &shutdown).await;
     a.send(window(1, vec![good_peer()])).await;
     let before = pairs(&first).await;
     shutdown.cancel();
