@@ -376,17 +376,18 @@ impl Files {
         if records.is_empty() {
             return Ok(0);
         }
-        let bytes = &records.bytes;
         let path = path_of(&self.dir, Kind::Journal, self.generation);
         let file = self.journal.as_mut().expect("a whole journal is open");
-        let written = file
-            .write_all(bytes)
+        let written = records
+            .chunks()
+            .try_for_each(|chunk| file.write_all(chunk))
             .and_then(|()| file.sync_data())
             .map_err(io_error(&path));
         match written {
             Ok(()) => {
-                self.journal_bytes += bytes.len() as u64;
-                Ok(bytes.len() as u64)
+                let bytes = records.len() as u64;
+                self.journal_bytes += bytes;
+                Ok(bytes)
             }
             Err(err) => {
                 // What part of it reached the disk is unknown: cut it off

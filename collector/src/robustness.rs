@@ -130,7 +130,7 @@ pub fn state_file_bytes(bytes: &[u8]) {
 /// their length) of the records' contents set to `byte` and each frame's
 /// checksum made to match: what reaches the checks behind the checksum.
 pub fn mutated_state_file(at: usize, byte: u8) -> Vec<u8> {
-    let journal = seeded_state().take_journal().bytes;
+    let journal = seeded_state().take_journal().to_bytes();
     // Each frame: length (4), checksum (4), contents.
     let mut frames = Vec::new();
     let mut offset = 0;

@@ -312,7 +312,7 @@ mod tests {
             encode(record, &mut bytes);
         }
         for journal in then {
-            bytes.extend_from_slice(&journal.bytes);
+            bytes.extend_from_slice(&journal.to_bytes());
         }
         bytes
     }
