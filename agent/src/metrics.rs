@@ -52,7 +52,7 @@ pub fn exposition(counters: &Counters) -> String {
         ),
         (
             "windows_sent",
-            "Windows sent to the collector, replays included",
+            "Windows sent to the collector (a window too large for one message counts once per part), replays included",
             get(&counters.windows_sent),
         ),
         (

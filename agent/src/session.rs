@@ -2,7 +2,8 @@
 //!
 //! Hello goes first, then every window not yet acknowledged (in order), then
 //! each new window as it closes, carrying the throughput results finished
-//! since the last one. The collector sends peer sets, which go to the
+//! since the last one (in parts when it is too large for one message:
+//! [`window_parts`]). The collector sends peer sets, which go to the
 //! measuring loop, acks, which free the windows once they are safe
 //! ([`Outbox`]), and throughput orders, which go to [`Orders`]. Windows
 //! wait in a bounded outbox while the collector is away; when the bound
@@ -13,6 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
+use netaware_proto::parts::{
+    MAX_AGENT_MESSAGE_BYTES, MAX_COLLECTOR_MESSAGE_BYTES, window_message, window_parts,
+};
 use netaware_proto::v1::agent_session_client::AgentSessionClient;
 use netaware_proto::v1::{
     AgentMessage, Hello, Peer, ThroughputResult, Window, agent_message, collector_message,
@@ -132,27 +136,38 @@ pub async fn run(
     }
 }
 
+/// Keeps a closed window in the outbox, with the throughput results
+/// finished since the last, as one part or, when it is too large for one
+/// message, several ([`window_parts`]); returns the numbered parts.
 fn keep(
     outbox: &mut Outbox,
     mut window: Window,
     results: &mut mpsc::Receiver<ThroughputResult>,
     counters: &Counters,
-) -> Window {
+) -> Vec<Window> {
     while let Ok(result) = results.try_recv() {
         window.throughput.push(result);
     }
-    let (window, evicted) = outbox.push(window);
+    let parts = window_parts(window, MAX_AGENT_MESSAGE_BYTES);
+    if parts.len() > 1 {
+        tracing::debug!(parts = parts.len(), "window sent in parts");
+    }
+    let mut numbered = Vec::with_capacity(parts.len());
+    for part in parts {
+        let (part, evicted) = outbox.push(part);
+        numbered.push(part);
+        if let Some(old) = evicted {
+            counters.windows_dropped.fetch_add(1, Relaxed);
+            tracing::warn!(
+                seq = old.seq,
+                "outbox full: oldest unacknowledged window dropped"
+            );
+        }
+    }
     counters
         .windows_buffered
         .store(outbox.len() as u64, Relaxed);
-    if let Some(old) = evicted {
-        counters.windows_dropped.fetch_add(1, Relaxed);
-        tracing::warn!(
-            seq = old.seq,
-            "outbox full: oldest unacknowledged window dropped"
-        );
-    }
-    window
+    numbered
 }
 
 async fn session(
@@ -164,13 +179,12 @@ async fn session(
     shutdown: &CancellationToken,
 ) -> Ended {
     let mut client = match collector.endpoint.connect().await {
-        Ok(channel) => AgentSessionClient::new(channel),
+        Ok(channel) => AgentSessionClient::new(channel)
+            .max_encoding_message_size(MAX_AGENT_MESSAGE_BYTES)
+            .max_decoding_message_size(MAX_COLLECTOR_MESSAGE_BYTES),
         Err(err) => return Ended::Failed(format!("connect: {err:?}")),
     };
     let (up, up_rx) = mpsc::channel::<AgentMessage>(1024);
-    let send = |window: Window| AgentMessage {
-        body: Some(agent_message::Body::Window(window)),
-    };
     // The collector answers only once it has read the hello, so the hello
     // must be in the stream before the call is made.
     let hello_msg = AgentMessage {
@@ -196,7 +210,7 @@ async fn session(
     }
     for window in replay {
         counters.windows_sent.fetch_add(1, Relaxed);
-        if up.send(send(window)).await.is_err() {
+        if up.send(window_message(window)).await.is_err() {
             return Ended::Lost("stream closed during replay".into());
         }
     }
@@ -205,10 +219,11 @@ async fn session(
         tokio::select! {
             () = shutdown.cancelled() => return Ended::Shutdown,
             Some(window) = links.windows.recv() => {
-                let window = keep(outbox, window, &mut links.results, counters);
-                counters.windows_sent.fetch_add(1, Relaxed);
-                if up.send(send(window)).await.is_err() {
-                    return Ended::Lost("stream closed".into());
+                for part in keep(outbox, window, &mut links.results, counters) {
+                    counters.windows_sent.fetch_add(1, Relaxed);
+                    if up.send(window_message(part)).await.is_err() {
+                        return Ended::Lost("stream closed".into());
+                    }
                 }
             }
             message = inbound.message() => match message {

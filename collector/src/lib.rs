@@ -60,6 +60,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use netaware_proto::parts;
 use netaware_proto::v1 as pb;
 use netaware_proto::v1::agent_session_server::AgentSessionServer;
 use netaware_proto::v1::scores_server::ScoresServer;
@@ -83,9 +84,8 @@ use crate::tasks::topology::SharedTopology;
 /// A server-streaming gRPC answer.
 pub type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, tonic::Status>> + Send>>;
 
-/// Largest gRPC message the collector decodes or encodes on an agent's
-/// session.
-pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// Largest request the Scores service decodes (its requests are small).
+pub const MAX_SCORES_REQUEST_BYTES: usize = 1 << 20;
 /// Largest message the Scores service sends: gRPC's default limit, so that
 /// any client reads it (the matrix goes in pages under it).
 pub const MAX_SCORES_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
@@ -383,12 +383,12 @@ impl Collector {
             .add_service(reflection)
             .add_service(
                 AgentSessionServer::new(sessions)
-                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
-                    .max_encoding_message_size(MAX_MESSAGE_BYTES),
+                    .max_decoding_message_size(parts::MAX_AGENT_MESSAGE_BYTES)
+                    .max_encoding_message_size(parts::MAX_COLLECTOR_MESSAGE_BYTES),
             )
             .add_service(
                 ScoresServer::new(scores)
-                    .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                    .max_decoding_message_size(MAX_SCORES_REQUEST_BYTES)
                     .max_encoding_message_size(MAX_SCORES_MESSAGE_BYTES),
             );
         let grpc_shutdown = shutdown.clone();

@@ -1,8 +1,8 @@
 //! The netaware.v1 wire protocol: the agent session stream and the Scores
 //! service, generated from `proto/netaware/v1/*.proto` at build time
 //! ([`v1`]), the one mapping between those types and the core's
-//! ([`convert`]), and the pages and deltas that carry a matrix of any size
-//! ([`follow`]).
+//! ([`convert`]), the pages and deltas that carry a matrix of any size
+//! ([`follow`]), and agent messages of a bounded size ([`parts`]).
 //!
 //! The generated code and its mapping live together so that every crate
 //! speaks the same types, the .proto files stay the single source of truth,
@@ -10,6 +10,7 @@
 
 pub mod convert;
 pub mod follow;
+pub mod parts;
 
 /// Generated messages, clients and servers of the `netaware.v1` package.
 pub mod v1 {

@@ -79,12 +79,7 @@ impl Session {
     /// Sends a window and returns its ack, skipping peer sets.
     pub async fn send(&mut self, window: pb::Window) -> pb::Ack {
         let seq = window.seq;
-        self.up
-            .send(pb::AgentMessage {
-                body: Some(agent_message::Body::Window(window)),
-            })
-            .await
-            .unwrap();
+        self.send_unanswered(window).await;
         loop {
             let message = self.down.message().await.unwrap().expect("stream open");
             if let Some(collector_message::Body::Ack(ack)) = message.body {
@@ -92,6 +87,16 @@ impl Session {
                 return ack;
             }
         }
+    }
+
+    /// Sends a window and reads nothing.
+    pub async fn send_unanswered(&mut self, window: pb::Window) {
+        self.up
+            .send(pb::AgentMessage {
+                body: Some(agent_message::Body::Window(window)),
+            })
+            .await
+            .unwrap();
     }
 
     /// Reads on until the collector ends the session; the status it ended

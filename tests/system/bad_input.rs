@@ -231,6 +231,55 @@ async fn sessions_without_a_valid_hello_are_refused() {
     collector.wait().await;
 }
 
+#[tokio::test]
+async fn a_window_past_the_message_bound_is_refused_and_its_parts_taken() {
+    use netaware_proto::parts::{MAX_AGENT_MESSAGE_BYTES, message_len, window_parts};
+    let shutdown = CancellationToken::new();
+    let collector = start_collector(Vec::new(), &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let _b = Session::hello(&url, "b").await;
+    // A window of every node of a large cluster, names as long as they
+    // may be: b, and 5,000 the collector does not know.
+    let mut peers = vec![good_peer()];
+    peers.extend((0..5_000).map(|i| pb::PeerWindow {
+        peer: format!("{i:0>253}"),
+        ..good_peer()
+    }));
+    let large = window(1, peers);
+    assert!(message_len(&large) > MAX_AGENT_MESSAGE_BYTES);
+
+    let mut whole = Session::hello(&url, "a").await;
+    whole.send_unanswered(large.clone()).await;
+    let status = whole.ended().await;
+    assert_eq!(status.code(), Code::OutOfRange, "{status:?}");
+    assert_eq!(refused(&collector, "stream_error").await, 1, "counted");
+
+    // In parts, as an agent sends it: every part taken.
+    let mut agent = Session::hello(&url, "a").await;
+    let parts = window_parts(large, MAX_AGENT_MESSAGE_BYTES);
+    assert!(parts.len() >= 2);
+    for (seq, part) in (1..).zip(parts) {
+        let ack = agent.send(pb::Window { seq, ..part }).await;
+        assert_eq!(ack.code, 0, "{ack:?}");
+    }
+    let (_, text) = netaware_testkit::get(collector.http_addr, "/metrics").await;
+    assert!(
+        text.lines()
+            .any(|l| l == "netaware_collector_window_peers_unknown_total 5000"),
+        "every unknown peer of every part counted"
+    );
+    let mut scores = ScoresClient::connect(url).await.unwrap();
+    assert!(
+        figures(&mut scores)
+            .await
+            .iter()
+            .any(|(src, dst, samples, ..)| src == "a" && dst == "b" && *samples == 10)
+    );
+
+    shutdown.cancel();
+    collector.wait().await;
+}
+
 /// The collector's count of sessions it refused for `reason`.
 async fn refused(collector: &netaware_collector::Collector, reason: &str) -> u64 {
     let (_, text) = netaware_testkit::get(collector.http_addr, "/metrics").await;

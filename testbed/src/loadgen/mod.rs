@@ -310,7 +310,7 @@ async fn open(fleet: &Fleet, i: usize, url: &str) -> anyhow::Result<Session> {
         .connect()
         .await?;
     let mut client = AgentSessionClient::new(channel)
-        .max_decoding_message_size(netaware_collector::MAX_MESSAGE_BYTES);
+        .max_decoding_message_size(netaware_proto::parts::MAX_COLLECTOR_MESSAGE_BYTES);
     let down = client.session(ReceiverStream::new(rx)).await?.into_inner();
     Ok((up, down))
 }
