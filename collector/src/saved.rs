@@ -10,7 +10,8 @@
 //!   [`Record::End`] that says it is whole;
 //! - a *journal*: what changed since its checkpoint was begun, in the order
 //!   the collector took it: hellos ([`Record::Node`]) and accepted windows
-//!   ([`Record::Window`], the figures each one added).
+//!   ([`Record::Taken`], the figures each one added, by peer: the node and
+//!   the window's end once, not per pair).
 //!
 //! A file is [`MAGIC`], [`FORMAT`] (little-endian u32), then records, each
 //! framed as its length (u32), the CRC-32 of its bytes (u32) and its bytes
@@ -33,8 +34,11 @@ use crate::validate::Invalid;
 
 /// The first bytes of every saved file.
 pub const MAGIC: &[u8; 8] = b"NAWSTATE";
-/// The version of the saved format; a file of another version is not read.
-pub const FORMAT: u32 = 2;
+/// The version of the saved format that is written.
+pub const FORMAT: u32 = 3;
+/// The oldest version still read: format 2 wrote windows as pairs
+/// ([`Record::Window`]), which format 3 reads as they were.
+pub const OLDEST_FORMAT_READ: u32 = 2;
 /// The largest record read back: a slice of a checkpoint is at most
 /// [`PAIRS_PER_RECORD`] pairs, a window at most a few hundred peers.
 pub const MAX_RECORD_BYTES: u32 = 16 << 20;
@@ -49,10 +53,13 @@ pub enum Record {
     Node(SavedNode),
     /// Kept pairs of one network.
     Pairs(NetworkPairs),
-    /// A window the collector accepted, and what it added.
+    /// A window the collector accepted, and what it added, as pairs (as
+    /// format 2 wrote it; read, no longer written).
     Window(TakenWindow),
     /// The end of a whole checkpoint.
     End(CheckpointEnd),
+    /// A window the collector accepted, and what it added, by peer.
+    Taken(WindowTaken),
 }
 
 /// An agent's node: its hello and how far its windows were taken.
@@ -99,6 +106,48 @@ pub struct TakenWindow {
     pub networks: Vec<NetworkPairs>,
 }
 
+/// An accepted window: whose, and what it added to each peer's pairs.
+/// Every figure of a window ends at the window's end, and each is of a
+/// pair with the node at one end, so both are said once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WindowTaken {
+    /// The reporting node.
+    pub node: String,
+    /// Its agent instance.
+    pub instance: u64,
+    /// The window's sequence number.
+    pub seq: u64,
+    /// When the collector took it.
+    pub at: UnixMillis,
+    /// The window's end (Unix ms).
+    pub end: UnixMillis,
+    /// What it added, by network.
+    pub networks: Vec<NetworkPeers>,
+}
+
+/// What a window added on one network.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetworkPeers {
+    /// The network's name.
+    pub network: String,
+    /// By peer.
+    pub peers: Vec<PeerTaken>,
+}
+
+/// What a window added to the pairs between its node and one peer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerTaken {
+    /// The peer.
+    pub peer: String,
+    /// The node's probes of the peer (node -> peer).
+    pub probed: Option<Probed>,
+    /// The peer's requests the node saw: (expected, received), the loss
+    /// of peer -> node.
+    pub arrived: Option<(u32, u32)>,
+    /// A goodput of node -> peer.
+    pub throughput: Option<SavedThroughput>,
+}
+
 /// Says a checkpoint is whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckpointEnd {
@@ -129,6 +178,13 @@ pub struct SavedPair {
 pub struct SavedWindow {
     /// End of the window (Unix ms).
     pub end: UnixMillis,
+    /// Its figures.
+    pub probed: Probed,
+}
+
+/// A [`PairWindow`]'s figures but its end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Probed {
     /// Probes sent.
     pub sent: u32,
     /// Replies received.
@@ -178,6 +234,19 @@ impl SavedWindow {
     pub fn of(window: &PairWindow) -> Self {
         Self {
             end: window.end,
+            probed: Probed::of(window),
+        }
+    }
+
+    fn checked(&self) -> Result<PairWindow, String> {
+        self.probed.checked(self.end)
+    }
+}
+
+impl Probed {
+    /// `window`'s figures as saved.
+    pub fn of(window: &PairWindow) -> Self {
+        Self {
             sent: window.sent,
             received: window.received,
             rtt_ms: window
@@ -191,7 +260,8 @@ impl SavedWindow {
         }
     }
 
-    fn checked(&self) -> Result<PairWindow, String> {
+    /// The window of these figures ending at `end`, checked.
+    fn checked(&self, end: UnixMillis) -> Result<PairWindow, String> {
         let [min, median, p90, p99, max, jitter] = self.rtt_ms.unwrap_or_default();
         let rtt = RttStats {
             min,
@@ -214,7 +284,7 @@ impl SavedWindow {
                 .filter(|(place, _)| self.filtered & (1 << place) != 0)
                 .map(|(_, t)| t),
         );
-        PairWindow::new(self.end, self.sent, self.received, rtt)
+        PairWindow::new(end, self.sent, self.received, rtt)
             .map(|w| w.probed_by(probe, filtered))
             .map_err(|e| e.to_string())
     }
@@ -304,12 +374,12 @@ impl SavedPair {
 /// What one accepted window adds, gathered as it is applied.
 #[derive(Debug, Default)]
 pub struct WindowChanges {
-    networks: Vec<NetworkPairs>,
+    networks: Vec<NetworkPeers>,
 }
 
 impl WindowChanges {
-    /// The entry of src -> dst on `network`, made on first use.
-    fn pair(&mut self, network: &Network, src: &str, dst: &str) -> &mut SavedPair {
+    /// The entry of `peer` on `network`, made on first use.
+    fn peer(&mut self, network: &Network, peer: &str) -> &mut PeerTaken {
         let at = match self
             .networks
             .iter()
@@ -317,49 +387,100 @@ impl WindowChanges {
         {
             Some(at) => at,
             None => {
-                self.networks.push(NetworkPairs {
+                self.networks.push(NetworkPeers {
                     network: network.as_str().to_owned(),
-                    pairs: Vec::new(),
+                    peers: Vec::new(),
                 });
                 self.networks.len() - 1
             }
         };
-        let pairs = &mut self.networks[at].pairs;
-        // A window names each peer once, and its one-way figures run the
-        // other way: the last entry is the only one to look at.
-        if pairs.last().is_none_or(|p| p.src != src || p.dst != dst) {
-            pairs.push(SavedPair::empty(src, dst));
+        let peers = &mut self.networks[at].peers;
+        // A window names each peer once, with its one-way figures: the
+        // last entry is the only one to look at.
+        if peers.last().is_none_or(|p| p.peer != peer) {
+            peers.push(PeerTaken {
+                peer: peer.to_owned(),
+                probed: None,
+                arrived: None,
+                throughput: None,
+            });
         }
-        pairs.last_mut().expect("pushed above")
+        peers.last_mut().expect("pushed above")
     }
 
-    /// A window of src -> dst.
-    pub fn window(&mut self, network: &Network, src: &str, dst: &str, window: &PairWindow) {
-        let saved = SavedWindow::of(window);
-        self.pair(network, src, dst).windows.push(saved);
+    /// The node's window of `peer` (it ends where the window does).
+    pub fn window(&mut self, network: &Network, peer: &str, window: &PairWindow) {
+        self.peer(network, peer).probed = Some(Probed::of(window));
     }
 
-    /// A one-way window of src -> dst.
-    pub fn one_way(&mut self, network: &Network, src: &str, dst: &str, window: &OneWayWindow) {
-        let saved = SavedOneWay::of(window);
-        self.pair(network, src, dst).one_way.push(saved);
+    /// The one-way window of `peer` -> the node (it ends where the window
+    /// does).
+    pub fn arrived(&mut self, network: &Network, peer: &str, window: &OneWayWindow) {
+        self.peer(network, peer).arrived = Some((window.expected, window.received));
     }
 
-    /// A goodput of src -> dst.
-    pub fn throughput(&mut self, network: &Network, src: &str, dst: &str, throughput: &Throughput) {
-        let saved = SavedThroughput::of(throughput);
-        self.pair(network, src, dst).throughput = Some(saved);
+    /// A goodput of the node -> `peer`.
+    pub fn throughput(&mut self, network: &Network, peer: &str, throughput: &Throughput) {
+        self.peer(network, peer).throughput = Some(SavedThroughput::of(throughput));
     }
 
-    /// The record of window `seq` of `node`'s `instance`, taken `at`.
-    pub fn into_record(self, node: &str, instance: u64, seq: u64, at: UnixMillis) -> Record {
-        Record::Window(TakenWindow {
+    /// The record of window `seq` of `node`'s `instance`, ending at `end`,
+    /// taken `at`.
+    pub fn into_record(
+        self,
+        node: &str,
+        instance: u64,
+        seq: u64,
+        (end, at): (UnixMillis, UnixMillis),
+    ) -> Record {
+        Record::Taken(WindowTaken {
             node: node.to_owned(),
             instance,
             seq,
             at,
+            end,
             networks: self.networks,
         })
+    }
+}
+
+impl WindowTaken {
+    /// What it added, as pairs.
+    pub fn pairs(&self) -> impl Iterator<Item = NetworkPairs> + '_ {
+        self.networks.iter().map(|network| NetworkPairs {
+            network: network.network.clone(),
+            pairs: network
+                .peers
+                .iter()
+                .flat_map(|peer| self.pairs_with(peer))
+                .collect(),
+        })
+    }
+
+    /// The pairs of the node with `peer`: node -> peer, and peer -> node
+    /// when the node saw the peer's requests.
+    fn pairs_with(&self, peer: &PeerTaken) -> impl Iterator<Item = SavedPair> {
+        let outbound = (peer.probed.is_some() || peer.throughput.is_some()).then(|| SavedPair {
+            windows: peer
+                .probed
+                .iter()
+                .map(|probed| SavedWindow {
+                    end: self.end,
+                    probed: probed.clone(),
+                })
+                .collect(),
+            throughput: peer.throughput.clone(),
+            ..SavedPair::empty(&self.node, &peer.peer)
+        });
+        let inbound = peer.arrived.map(|(expected, received)| SavedPair {
+            one_way: vec![SavedOneWay {
+                end: self.end,
+                expected,
+                received,
+            }],
+            ..SavedPair::empty(&peer.peer, &self.node)
+        });
+        outbound.into_iter().chain(inbound)
     }
 }
 
@@ -412,6 +533,10 @@ impl Encoded {
                     .push((node.name.clone(), node.instance, node.last_seq));
             }
             Record::Window(window) => {
+                self.marks
+                    .push((window.node.clone(), window.instance, window.seq));
+            }
+            Record::Taken(window) => {
                 self.marks
                     .push((window.node.clone(), window.instance, window.seq));
             }
@@ -469,7 +594,7 @@ fn frame(body: &[u8], out: &mut Vec<u8>) {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Damage {
     /// Not a saved state of this format.
-    #[error("not a netaware state file of format {FORMAT}: {0}")]
+    #[error("not a netaware state file of format {OLDEST_FORMAT_READ} to {FORMAT}: {0}")]
     Header(String),
     /// A record cut short: the file ends inside it.
     #[error("record {record} cut short at byte {offset}")]
@@ -520,7 +645,7 @@ impl<R: Read> RecordReader<R> {
             return Err(Damage::Header("no magic number".into()));
         }
         let format = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
-        if format != FORMAT {
+        if !(OLDEST_FORMAT_READ..=FORMAT).contains(&format) {
             return Err(Damage::Header(format!("format {format}")));
         }
         Ok(Self {
@@ -632,16 +757,10 @@ mod tests {
     fn records() -> Vec<Record> {
         let mut changes = WindowChanges::default();
         let primary = Network::primary();
-        changes.window(&primary, "a", "b", &window(1_000));
-        changes.one_way(
-            &primary,
-            "b",
-            "a",
-            &OneWayWindow::new(1_000, 10, 8).unwrap(),
-        );
+        changes.window(&primary, "b", &window(1_000));
+        changes.arrived(&primary, "b", &OneWayWindow::new(1_000, 10, 8).unwrap());
         changes.throughput(
             &Network::parse("rail0").unwrap(),
-            "a",
             "b",
             &Throughput::new(1e9, 900, Some(3), Some(0.2)).unwrap(),
         );
@@ -654,7 +773,7 @@ mod tests {
                 last_seen: 5,
                 accepted: Some(4),
             }),
-            changes.into_record("a", 7, 5, 1_001),
+            changes.into_record("a", 7, 5, (1_000, 1_001)),
             Record::End(CheckpointEnd {
                 records: 2,
                 begun_at: 1_000,
@@ -685,11 +804,12 @@ mod tests {
     fn records_come_back_as_written_with_every_figure() {
         let written = records();
         assert_eq!(read(&file(&written)), (written.clone(), None));
-        let Record::Window(taken) = &written[1] else {
+        let Record::Taken(taken) = &written[1] else {
             panic!("a window record")
         };
-        assert_eq!(taken.networks.len(), 2, "primary and rail0");
-        let pairs = &taken.networks[0].pairs;
+        let networks: Vec<_> = taken.pairs().collect();
+        assert_eq!(networks.len(), 2, "primary and rail0");
+        let pairs = &networks[0].pairs;
         assert_eq!(
             pairs.iter().map(|p| (&*p.src, &*p.dst)).collect::<Vec<_>>(),
             [("a", "b"), ("b", "a")]
@@ -765,25 +885,83 @@ mod tests {
         assert!(RecordReader::new(&b""[..]).is_err());
     }
 
-    #[test]
-    fn a_bad_figure_leaves_its_pair_out_whole() {
-        let Record::Window(mut taken) = records().remove(1) else {
+    /// A window of `peers` peers as format 3 writes it, and as format 2
+    /// wrote it.
+    fn both_ways(peers: usize) -> (Record, Record) {
+        let mut changes = WindowChanges::default();
+        let primary = Network::primary();
+        let names: Vec<String> = (0..peers).map(|i| format!("node-{i:05}")).collect();
+        for name in &names {
+            changes.window(&primary, name, &window(1_764_000_000_000));
+            let one_way = OneWayWindow::new(1_764_000_000_000, 10, 10).unwrap();
+            changes.arrived(&primary, name, &one_way);
+        }
+        let times = (1_764_000_000_000, 1_764_000_000_003);
+        let taken = changes.into_record("node-99999", 1, 9, times);
+        let Record::Taken(compact) = &taken else {
             panic!("a window record")
         };
-        let pair = &mut taken.networks[0].pairs[0];
+        let as_pairs = Record::Window(TakenWindow {
+            node: compact.node.clone(),
+            instance: compact.instance,
+            seq: compact.seq,
+            at: compact.at,
+            networks: compact.pairs().collect(),
+        });
+        (taken, as_pairs)
+    }
+
+    #[test]
+    fn a_window_is_written_by_peer_and_reads_as_the_pairs_it_added() {
+        let (taken, as_pairs) = both_ways(64);
+        let (mut compact, mut pairs) = (Vec::new(), Vec::new());
+        encode(&taken, &mut compact);
+        encode(&as_pairs, &mut pairs);
+        // The node, the window's end and a list's length once per window
+        // rather than per pair: about a third less.
+        assert!(
+            compact.len() * 4 < pairs.len() * 3,
+            "{} bytes by peer, {} as pairs",
+            compact.len(),
+            pairs.len()
+        );
+        let Record::Window(old) = &as_pairs else {
+            panic!("a window record")
+        };
+        assert_eq!(old.networks[0].pairs.len(), 128, "both ways of 64 peers");
+    }
+
+    #[test]
+    fn a_file_of_the_previous_format_is_read() {
+        let (_, as_pairs) = both_ways(3);
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&2_u32.to_le_bytes());
+        encode(&as_pairs, &mut bytes);
+        assert_eq!(read(&bytes), (vec![as_pairs], None));
+    }
+
+    #[test]
+    fn a_bad_figure_leaves_its_pair_out_whole() {
+        let Record::Taken(taken) = records().remove(1) else {
+            panic!("a window record")
+        };
+        let mut networks: Vec<_> = taken.pairs().collect();
+        let pair = &mut networks[0].pairs[0];
         pair.windows.push(SavedWindow {
-            rtt_ms: Some([-1.0, 1.0, 1.0, 1.0, 1.0, 0.0]),
             end: 2_000,
-            ..pair.windows[0].clone()
+            probed: Probed {
+                rtt_ms: Some([-1.0, 1.0, 1.0, 1.0, 1.0, 0.0]),
+                ..pair.windows[0].probed.clone()
+            },
         });
         let mut matrix = PairMatrix::new(6);
         let refused = pair.restore_into(&mut matrix).unwrap_err();
         assert!(refused.0.contains("rtt_min_ms"), "{refused:?}");
         assert_eq!(matrix.pair_count(), 0, "nothing of it taken");
-        pair.windows[1].rtt_ms = None;
+        pair.windows[1].probed.rtt_ms = None;
         assert!(pair.restore_into(&mut matrix).is_err(), "replies, no RTT");
-        pair.windows[1].received = 0;
-        pair.windows[1].probe = 9;
+        pair.windows[1].probed.received = 0;
+        pair.windows[1].probed.probe = 9;
         assert!(pair.restore_into(&mut matrix).is_err(), "no such transport");
     }
 }

@@ -408,7 +408,7 @@ impl CollectorState {
                         throughput,
                     );
                     if let Some(changes) = &mut changes {
-                        changes.throughput(&test.network, node, &result.peer, &throughput);
+                        changes.throughput(&test.network, &result.peer, &throughput);
                     }
                     self.throughput_counts.measured += 1;
                 }
@@ -417,7 +417,7 @@ impl CollectorState {
         }
         for checked in pairs {
             if let Some(changes) = &mut changes {
-                changes.window(&checked.network, node, &checked.peer, &checked.pair);
+                changes.window(&checked.network, &checked.peer, &checked.pair);
             }
             if !checked.network.is_primary() {
                 self.matrix_of_mut(&checked.network)
@@ -429,7 +429,7 @@ impl CollectorState {
                 // The node saw the peer's requests: loss from peer to node.
                 self.matrix.record_one_way(&checked.peer, node, one_way);
                 if let Some(changes) = &mut changes {
-                    changes.one_way(&checked.network, &checked.peer, node, &one_way);
+                    changes.arrived(&checked.network, &checked.peer, &one_way);
                 }
             }
         }
@@ -442,7 +442,8 @@ impl CollectorState {
         self.registry.note_report(node, now);
         if let Some(changes) = changes {
             let instance = self.seq_marks.get(node).map_or(0, NodeMarks::current);
-            self.note_in_journal(|| changes.into_record(node, instance, window.seq, now));
+            let times = (window.end_unix_ms, now);
+            self.note_in_journal(|| changes.into_record(node, instance, window.seq, times));
         }
         self.version += 1;
         Ok(Ingested::Accepted)

@@ -22,7 +22,7 @@ use prost::Message;
 use super::CollectorState;
 use crate::config::ModelConfig;
 use crate::inventory::InventoryNode;
-use crate::saved::{Encoded, NetworkPairs, Record, SavedNode, SavedPair, TakenWindow};
+use crate::saved::{Encoded, NetworkPairs, Record, SavedNode, SavedPair};
 
 /// What a checkpoint begins from, taken under the lock at one instant.
 #[derive(Debug)]
@@ -181,7 +181,14 @@ impl Restored {
         match record {
             Record::Node(node) => self.node(node),
             Record::Pairs(pairs) => self.pairs(pairs),
-            Record::Window(window) => self.window(window),
+            Record::Window(window) => {
+                let taken = (&window.node, window.instance, window.seq, window.at);
+                self.window(taken, window.networks.iter().cloned());
+            }
+            Record::Taken(window) => {
+                let taken = (&window.node, window.instance, window.seq, window.at);
+                self.window(taken, window.pairs());
+            }
             Record::End(_) => {}
         }
     }
@@ -207,18 +214,24 @@ impl Restored {
         }
     }
 
-    fn window(&mut self, window: &TakenWindow) {
-        let Some(marks) = self.state.seq_marks.get_mut(&window.node) else {
+    /// Window `seq` of `node`'s `instance`, taken `at`, which added
+    /// `pairs`.
+    fn window(
+        &mut self,
+        (node, instance, seq, at): (&String, u64, u64, UnixMillis),
+        pairs: impl Iterator<Item = NetworkPairs>,
+    ) {
+        let Some(marks) = self.state.seq_marks.get_mut(node) else {
             self.skipped.windows += 1;
             return;
         };
-        if marks.current() == window.instance && window.seq > marks.last_seq() {
-            marks.accepted(window.seq);
-            *self.accepted.entry(window.node.clone()).or_default() += 1;
+        if marks.current() == instance && seq > marks.last_seq() {
+            marks.accepted(seq);
+            *self.accepted.entry(node.clone()).or_default() += 1;
         }
-        self.state.registry.note_report(&window.node, window.at);
-        for pairs in &window.networks {
-            self.pairs(pairs);
+        self.state.registry.note_report(node, at);
+        for pairs in pairs {
+            self.pairs(&pairs);
         }
     }
 
@@ -399,7 +412,7 @@ mod tests {
         let Record::Pairs(pairs) = &mut records[3] else {
             panic!("then pairs")
         };
-        pairs.pairs[0].windows[0].rtt_ms = Some([-1.0, 1.0, 1.0, 1.0, 1.0, 0.0]);
+        pairs.pairs[0].windows[0].probed.rtt_ms = Some([-1.0, 1.0, 1.0, 1.0, 1.0, 0.0]);
         let restored = restore(&file(&records, &[]));
         assert_eq!(
             restored.skipped,
