@@ -37,7 +37,14 @@ impl Ingest {
     /// The state, locked. A panic that poisoned the lock left it
     /// consistent (every change is checked before it is applied), so it is
     /// used on.
+    ///
+    /// Never from a background thread (checked in debug builds): every
+    /// ingest would wait behind a holder that the scheduler runs last.
     pub fn state(&self) -> MutexGuard<'_, CollectorState> {
+        debug_assert!(
+            !netaware_runtime::background::on_background_thread(),
+            "the state's lock taken on a background thread"
+        );
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -69,5 +76,25 @@ impl Ingest {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ModelConfig;
+
+    #[tokio::test]
+    #[cfg(debug_assertions)]
+    async fn the_lock_is_not_taken_on_a_background_thread() {
+        let ingest = std::sync::Arc::new(Ingest::new(CollectorState::new(
+            ModelConfig::default(),
+            Vec::new(),
+        )));
+        let version = ingest.state().version();
+        let background = std::sync::Arc::clone(&ingest);
+        let taken = netaware_runtime::background::run(move || background.state().version());
+        assert_eq!(taken.await, None, "refused in a debug build");
+        assert_eq!(ingest.state().version(), version, "on the runtime, still");
     }
 }

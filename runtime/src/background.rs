@@ -8,7 +8,22 @@
 //! stream (the extender's watch of the collector) whose decoding would
 //! otherwise take the request runtime's threads.
 
+use std::cell::Cell;
+
 use tokio::sync::oneshot;
+
+thread_local! {
+    /// Whether this thread runs background work.
+    static BACKGROUND: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is a background thread (at
+/// [`BACKGROUND_NICE`], or meant to be). A lock that requests wait on must
+/// not be taken on one: the thread holds it for as long as busier threads
+/// keep it off the CPU, and the requests wait with it.
+pub fn on_background_thread() -> bool {
+    BACKGROUND.with(Cell::get)
+}
 
 /// The nice value of background threads: ten steps below normal, so that
 /// a normal thread gets about nine times their share of a contended core.
@@ -54,6 +69,7 @@ pub fn spawn_feed(
 /// Lowers this thread's priority; where that is refused (a sandbox), the
 /// work runs at normal priority, which is only slower for others.
 fn lower_priority() {
+    BACKGROUND.with(|background| background.set(true));
     let thread = rustix::thread::gettid();
     if let Err(err) = rustix::process::setpriority_process(Some(thread), BACKGROUND_NICE) {
         tracing::debug!(%err, "cannot lower a background thread's priority");
@@ -71,6 +87,8 @@ mod tests {
             .expect("the work ran")
             .expect("getpriority");
         assert_eq!(nice, BACKGROUND_NICE);
+        assert_eq!(run(on_background_thread).await, Some(true));
+        assert!(!on_background_thread());
         assert_eq!(run(|| 6 * 7).await, Some(42));
         assert_eq!(run(|| -> u8 { panic!("lost") }).await, None);
     }
