@@ -525,7 +525,7 @@ impl Drop for Checkpoint<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::saved::{SavedNode, TakenWindow};
+    use crate::saved::{AcceptedWindow, SavedNode, WindowTaken};
 
     /// Records applied, in order.
     #[derive(Debug, Default)]
@@ -549,11 +549,14 @@ mod tests {
     }
 
     fn window(seq: u64) -> Record {
-        Record::Window(TakenWindow {
-            node: "a".into(),
-            instance: 1,
-            seq,
-            at: seq,
+        Record::Taken(WindowTaken {
+            accepted: AcceptedWindow {
+                node: "a".into(),
+                instance: 1,
+                seq,
+                at: seq,
+            },
+            end: seq,
             networks: Vec::new(),
         })
     }

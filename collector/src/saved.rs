@@ -91,9 +91,9 @@ pub struct NetworkPairs {
     pub pairs: Vec<SavedPair>,
 }
 
-/// An accepted window: whose, and the figures it added to each pair.
+/// Which window the collector accepted, and when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TakenWindow {
+pub struct AcceptedWindow {
     /// The reporting node.
     pub node: String,
     /// Its agent instance.
@@ -102,23 +102,24 @@ pub struct TakenWindow {
     pub seq: u64,
     /// When the collector took it.
     pub at: UnixMillis,
+}
+
+/// An accepted window, and the figures it added to each pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TakenWindow {
+    /// Which window.
+    pub accepted: AcceptedWindow,
     /// What it added, by network.
     pub networks: Vec<NetworkPairs>,
 }
 
-/// An accepted window: whose, and what it added to each peer's pairs.
-/// Every figure of a window ends at the window's end, and each is of a
-/// pair with the node at one end, so both are said once.
+/// An accepted window, and what it added to each peer's pairs. Every
+/// figure of a window ends at the window's end, and each is of a pair
+/// with the node at one end, so both are said once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WindowTaken {
-    /// The reporting node.
-    pub node: String,
-    /// Its agent instance.
-    pub instance: u64,
-    /// The window's sequence number.
-    pub seq: u64,
-    /// When the collector took it.
-    pub at: UnixMillis,
+    /// Which window.
+    pub accepted: AcceptedWindow,
     /// The window's end (Unix ms).
     pub end: UnixMillis,
     /// What it added, by network.
@@ -434,10 +435,12 @@ impl WindowChanges {
         (end, at): (UnixMillis, UnixMillis),
     ) -> Record {
         Record::Taken(WindowTaken {
-            node: node.to_owned(),
-            instance,
-            seq,
-            at,
+            accepted: AcceptedWindow {
+                node: node.to_owned(),
+                instance,
+                seq,
+                at,
+            },
             end,
             networks: self.networks,
         })
@@ -470,7 +473,7 @@ impl WindowTaken {
                 })
                 .collect(),
             throughput: peer.throughput.clone(),
-            ..SavedPair::empty(&self.node, &peer.peer)
+            ..SavedPair::empty(&self.accepted.node, &peer.peer)
         });
         let inbound = peer.arrived.map(|(expected, received)| SavedPair {
             one_way: vec![SavedOneWay {
@@ -478,7 +481,7 @@ impl WindowTaken {
                 expected,
                 received,
             }],
-            ..SavedPair::empty(&peer.peer, &self.node)
+            ..SavedPair::empty(&peer.peer, &self.accepted.node)
         });
         outbound.into_iter().chain(inbound)
     }
@@ -532,13 +535,10 @@ impl Encoded {
                 self.marks
                     .push((node.name.clone(), node.instance, node.last_seq));
             }
-            Record::Window(window) => {
+            Record::Window(TakenWindow { accepted, .. })
+            | Record::Taken(WindowTaken { accepted, .. }) => {
                 self.marks
-                    .push((window.node.clone(), window.instance, window.seq));
-            }
-            Record::Taken(window) => {
-                self.marks
-                    .push((window.node.clone(), window.instance, window.seq));
+                    .push((accepted.node.clone(), accepted.instance, accepted.seq));
             }
             Record::Pairs(_) | Record::End(_) => {}
         }
@@ -902,10 +902,7 @@ mod tests {
             panic!("a window record")
         };
         let as_pairs = Record::Window(TakenWindow {
-            node: compact.node.clone(),
-            instance: compact.instance,
-            seq: compact.seq,
-            at: compact.at,
+            accepted: compact.accepted.clone(),
             networks: compact.pairs().collect(),
         });
         (taken, as_pairs)

@@ -22,7 +22,7 @@ use prost::Message;
 use super::CollectorState;
 use crate::config::ModelConfig;
 use crate::inventory::InventoryNode;
-use crate::saved::{Encoded, NetworkPairs, Record, SavedNode, SavedPair};
+use crate::saved::{AcceptedWindow, Encoded, NetworkPairs, Record, SavedNode, SavedPair};
 
 /// What a checkpoint begins from, taken under the lock at one instant.
 #[derive(Debug)]
@@ -182,13 +182,9 @@ impl Restored {
             Record::Node(node) => self.node(node),
             Record::Pairs(pairs) => self.pairs(pairs),
             Record::Window(window) => {
-                let taken = (&window.node, window.instance, window.seq, window.at);
-                self.window(taken, window.networks.iter().cloned());
+                self.window(&window.accepted, window.networks.iter().cloned());
             }
-            Record::Taken(window) => {
-                let taken = (&window.node, window.instance, window.seq, window.at);
-                self.window(taken, window.pairs());
-            }
+            Record::Taken(window) => self.window(&window.accepted, window.pairs()),
             Record::End(_) => {}
         }
     }
@@ -214,13 +210,15 @@ impl Restored {
         }
     }
 
-    /// Window `seq` of `node`'s `instance`, taken `at`, which added
-    /// `pairs`.
-    fn window(
-        &mut self,
-        (node, instance, seq, at): (&String, u64, u64, UnixMillis),
-        pairs: impl Iterator<Item = NetworkPairs>,
-    ) {
+    /// The `accepted` window, which added `pairs`.
+    fn window(&mut self, accepted: &AcceptedWindow, pairs: impl Iterator<Item = NetworkPairs>) {
+        let AcceptedWindow {
+            node,
+            instance,
+            seq,
+            at,
+        } = accepted;
+        let (instance, seq, at) = (*instance, *seq, *at);
         let Some(marks) = self.state.seq_marks.get_mut(node) else {
             self.skipped.windows += 1;
             return;
