@@ -10,8 +10,10 @@ use netaware::lab_system::{AgentTiming, IpFamily, LabSystem};
 use netaware_core::transport::Transport;
 use netaware_lab::{Topology, root_or_skip};
 
-use crate::measurement::{no_throughput_tests, ping_median};
-use crate::per_network::{holds_to_its_truth, start_lab, wait_for_every_network};
+use crate::measurement::no_throughput_tests;
+use crate::per_network::{
+    Round, every_network_holds_to_its_truth, fresh_round, start_lab, wait_for_every_network,
+};
 
 const NETWORKS: [&str; 2] = ["primary", "primary-ipv6"];
 
@@ -35,32 +37,26 @@ fn a_dual_stack_lab_measures_each_family_apart_and_a_filter_on_one_shows_only_th
             .all(|p| p.probe.as_deref() == Some("udp"))
     });
 
-    let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
-    let overhead = ping_median(&system, "a1", "control", 50) - control_rtt;
+    // ICMPv6 is dropped into b2 only; everything else goes by ICMP on
+    // both families.
+    for (network, matrix) in NETWORKS.iter().zip(&matrices) {
+        for pair in &matrix.pairs {
+            let by_udp = *network == "primary-ipv6" && pair.dst == "b2";
+            assert_eq!(
+                pair.probe.as_deref(),
+                Some(if by_udp { "udp" } else { "icmp" }),
+                "{network} {} -> {}",
+                pair.src,
+                pair.dst
+            );
+            if by_udp {
+                assert!(pair.filtered.iter().any(|t| t == "icmp"), "{pair:?}");
+            }
+        }
+    }
     // Both families cross the same links: one truth (the primary
     // network's) for both, the lossy a2 in each family's pooled loss.
-    for (network, matrix) in NETWORKS.iter().zip(&matrices) {
-        holds_to_its_truth(
-            &system,
-            network,
-            None,
-            matrix,
-            overhead,
-            |src, dst, pair| {
-                // ICMPv6 is dropped into b2 only; everything else goes by
-                // ICMP on both families.
-                let by_udp = *network == "primary-ipv6" && dst == "b2";
-                assert_eq!(
-                    pair.probe.as_deref(),
-                    Some(if by_udp { "udp" } else { "icmp" }),
-                    "{network} {src} -> {dst}"
-                );
-                if by_udp {
-                    assert!(pair.filtered.iter().any(|t| t == "icmp"), "{pair:?}");
-                }
-            },
-        );
-    }
+    every_network_holds_to_its_truth(&system, &[(NETWORKS[0], None), (NETWORKS[1], None)]);
 
     // Placement goes by the primary network: a 3-worker job never gets the
     // lossy a2.
@@ -99,9 +95,9 @@ fn dual_stack_accuracy_by_family_and_transport() {
             &flags,
         )
         .unwrap();
-        let matrices = wait_for_every_network(&system, &NETWORKS, |_| true);
-        let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
-        let overhead = ping_median(&system, "a1", "control", 50) - control_rtt;
+        wait_for_every_network(&system, &NETWORKS, |_| true);
+        let Round { matrices, overhead } =
+            fresh_round(&system, &[(NETWORKS[0], None), (NETWORKS[1], None)]);
         for (network, matrix) in NETWORKS.iter().zip(&matrices) {
             let errors: Vec<f64> = matrix
                 .pairs

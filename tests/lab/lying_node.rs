@@ -9,8 +9,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use netaware::json::MatrixJson;
 use netaware::lab_system::{AgentTiming, LabSystem};
 use netaware_lab::{Topology, root_or_skip};
+
+use crate::per_network::{Round, fresh_round};
 
 const TIMING: AgentTiming = AgentTiming::FAST;
 
@@ -35,11 +38,7 @@ fn probers_of_b1(system: &LabSystem) -> Vec<String> {
 
 /// Polls the matrix until every prober's pair towards b1 has 50 samples
 /// (by `probe`, when given), for at most a minute.
-fn wait_for_pairs_towards_b1(
-    system: &LabSystem,
-    probers: &[String],
-    probe: Option<&str>,
-) -> netaware::json::MatrixJson {
+fn wait_for_pairs_towards_b1(system: &LabSystem, probers: &[String], probe: Option<&str>) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let matrix = system.matrix().expect("the matrix");
@@ -50,7 +49,7 @@ fn wait_for_pairs_towards_b1(
             .filter(|p| probe.is_none_or(|probe| p.probe.as_deref() == Some(probe)))
             .count();
         if towards_b1 == probers.len() {
-            return matrix;
+            return;
         }
         assert!(
             Instant::now() < deadline,
@@ -75,8 +74,8 @@ fn a_node_that_answers_ahead_of_the_probes_is_seen_at_its_true_distance() {
     let probers = probers_of_b1(&system);
 
     // Every pair towards b1 measured over full windows.
-    let matrix = wait_for_pairs_towards_b1(&system, &probers, None);
-    let overhead = emulator_overhead(&system);
+    wait_for_pairs_towards_b1(&system, &probers, None);
+    let (overhead, matrix) = fresh_primary_matrix(&system);
     for pair in matrix.pairs.iter().filter(|p| p.dst == "b1") {
         let (truth, delivered) = system.lab().round_trip(&pair.src, "b1").unwrap();
         let rtt = pair.rtt_median_ms.expect("replies");
@@ -110,12 +109,15 @@ fn a_node_that_answers_ahead_of_the_probes_is_seen_at_its_true_distance() {
 }
 
 /// The count of reflectors' hold claims an agent's /metrics says it cut.
-/// The emulator's own overhead as ping sees it now, over the control link
-/// (neither liar touches it): some 0.1 ms on a quiet machine, more on a
-/// loaded one.
-fn emulator_overhead(system: &LabSystem) -> f64 {
-    let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
-    crate::measurement::ping_median(system, "a1", "control", 50) - control_rtt
+/// The primary matrix of fresh windows, and the emulator's own overhead
+/// over their seconds, as ping sees it on the control link (neither liar
+/// touches it): some 0.1 ms on a quiet machine, more on a loaded one.
+fn fresh_primary_matrix(system: &LabSystem) -> (f64, MatrixJson) {
+    let Round {
+        mut matrices,
+        overhead,
+    } = fresh_round(system, &[("primary", None)]);
+    (overhead, matrices.remove(0))
 }
 
 fn holds_cut(metrics: &str) -> f64 {
@@ -148,9 +150,9 @@ fn a_reflector_that_claims_long_holds_gains_at_most_the_bound_and_is_counted() {
         .expect("the lying reflector");
     let probers = probers_of_b1(&system);
 
-    let matrix = wait_for_pairs_towards_b1(&system, &probers, Some("udp"));
+    wait_for_pairs_towards_b1(&system, &probers, Some("udp"));
     let bound_ms = netaware_agent::stamp_packet::MAX_HOLD_TAKEN_OUT.as_secs_f64() * 1e3;
-    let overhead = emulator_overhead(&system);
+    let (overhead, matrix) = fresh_primary_matrix(&system);
     for pair in matrix.pairs.iter().filter(|p| p.dst == "b1") {
         let (truth, _) = system.lab().round_trip(&pair.src, "b1").unwrap();
         let rtt = pair.rtt_median_ms.expect("replies");

@@ -12,6 +12,7 @@ mod lying_node;
 mod measurement;
 mod observability;
 mod one_placement;
+mod overhead;
 mod per_network;
 mod rails;
 mod recovery;

@@ -12,6 +12,8 @@ use netaware_core::pair_rtt::RttBasis;
 use netaware_lab::{Families, Faults, LinkProfile, Topology, root_or_skip};
 use serde::Deserialize;
 
+use crate::overhead::{MAX_OVERHEAD_MS, overhead_now, overhead_while};
+
 const TIMING: AgentTiming = AgentTiming::FAST;
 
 /// These tests hold RTT and loss to the truth, so the collector plans no
@@ -73,27 +75,6 @@ pub(crate) fn pair<'m>(matrix: &'m MatrixJson, src: &str, dst: &str) -> &'m Pair
 
 /// The network of a lab host's first address.
 const PRIMARY: &str = netaware_core::network::PRIMARY;
-
-/// Median RTT (ms) of `count` pings from `src` to `dst`, run in the lab
-/// and timed on the wire (`netaware_lab::wire_ping`): like the agents' own
-/// figures, from the kernel's hand-off of the request to its device to the
-/// reply's arrival.
-pub(crate) fn ping_median(system: &LabSystem, src: &str, dst: &str, count: u32) -> f64 {
-    ping_median_on(system, PRIMARY, src, dst, count)
-}
-
-/// [`ping_median`] to `dst`'s address on `network`.
-fn ping_median_on(system: &LabSystem, network: &str, src: &str, dst: &str, count: u32) -> f64 {
-    let rtts = system
-        .lab()
-        .ping_on_the_wire(src, &address_on(system, network, dst), count, PING_INTERVAL)
-        .unwrap();
-    median_of(rtts).unwrap_or_else(|| panic!("ping {src} -> {dst} got no reply"))
-}
-
-/// The most the emulator may add to a ping's RTT (its wake-up latency) for
-/// the lab's RTT figures to be judged at all.
-const MAX_EMULATOR_OVERHEAD_MS: f64 = 0.3;
 
 /// How far apart the reference's pings are sent.
 const PING_INTERVAL: Duration = Duration::from_millis(20);
@@ -170,6 +151,8 @@ struct RttReading<'p> {
     ping: f64,
     /// The configured RTT plus the emulator's overhead.
     expected: f64,
+    /// The emulator's overhead over the round's seconds (ms).
+    overhead: f64,
 }
 
 impl RttReading<'_> {
@@ -242,6 +225,8 @@ struct MeanError {
     /// [`RttReading::off`]), and how many those are.
     ping_ms: f64,
     ping_pairs: usize,
+    /// The emulator's overhead over the round (ms).
+    overhead_ms: f64,
 }
 
 impl MeanError {
@@ -257,16 +242,17 @@ impl MeanError {
             truth_ms: mean(readings.iter().map(|r| r.agent - r.expected).collect()),
             ping_pairs: credible.len(),
             ping_ms: mean(credible),
+            overhead_ms: readings.iter().map(|r| r.overhead).fold(0.0, f64::max),
         }
     }
 
     /// Whether the agents sit between [`BELOW_PING_MS`] under ping and
     /// [`MAX_MEAN_ERROR_MS`] over it on average, and within the per-pair
     /// tolerance of the truth. Ping is the reference for bias: it crosses
-    /// the same emulator at the same moment, while the truth (configured
-    /// RTT plus an overhead measured once, idle, on the control link) reads
-    /// low by the emulator's lateness under load. Most pairs' pings must be
-    /// credible. `reflector_hold_ms` is what the peers' reflectors held the
+    /// the same emulator at the same moment as the pairs it times, while
+    /// the truth (configured RTT plus the overhead on the control link
+    /// over the round) averages the emulator's lateness over the round.
+    /// Most pairs' pings must be credible. `reflector_hold_ms` is what the peers' reflectors held the
     /// probes beyond what a prober takes out of a round trip (UDP's
     /// [`MAX_HOLD_TAKEN_OUT`](netaware_agent::stamp_packet::MAX_HOLD_TAKEN_OUT)),
     /// per probe, as the agents count it: the peers' load, which stays in
@@ -280,12 +266,13 @@ impl MeanError {
 }
 
 impl MeanError {
-    /// Whether ping was near the truth on most pairs, so that the round
-    /// can judge the agents at all: a round where the reference itself
-    /// was thrown off (ping from a loaded host reads milliseconds high)
-    /// says nothing of them either way.
+    /// Whether the lab was fit to judge the agents in this round: the
+    /// emulator's overhead within [`MAX_OVERHEAD_MS`], and ping near the
+    /// truth on most pairs. A round where the reference itself was thrown
+    /// off (ping from a loaded host reads milliseconds high) says nothing
+    /// of them either way.
     fn judged(&self) -> bool {
-        self.ping_pairs * 4 >= self.pairs * 3
+        (0.0..MAX_OVERHEAD_MS).contains(&self.overhead_ms) && self.ping_pairs * 4 >= self.pairs * 3
     }
 }
 
@@ -293,8 +280,8 @@ impl std::fmt::Display for MeanError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "mean signed RTT error over {} pairs: {:+.4} ms against the truth, {:+.4} ms against ping (over the {} pairs where ping is near the truth)",
-            self.pairs, self.truth_ms, self.ping_ms, self.ping_pairs
+            "mean signed RTT error over {} pairs: {:+.4} ms against the truth, {:+.4} ms against ping (over the {} pairs where ping is near the truth), the emulator's overhead {:.3} ms",
+            self.pairs, self.truth_ms, self.ping_ms, self.ping_pairs, self.overhead_ms
         )
     }
 }
@@ -336,6 +323,7 @@ fn rtt_readings<'p>(
                 .unwrap_or_else(|| panic!("{src} -> {dst}: no RTT")),
             ping,
             expected: system.lab().round_trip(src, dst).unwrap().0 + overhead,
+            overhead,
         })
         .collect()
 }
@@ -491,32 +479,6 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
         },
     );
 
-    // The emulator's own overhead: what ping sees over the control link
-    // beyond its configured RTT. (A packet that arrives while the emulator
-    // sleeps waits for it to wake up, some tens of microseconds.)
-    // On a shared machine one stretch of seconds can read high, so the
-    // overhead is read up to three times and judged on the median of its
-    // tries (a second try only when the first is out of bounds).
-    let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
-    let overhead_bound = 0.0..MAX_EMULATOR_OVERHEAD_MS;
-    let mut overheads = Vec::new();
-    while overheads.len() < 3 {
-        overheads.push(ping_median_on(system, network, "a1", "control", 50) - control_rtt);
-        let within = overheads
-            .iter()
-            .filter(|o| overhead_bound.contains(*o))
-            .count();
-        if within * 2 > overheads.len() || (overheads.len() - within) * 2 > 3 {
-            break;
-        }
-        std::thread::sleep(Duration::from_secs(1));
-    }
-    let overhead = median_of(overheads.clone()).unwrap();
-    assert!(
-        overhead_bound.contains(&overhead),
-        "emulator overhead {overhead} ms (tries: {overheads:?})"
-    );
-
     let mut lossy = Vec::new();
     for src in workers {
         for dst in workers.iter().filter(|d| *d != src) {
@@ -579,7 +541,7 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
                 .map(move |dst| (src.as_str(), dst.as_str()))
         })
         .collect();
-    let first = read_round(system, network, &all_pairs, overhead, Fresh::Now);
+    let first = read_round(system, network, &all_pairs, Fresh::Now);
     let stats = system.lab().stats().unwrap();
     eprintln!(
         "{}\nemulator: {} delayed packets left {:.1} us late on average, {} us at most",
@@ -632,7 +594,7 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
     // pair on the median of up to three rounds (a second round always, a
     // third where the first two disagree), each pair on the median of its
     // own tries. Each fails when two of its tries are off.
-    let every_pair_again = || read_round(system, network, &all_pairs, overhead, Fresh::After);
+    let every_pair_again = || read_round(system, network, &all_pairs, Fresh::After);
     let mut rounds = vec![first, every_pair_again()];
     let biases = |rounds: &[Vec<RttReading<'_>>]| -> Vec<MeanError> {
         rounds
@@ -667,7 +629,7 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
         .collect();
     if !again.is_empty() {
         let pairs: Vec<(&str, &str)> = again.iter().map(|&i| all_pairs[i]).collect();
-        let third = read_round(system, network, &pairs, overhead, Fresh::After);
+        let third = read_round(system, network, &pairs, Fresh::After);
         for (&i, reading) in again.iter().zip(&third) {
             tries[i].push(reading.off());
         }
@@ -733,22 +695,23 @@ enum Fresh {
 }
 
 /// One round of RTT readings over `pairs` of `network`: ping, then the
-/// agents' medians.
+/// agents' medians, with the emulator's overhead pinged throughout.
 fn read_round<'p>(
     system: &LabSystem,
     network: &str,
     pairs: &[(&'p str, &'p str)],
-    overhead: f64,
     fresh: Fresh,
 ) -> Vec<RttReading<'p>> {
     let since = Instant::now();
-    let pinged = ping_pairs(system, network, pairs);
-    if fresh == Fresh::After {
-        std::thread::sleep(
-            (since + KEPT + TIMING.window).saturating_duration_since(Instant::now()),
-        );
-    }
-    let matrix = system.matrix_of_network(network).unwrap();
+    let (overhead, (pinged, matrix)) = overhead_while(system, || {
+        let pinged = ping_pairs(system, network, pairs);
+        if fresh == Fresh::After {
+            std::thread::sleep(
+                (since + KEPT + TIMING.window).saturating_duration_since(Instant::now()),
+            );
+        }
+        (pinged, system.matrix_of_network(network).unwrap())
+    });
     rtt_readings(system, &matrix, pairs, &pinged, overhead)
 }
 
@@ -1046,16 +1009,16 @@ fn bounded_peer_sets_leave_the_other_pairs_to_coordinates_that_estimate_them() {
         Duration::from_secs(60),
         |m| workers.iter().all(|w| fresh(m, w) == 3) && !m.nodes.iter().any(|n| n.stale),
     );
-    let (control_rtt, _) = system.lab().round_trip("a1", "control").unwrap();
-    let overhead = ping_median(&system, "a1", "control", 50) - control_rtt;
 
     // Each pair nobody probes: its estimate against the configured truth
-    // plus the emulator's overhead, within max(0.5 ms, 15%). The
+    // plus the emulator's overhead (read again with each reading, as it
+    // drifts), within max(0.5 ms, 15%). The
     // coordinates need some passes to settle, and the pairs of the first
     // peer sets (sent while the others joined) some windows to age out:
     // read until both hold or a minute is up, and report the last reading.
     let deadline = Instant::now() + Duration::from_secs(60);
     let (estimated, off) = loop {
+        let overhead = overhead_now(&system);
         let mut estimated = 0;
         let mut off = Vec::new();
         let mut worst = (0.0, String::new());
