@@ -2,18 +2,22 @@
 //! gRPC): NODES agents in 10 zones, each reporting on PEERS peers (its
 //! zone first, as `--max-peers` chooses), three windows per pair. Times
 //! building the snapshot (the third build, as a collector builds one a
-//! second), encoding it for the wire, and a rank of an 8-worker job, first
-//! and asked again, and prints the size of the whole matrix as one
-//! message.
+//! second), encoding it for the wire, a rank of an 8-worker job, first
+//! and asked again, and a Prometheus scrape of it (the default
+//! `--pair-series` budget, blocks of 50 nodes), and prints the size of the
+//! whole matrix as one message and of the scrape.
 //! Run with:
 //!
 //!     cargo run --release -p netaware-collector --example bench_snapshot [NODES] [PEERS]
 
 use std::time::Instant;
 
-use netaware_collector::state::Ingested;
+use netaware_collector::metrics::{BlockFacts, FaultFacts, ScrapeFacts, WorkMetrics, exposition};
+use netaware_collector::pair_series::DEFAULT_PAIR_SERIES;
+use netaware_collector::state::{Ingested, ThroughputCounts};
 use netaware_collector::{CollectorState, ModelConfig};
 use netaware_core::coordinates::Coordinates;
+use netaware_core::network::Network;
 use netaware_core::placement::{JobRequest, Placer};
 use netaware_proto::convert::matrix_to_wire;
 use netaware_proto::v1::{Hello, PeerWindow, Window};
@@ -143,8 +147,9 @@ fn main() {
     let again = placer.rank(&request);
     let ranked_again = start.elapsed();
     assert_eq!(again.zone, ranking.zone);
+    let (scraped, scrape) = scrape(&placer, nodes);
     println!(
-        "nodes {nodes}, peers {peers}: {} measured pairs; ingest of {} windows {:.0} ms; snapshot {:.0} ms (of which {:.0} ms copying under the lock); to wire {:.0} ms, {:.1} MB as one message; rank (8 workers) {:.0} ms, the same again {:.1} ms",
+        "nodes {nodes}, peers {peers}: {} measured pairs; ingest of {} windows {:.0} ms; snapshot {:.0} ms (of which {:.0} ms copying under the lock); to wire {:.0} ms, {:.1} MB as one message; rank (8 workers) {:.0} ms, the same again {:.1} ms; scrape {:.0} ms, {} series, {:.2} MB",
         placer.matrix().pairs().len(),
         3 * nodes,
         ingest.as_secs_f64() * 1e3,
@@ -154,5 +159,45 @@ fn main() {
         encoded as f64 / 1e6,
         ranked.as_secs_f64() * 1e3,
         ranked_again.as_secs_f64() * 1e3,
+        scraped.as_secs_f64() * 1e3,
+        scrape.lines().filter(|l| !l.starts_with('#')).count(),
+        scrape.len() as f64 / 1e6,
     );
+}
+
+/// One scrape of the collector's metrics of `placer`'s matrix, with each
+/// zone cut into blocks of 50 nodes, and how long it took.
+fn scrape(placer: &Placer, nodes: usize) -> (std::time::Duration, String) {
+    const BLOCK: usize = 50;
+    let blocks = (0..ZONES)
+        .flat_map(|zone| {
+            let members: Vec<usize> = (zone..nodes).step_by(ZONES).collect();
+            members
+                .chunks(BLOCK)
+                .enumerate()
+                .map(|(number, chunk)| BlockFacts {
+                    network: Network::primary(),
+                    zone: format!("zone-{zone}"),
+                    number: number as u32 + 1,
+                    nodes: chunk
+                        .iter()
+                        .map(|&i| placer.matrix().nodes()[i].info.name.clone())
+                        .collect(),
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let facts = ScrapeFacts {
+        open_sessions: nodes,
+        throughput: ThroughputCounts::default(),
+        unknown_peers: 0,
+        pair_series: DEFAULT_PAIR_SERIES,
+        blocks,
+        last_seqs: Vec::new(),
+        placement: *placer.config(),
+        faults: FaultFacts::default(),
+    };
+    let start = Instant::now();
+    let text = exposition(&WorkMetrics::default(), placer.matrix(), &facts);
+    (start.elapsed(), text)
 }

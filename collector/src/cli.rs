@@ -68,6 +68,12 @@ pub struct CollectorArgs {
     /// The service account whose tokens speak for nodes.
     #[arg(long, default_value = crate::agent_tokens::DEFAULT_AGENT_ACCOUNT)]
     pub agent_service_account: String,
+    /// Node pairs exported on /metrics with series of their own (five
+    /// figures each, over every network): all of them while they fit,
+    /// else the worst by quality, loss and RTT inflation. Every pair stays
+    /// in the zone pair and block aggregates.
+    #[arg(long, default_value_t = crate::pair_series::DEFAULT_PAIR_SERIES)]
+    pub pair_series: usize,
     #[command(flatten)]
     /// The score, placement and throughput flags.
     pub model: ModelArgs,
@@ -315,6 +321,7 @@ impl CollectorArgs {
                 ..crate::ConnectionLimits::default()
             },
             agent_tokens,
+            pair_series: self.pair_series,
         })
     }
 }

@@ -11,9 +11,7 @@ use axum::routing::get;
 
 use crate::agents::Agents;
 use crate::ingest::Ingest;
-use crate::metrics::{
-    DEFAULT_PAIR_NODE_LIMIT, FaultFacts, ScrapeFacts, WorkMetrics, exposition_of_networks,
-};
+use crate::metrics::{BlockFacts, FaultFacts, ScrapeFacts, WorkMetrics, exposition_of_networks};
 use crate::snapshots::Snapshots;
 use crate::tasks::topology::SharedTopology;
 
@@ -30,6 +28,8 @@ pub struct HttpState {
     pub work: Arc<WorkMetrics>,
     /// The last round's topology and faults.
     pub topology: Arc<SharedTopology>,
+    /// Node pairs exported with series of their own.
+    pub pair_series: usize,
 }
 
 /// The HTTP routes.
@@ -64,11 +64,26 @@ async fn metrics(State(shared): State<HttpState>) -> impl IntoResponse {
             .map(|fault| (fault.network.clone(), fault.kind))
             .collect(),
     };
+    let blocks = published
+        .by_network
+        .iter()
+        .flat_map(|(network, topology)| {
+            topology.zones.iter().flat_map(move |zone| {
+                zone.blocks.iter().map(move |block| BlockFacts {
+                    network: network.clone(),
+                    zone: zone.zone.clone(),
+                    number: block.number,
+                    nodes: block.nodes.iter().map(|n| n.name.clone()).collect(),
+                })
+            })
+        })
+        .collect();
     let facts = ScrapeFacts {
         open_sessions: shared.agents.open_sessions(),
         throughput,
         unknown_peers,
-        pair_node_limit: DEFAULT_PAIR_NODE_LIMIT,
+        pair_series: shared.pair_series,
+        blocks,
         last_seqs,
         placement,
         faults,

@@ -43,6 +43,7 @@ pub mod inventory;
 pub mod members;
 pub mod metrics;
 pub mod node_places;
+pub mod pair_series;
 pub mod persist;
 pub mod robustness;
 pub mod saved;
@@ -239,6 +240,9 @@ pub struct CollectorConfig {
     /// (`--agent-tokens`); `None`: a hello's node is taken as said (or as
     /// its certificate names it, under mutual TLS).
     pub agent_tokens: Option<Arc<agent_tokens::AgentTokens>>,
+    /// Node pairs exported with Prometheus series of their own
+    /// (`--pair-series`; see [`pair_series`]).
+    pub pair_series: usize,
 }
 
 /// `--state-dir` and `--state-interval`.
@@ -440,6 +444,7 @@ impl Collector {
             agents,
             work: Arc::clone(&work),
             topology: Arc::clone(&topology),
+            pair_series: config.pair_series,
         });
         tasks.spawn(async move {
             let served = netaware_runtime::http::serve(http, app, config.http_tls, shutdown).await;

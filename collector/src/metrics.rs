@@ -3,9 +3,9 @@
 //! Two kinds: counters of the collector's own work ([`WorkMetrics`],
 //! updated as sessions, windows and test results come and go), and what the
 //! matrix says at the moment of the scrape ([`exposition`], pure: built from
-//! a snapshot): per zone pair always, per node pair while the cluster has at
-//! most [`DEFAULT_PAIR_NODE_LIMIT`] nodes (a pair series per node pair
-//! grows with the square of the nodes), each node's score and staleness.
+//! a snapshot): per zone pair and per measured block always, per node
+//! pair for the pairs that fit the series budget, worst first
+//! ([`crate::pair_series`]), each node's score and staleness.
 //! Units are the base units of the Prometheus conventions: seconds, bytes,
 //! ratios.
 
@@ -23,10 +23,8 @@ use netaware_core::placement::PlacementConfig;
 use netaware_core::scored::{ScoredMatrix, ZoneSummary};
 use netaware_core::transport::Transport;
 
+use crate::pair_series::{ExportedPair, pairs_to_export};
 use crate::state::ThroughputCounts;
-
-/// Node pairs are exported while the cluster has at most this many nodes.
-pub const DEFAULT_PAIR_NODE_LIMIT: usize = 100;
 
 type FloatGauge = Gauge<f64, AtomicU64>;
 
@@ -68,6 +66,17 @@ struct TransportLabels {
 struct ZonePairLabels {
     src_zone: String,
     dst_zone: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BlockLabels {
+    network: String,
+    zone: String,
+    /// The block's number in its zone.
+    block: String,
+    /// `inside` (both ends in the block) or `leaving` (from the block to
+    /// the rest of its zone: the block's uplink).
+    links: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -424,8 +433,11 @@ pub struct ScrapeFacts {
     pub throughput: ThroughputCounts,
     /// Peers left out of accepted windows as unknown.
     pub unknown_peers: u64,
-    /// Export node pairs while there are at most this many nodes.
-    pub pair_node_limit: usize,
+    /// Node pairs exported with series of their own, over every network
+    /// (`--pair-series`).
+    pub pair_series: usize,
+    /// The measured blocks of every network, as of the last round.
+    pub blocks: Vec<BlockFacts>,
     /// Each agent's node and the sequence number of its last accepted
     /// window.
     pub last_seqs: Vec<(String, u64)>,
@@ -434,6 +446,19 @@ pub struct ScrapeFacts {
     /// The networks of the last round of fault localisation, and its open
     /// faults.
     pub faults: FaultFacts,
+}
+
+/// One measured block, for the metrics.
+#[derive(Debug, Clone)]
+pub struct BlockFacts {
+    /// Its network.
+    pub network: Network,
+    /// Its zone.
+    pub zone: String,
+    /// Its number in the zone.
+    pub number: u32,
+    /// Its nodes, by name.
+    pub nodes: Vec<String>,
 }
 
 /// What the last round of fault localisation found, for the metrics.
@@ -799,42 +824,168 @@ fn register_matrix(registry: &mut Registry, snapshot: &ScoredMatrix, facts: &Scr
     );
 }
 
-/// Every pair of every network while the cluster has at most
-/// `pair_node_limit` nodes, each labelled with its network.
+/// The node pairs of every network that fit the series budget, each
+/// labelled with its network; how many pairs that is, beside the budget;
+/// and every network's measured blocks, inside and leaving.
 fn register_pairs(
     registry: &mut Registry,
     primary: &ScoredMatrix,
     others: &[(&Network, &ScoredMatrix)],
     facts: &ScrapeFacts,
 ) {
-    if primary.nodes().len() > facts.pair_node_limit {
-        return;
-    }
-    let families = PairFamilies::default();
     let primary_network = Network::primary();
-    let networks = std::iter::once((&primary_network, primary)).chain(others.iter().copied());
-    for (network, snapshot) in networks {
+    let networks: Vec<(&Network, &ScoredMatrix)> = std::iter::once((&primary_network, primary))
+        .chain(others.iter().copied())
+        .collect();
+    let matrices: Vec<&ScoredMatrix> = networks.iter().map(|(_, m)| *m).collect();
+    let exported = pairs_to_export(&matrices, facts.pair_series);
+    let families = PairFamilies::default();
+    for ExportedPair { network, pair } in &exported {
+        let (network, snapshot) = networks[*network];
         let nodes = snapshot.nodes();
-        for p in snapshot.pairs() {
-            let labels = PairLabels {
-                src: nodes[p.src].info.name.clone(),
-                dst: nodes[p.dst].info.name.clone(),
-                src_zone: nodes[p.src].info.zone.clone(),
-                dst_zone: nodes[p.dst].info.zone.clone(),
-                network: network.to_string(),
-            };
-            let s = &p.summary;
-            families.set(
-                &labels,
-                s.rtt_median_ms.map(seconds),
-                s.jitter_ms.map(seconds),
-                s.loss_ratio,
-                s.throughput.map(|t| t.bps),
-                p.quality,
-            );
-        }
+        let p = &snapshot.pairs()[*pair];
+        let labels = PairLabels {
+            src: nodes[p.src].info.name.clone(),
+            dst: nodes[p.dst].info.name.clone(),
+            src_zone: nodes[p.src].info.zone.clone(),
+            dst_zone: nodes[p.dst].info.zone.clone(),
+            network: network.to_string(),
+        };
+        let s = &p.summary;
+        families.set(
+            &labels,
+            s.rtt_median_ms.map(seconds),
+            s.jitter_ms.map(seconds),
+            s.loss_ratio,
+            s.throughput.map(|t| t.bps),
+            p.quality,
+        );
     }
     families.register(registry, "pair", "node pair src -> dst over a network");
+    let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    let budget = Gauge::<i64>::default();
+    budget.set(count(facts.pair_series));
+    registry.register(
+        "pair_series_budget",
+        "Node pairs that may have netaware_pair_* series of their own (--pair-series); the rest are in the zone pair and block aggregates",
+        budget,
+    );
+    let shown = Gauge::<i64>::default();
+    shown.set(count(exported.len()));
+    registry.register(
+        "pairs_exported",
+        "Node pairs with netaware_pair_* series of their own: all of them within the budget, else the worst by quality, loss and RTT inflation",
+        shown,
+    );
+    register_blocks(registry, &networks, &facts.blocks);
+}
+
+/// Each measured block's links, per network: the mean figures of the
+/// measured pairs inside it, and of those leaving it for the rest of its
+/// zone, so that a bad block uplink shows at any cluster size.
+fn register_blocks(
+    registry: &mut Registry,
+    networks: &[(&Network, &ScoredMatrix)],
+    blocks: &[BlockFacts],
+) {
+    let families = PairFamilies::default();
+    for (network, snapshot) in networks {
+        let of_network: Vec<&BlockFacts> =
+            blocks.iter().filter(|b| &b.network == *network).collect();
+        if of_network.is_empty() {
+            continue;
+        }
+        let nodes = snapshot.nodes();
+        let block_of_name: std::collections::HashMap<&str, usize> = of_network
+            .iter()
+            .enumerate()
+            .flat_map(|(i, b)| b.nodes.iter().map(move |n| (n.as_str(), i)))
+            .collect();
+        let block_of: Vec<Option<usize>> = nodes
+            .iter()
+            .map(|n| block_of_name.get(n.info.name.as_str()).copied())
+            .collect();
+        // [inside, leaving] of each block.
+        let mut means = vec![[Mean::default(), Mean::default()]; of_network.len()];
+        for p in snapshot.pairs() {
+            let Some(from) = block_of[p.src] else {
+                continue;
+            };
+            let side = match block_of[p.dst] {
+                Some(to) if to == from => 0,
+                _ if nodes[p.dst].info.zone == of_network[from].zone => 1,
+                _ => continue,
+            };
+            means[from][side].add(p);
+        }
+        for (block, sides) in of_network.iter().zip(&means) {
+            for (links, mean) in ["inside", "leaving"].into_iter().zip(sides) {
+                if mean.pairs == 0 {
+                    continue;
+                }
+                let labels = BlockLabels {
+                    network: network.to_string(),
+                    zone: block.zone.clone(),
+                    block: block.number.to_string(),
+                    links,
+                };
+                families.set(
+                    &labels,
+                    mean.rtt.mean().map(seconds),
+                    None,
+                    mean.loss.mean(),
+                    mean.goodput.mean(),
+                    mean.quality.mean().unwrap_or(0.0),
+                );
+            }
+        }
+    }
+    families.register(
+        registry,
+        "block",
+        "links of a measured block (inside it, or leaving it for the rest of its zone): mean over its measured pairs",
+    );
+}
+
+/// Running means of a set of pairs' figures, each over the pairs that
+/// have it.
+#[derive(Debug, Clone, Default)]
+struct Mean {
+    pairs: usize,
+    rtt: Sum,
+    loss: Sum,
+    goodput: Sum,
+    quality: Sum,
+}
+
+impl Mean {
+    fn add(&mut self, p: &netaware_core::scored_pair::ScoredPair) {
+        self.pairs += 1;
+        self.rtt.add(p.summary.rtt_median_ms);
+        self.loss.add(p.summary.loss_ratio);
+        self.goodput.add(p.summary.throughput.map(|t| t.bps));
+        self.quality.add(Some(p.quality));
+    }
+}
+
+/// A sum and a count.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sum {
+    total: f64,
+    count: usize,
+}
+
+impl Sum {
+    fn add(&mut self, value: Option<f64>) {
+        if let Some(value) = value.filter(|v| v.is_finite()) {
+            self.total += value;
+            self.count += 1;
+        }
+    }
+
+    fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.total / self.count as f64)
+    }
 }
 
 fn seconds(ms: f64) -> f64 {
@@ -849,6 +1000,7 @@ trait PairLabelSet:
 
 impl PairLabelSet for ZonePairLabels {}
 impl PairLabelSet for PairLabels {}
+impl PairLabelSet for BlockLabels {}
 
 /// The same five figures for zone pairs and node pairs.
 struct PairFamilies<L: PairLabelSet> {
@@ -978,7 +1130,7 @@ mod tests {
         state
     }
 
-    fn facts(limit: usize) -> ScrapeFacts {
+    fn facts(pair_series: usize) -> ScrapeFacts {
         ScrapeFacts {
             open_sessions: 2,
             throughput: ThroughputCounts {
@@ -988,7 +1140,8 @@ mod tests {
                 ignored: 0,
             },
             unknown_peers: 2,
-            pair_node_limit: limit,
+            pair_series,
+            blocks: Vec::new(),
             last_seqs: vec![("a1".into(), 7)],
             placement: PlacementConfig::default(),
             faults: FaultFacts {
@@ -1120,9 +1273,115 @@ mod tests {
     }
 
     #[test]
-    fn node_pairs_stop_above_the_node_limit() {
-        let text = exposition(&WorkMetrics::default(), &state().snapshot(2_000), &facts(2));
-        assert!(!text.contains("netaware_pair_rtt_seconds{"));
+    fn a_budget_smaller_than_the_pairs_keeps_the_worst_and_says_so() {
+        // a1 -> a2 is clean, a1 -> b1 loses 20%: a budget of one pair
+        // keeps the lossy one.
+        let text = exposition(&WorkMetrics::default(), &state().snapshot(2_000), &facts(1));
+        assert!(
+            text.contains(r#"netaware_pair_loss_ratio{src="a1",dst="b1",src_zone="a",dst_zone="b",network="primary"} 0.2"#),
+            "{text}"
+        );
+        assert!(!text.contains(r#"netaware_pair_rtt_seconds{src="a1",dst="a2""#));
+        assert!(text.contains("netaware_pair_series_budget 1\n"), "{text}");
+        assert!(text.contains("netaware_pairs_exported 1\n"), "{text}");
         assert!(text.contains("netaware_zone_pair_rtt_seconds{"));
+        let none = exposition(&WorkMetrics::default(), &state().snapshot(2_000), &facts(0));
+        assert!(!none.contains("netaware_pair_rtt_seconds{"));
+        assert!(none.contains("netaware_pairs_exported 0\n"));
+    }
+
+    #[test]
+    fn a_block_shows_its_inside_and_its_links_to_the_rest_of_its_zone() {
+        let facts = ScrapeFacts {
+            blocks: vec![BlockFacts {
+                network: Network::primary(),
+                zone: "a".into(),
+                number: 1,
+                nodes: vec!["a1".into()],
+            }],
+            ..facts(0)
+        };
+        let text = exposition(&WorkMetrics::default(), &state().snapshot(2_000), &facts);
+        // a1's one pair to a zone-mate outside its block leaves it; the
+        // pair to b1 is another zone's, and in no block figure.
+        let leaving = r#"netaware_block_rtt_seconds{network="primary",zone="a",block="1",links="leaving"} 0.00025"#;
+        assert!(text.contains(leaving), "{text}");
+        assert!(text.contains(
+            r#"netaware_block_loss_ratio{network="primary",zone="a",block="1",links="leaving"} 0.0"#
+        ));
+        // Nothing inside a block of one.
+        assert!(!text.contains(r#"links="inside""#), "{text}");
+    }
+
+    /// At 5,000 nodes with 8 peers each (40,000 pairs) and the default
+    /// budget, the pair series stay within it, and a planted lossy pair
+    /// is among them, for the lossy-link alert to fire on.
+    #[test]
+    fn at_five_thousand_nodes_the_pair_series_fit_the_budget_and_hold_the_lossy_pair() {
+        const NODES: usize = 5_000;
+        const PEERS: usize = 8;
+        let mut state = CollectorState::new(ModelConfig::default(), Vec::new());
+        let name = |i: usize| format!("n{i:04}");
+        for i in 0..NODES {
+            let hello = Hello {
+                node: name(i),
+                addresses: vec![format!("10.0.{}.{}", i / 250, i % 250 + 1)],
+                zone: format!("z{}", i % 10),
+                window_ms: 1_000,
+                probe_interval_ms: 100,
+                instance: 1,
+                ..Hello::default()
+            };
+            state.hello(&hello, 1_000).unwrap();
+        }
+        for i in 0..NODES {
+            let peers = (1..=PEERS)
+                .map(|k| {
+                    let peer = (i + k * 10) % NODES;
+                    let lossy = i == 1234 && k == 1;
+                    PeerWindow {
+                        peer: name(peer),
+                        sent: 100,
+                        received: if lossy { 90 } else { 100 },
+                        rtt_min_ms: 0.2,
+                        rtt_median_ms: 0.2,
+                        rtt_p90_ms: 0.2,
+                        rtt_p99_ms: 0.2,
+                        rtt_max_ms: 0.2,
+                        ..PeerWindow::default()
+                    }
+                })
+                .collect();
+            let window = Window {
+                seq: 1,
+                start_unix_ms: 1_000,
+                end_unix_ms: 2_000,
+                peers,
+                ..Window::default()
+            };
+            state.ingest(&name(i), &window, 2_000).unwrap();
+        }
+        let budget = crate::pair_series::DEFAULT_PAIR_SERIES;
+        let text = exposition(
+            &WorkMetrics::default(),
+            &state.snapshot(2_000),
+            &facts(budget),
+        );
+        let pair_series = text
+            .lines()
+            .filter(|l| l.starts_with("netaware_pair_") && l.contains('{'))
+            .count();
+        // Five figures at most per pair (no jitter or goodput here).
+        assert!(
+            pair_series > 0 && pair_series <= 5 * budget,
+            "{pair_series}"
+        );
+        assert!(text.contains(&format!("netaware_pairs_exported {budget}\n")));
+        let lossy = format!(
+            r#"netaware_pair_loss_ratio{{src="{}",dst="{}",src_zone="z4",dst_zone="z4",network="primary"}} 0.1"#,
+            name(1234),
+            name(1244)
+        );
+        assert!(text.contains(&lossy), "missing {lossy}");
     }
 }

@@ -56,5 +56,6 @@ pub fn collector_config(
         watch: netaware_collector::WatchLimits::default(),
         connections: netaware_collector::ConnectionLimits::default(),
         agent_tokens: None,
+        pair_series: netaware_collector::pair_series::DEFAULT_PAIR_SERIES,
     }
 }

@@ -159,6 +159,7 @@ async fn a_state_dir_that_cannot_be_written_stops_the_start() {
         watch: netaware_collector::WatchLimits::default(),
         connections: netaware_collector::ConnectionLimits::default(),
         agent_tokens: None,
+        pair_series: netaware_collector::pair_series::DEFAULT_PAIR_SERIES,
     };
     let err = netaware_collector::Collector::start(config, CancellationToken::new())
         .await

@@ -112,6 +112,7 @@ async fn collector_with_https(
         watch: netaware_collector::WatchLimits::default(),
         connections: netaware_collector::ConnectionLimits::default(),
         agent_tokens: None,
+        pair_series: netaware_collector::pair_series::DEFAULT_PAIR_SERIES,
     };
     let collector = Collector::start(config, shutdown.clone()).await.unwrap();
     let url = format!("https://127.0.0.1:{}", collector.grpc_addr.port());
@@ -516,6 +517,7 @@ async fn certificates_from_netaware_certs_give_nodes_their_identity() {
         watch: netaware_collector::WatchLimits::default(),
         connections: netaware_collector::ConnectionLimits::default(),
         agent_tokens: None,
+        pair_series: netaware_collector::pair_series::DEFAULT_PAIR_SERIES,
     };
     let collector = Collector::start(config, shutdown.clone()).await.unwrap();
     // Agents dial the collector's Service name, as in deploy/tls.

@@ -61,6 +61,7 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
             watch: netaware_collector::WatchLimits::default(),
             connections: netaware_collector::ConnectionLimits::default(),
             agent_tokens: None,
+            pair_series: netaware_collector::pair_series::DEFAULT_PAIR_SERIES,
         },
         shutdown.clone(),
     )
