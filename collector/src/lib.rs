@@ -36,6 +36,8 @@ pub mod agents;
 pub mod cli;
 pub mod config;
 pub mod connections;
+#[cfg(test)]
+mod fixtures;
 pub mod http;
 pub mod identity;
 pub mod ingest;

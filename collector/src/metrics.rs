@@ -1081,51 +1081,28 @@ impl<L: PairLabelSet> PairFamilies<L> {
 mod tests {
     use super::*;
     use crate::config::ModelConfig;
+    use crate::fixtures::{hello, peer, window};
     use crate::state::CollectorState;
-    use netaware_proto::v1::{Hello, PeerWindow, Window};
+    use netaware_proto::v1::PeerWindow;
 
     fn state() -> CollectorState {
         let mut state = CollectorState::new(ModelConfig::default(), Vec::new());
         for (node, zone) in [("a1", "a"), ("a2", "a"), ("b1", "b")] {
-            let hello = Hello {
-                node: node.into(),
-                addresses: vec!["127.0.0.2".into()],
-                zone: zone.into(),
-                agent_version: "test".into(),
-                window_ms: 1_000,
-                probe_interval_ms: 100,
-                instance: 1,
-                ..Hello::default()
-            };
-            state.hello(&hello, 1_000).unwrap();
+            state.hello(&hello(node, zone, "127.0.0.2"), 1_000).unwrap();
         }
         let peer = |name: &str, rtt: f64, received: u32| PeerWindow {
-            peer: name.into(),
-            sent: 10,
-            received,
-            rtt_min_ms: rtt,
-            rtt_median_ms: rtt,
-            rtt_p90_ms: rtt,
-            rtt_p99_ms: rtt,
-            rtt_max_ms: rtt,
             jitter_ms: 0.01,
-            ..PeerWindow::default()
+            ..peer(name, rtt, 10, received)
         };
-        let window = Window {
-            seq: 1,
-            start_unix_ms: 1_000,
-            end_unix_ms: 2_000,
-            peers: vec![
-                peer("a2", 0.25, 10),
-                // Measured by UDP, ICMP filtered on the way.
-                PeerWindow {
-                    probe: netaware_proto::v1::Transport::Udp.into(),
-                    filtered: vec![netaware_proto::v1::Transport::Icmp.into()],
-                    ..peer("b1", 5.0, 8)
-                },
-            ],
-            ..Window::default()
-        };
+        let window = window(vec![
+            peer("a2", 0.25, 10),
+            // Measured by UDP, ICMP filtered on the way.
+            PeerWindow {
+                probe: netaware_proto::v1::Transport::Udp.into(),
+                filtered: vec![netaware_proto::v1::Transport::Icmp.into()],
+                ..peer("b1", 5.0, 8)
+            },
+        ]);
         state.ingest("a1", &window, 2_000).unwrap();
         state
     }
@@ -1210,42 +1187,23 @@ mod tests {
         let mut state = CollectorState::new(ModelConfig::default(), Vec::new());
         let nodes = [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b")];
         for (node, zone) in nodes {
-            let hello = Hello {
-                node: node.into(),
-                addresses: vec!["127.0.0.2".into()],
-                zone: zone.into(),
-                window_ms: 1_000,
-                probe_interval_ms: 100,
-                instance: 1,
-                ..Hello::default()
-            };
-            state.hello(&hello, 1_000).unwrap();
+            state.hello(&hello(node, zone, "127.0.0.2"), 1_000).unwrap();
         }
         for (node, _) in nodes {
             let peers = nodes
                 .iter()
                 .filter(|(peer, _)| *peer != node)
-                .map(|(peer, _)| PeerWindow {
-                    peer: (*peer).into(),
-                    sent: 10,
-                    // a3 loses 30% both ways.
-                    received: if node == "a3" || *peer == "a3" { 7 } else { 10 },
-                    rtt_min_ms: 0.2,
-                    rtt_median_ms: 0.2,
-                    rtt_p90_ms: 0.2,
-                    rtt_p99_ms: 0.2,
-                    rtt_max_ms: 0.2,
-                    ..PeerWindow::default()
+                // a3 loses 30% both ways.
+                .map(|(other, _)| {
+                    let received = if node == "a3" || *other == "a3" {
+                        7
+                    } else {
+                        10
+                    };
+                    peer(other, 0.2, 10, received)
                 })
                 .collect();
-            let window = Window {
-                seq: 1,
-                start_unix_ms: 1_000,
-                end_unix_ms: 2_000,
-                peers,
-                ..Window::default()
-            };
-            state.ingest(node, &window, 2_000).unwrap();
+            state.ingest(node, &window(peers), 2_000).unwrap();
         }
         let text = exposition(&WorkMetrics::default(), &state.snapshot(2_000), &facts(100));
         for line in [
@@ -1323,43 +1281,21 @@ mod tests {
         let mut state = CollectorState::new(ModelConfig::default(), Vec::new());
         let name = |i: usize| format!("n{i:04}");
         for i in 0..NODES {
-            let hello = Hello {
-                node: name(i),
-                addresses: vec![format!("10.0.{}.{}", i / 250, i % 250 + 1)],
-                zone: format!("z{}", i % 10),
-                window_ms: 1_000,
-                probe_interval_ms: 100,
-                instance: 1,
-                ..Hello::default()
-            };
-            state.hello(&hello, 1_000).unwrap();
+            let address = format!("10.0.{}.{}", i / 250, i % 250 + 1);
+            let zone = format!("z{}", i % 10);
+            state
+                .hello(&hello(&name(i), &zone, &address), 1_000)
+                .unwrap();
         }
         for i in 0..NODES {
             let peers = (1..=PEERS)
                 .map(|k| {
-                    let peer = (i + k * 10) % NODES;
                     let lossy = i == 1234 && k == 1;
-                    PeerWindow {
-                        peer: name(peer),
-                        sent: 100,
-                        received: if lossy { 90 } else { 100 },
-                        rtt_min_ms: 0.2,
-                        rtt_median_ms: 0.2,
-                        rtt_p90_ms: 0.2,
-                        rtt_p99_ms: 0.2,
-                        rtt_max_ms: 0.2,
-                        ..PeerWindow::default()
-                    }
+                    let received = if lossy { 90 } else { 100 };
+                    peer(&name((i + k * 10) % NODES), 0.2, 100, received)
                 })
                 .collect();
-            let window = Window {
-                seq: 1,
-                start_unix_ms: 1_000,
-                end_unix_ms: 2_000,
-                peers,
-                ..Window::default()
-            };
-            state.ingest(&name(i), &window, 2_000).unwrap();
+            state.ingest(&name(i), &window(peers), 2_000).unwrap();
         }
         let budget = crate::pair_series::DEFAULT_PAIR_SERIES;
         let text = exposition(

@@ -155,53 +155,26 @@ fn rtt_inflation<'m>(
 mod tests {
     use super::*;
     use crate::config::ModelConfig;
+    use crate::fixtures::{hello, peer, window};
     use crate::state::CollectorState;
-    use netaware_proto::v1::{Hello, PeerWindow, Window};
 
     /// Six nodes of one zone, a1 probing the other five: to a3 with 20%
     /// loss, to a4 ten times slower than the rest, the others clean.
     fn matrix() -> ScoredMatrix {
         let mut state = CollectorState::new(ModelConfig::default(), Vec::new());
         for node in ["a1", "a2", "a3", "a4", "a5", "a6"] {
-            let hello = Hello {
-                node: node.into(),
-                addresses: vec!["127.0.0.2".into()],
-                zone: "a".into(),
-                window_ms: 1_000,
-                probe_interval_ms: 100,
-                instance: 1,
-                ..Hello::default()
-            };
-            state.hello(&hello, 1_000).unwrap();
+            state.hello(&hello(node, "a", "127.0.0.2"), 1_000).unwrap();
         }
-        let peer = |name: &str, rtt: f64, received: u32| PeerWindow {
-            peer: name.into(),
-            sent: 10,
-            received,
-            rtt_min_ms: rtt,
-            rtt_median_ms: rtt,
-            rtt_p90_ms: rtt,
-            rtt_p99_ms: rtt,
-            rtt_max_ms: rtt,
-            ..PeerWindow::default()
-        };
-        let window = Window {
-            seq: 1,
-            start_unix_ms: 1_000,
-            end_unix_ms: 2_000,
-            peers: vec![
-                peer("a2", 0.2, 10),
-                peer("a3", 0.2, 8),
-                peer("a4", 2.0, 10),
-                peer("a5", 0.2, 10),
-                peer("a6", 0.2, 10),
-            ],
-            ..Window::default()
-        };
-        state.ingest("a1", &window, 2_000).unwrap();
+        let peers = vec![
+            peer("a2", 0.2, 10, 10),
+            peer("a3", 0.2, 10, 8),
+            peer("a4", 2.0, 10, 10),
+            peer("a5", 0.2, 10, 10),
+            peer("a6", 0.2, 10, 10),
+        ];
+        state.ingest("a1", &window(peers), 2_000).unwrap();
         state.snapshot(2_000)
     }
-
     fn destinations(matrix: &ScoredMatrix, chosen: &[ExportedPair]) -> Vec<String> {
         let mut names: Vec<String> = chosen
             .iter()
