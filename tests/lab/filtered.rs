@@ -16,10 +16,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::measurement::default_with_a3_clearly_lossy;
 use netaware::json::{MatrixJson, PairJson};
 use netaware::lab_system::{AgentTiming, LabSystem};
 use netaware_core::transport::Transport;
-use netaware_lab::{Topology, root_or_skip};
+use netaware_lab::root_or_skip;
 use netaware_testkit::metrics::sample;
 use serde_json::json;
 
@@ -33,19 +34,15 @@ fn with_each_transport_filtered_in_turn_netaware_measures_by_the_next_then_fails
     let _one = netaware_testkit::one_lab_at_a_time();
     let exe = Path::new(env!("CARGO_BIN_EXE_netaware"));
     let flags = vec!["--throughput-budget".to_owned(), "0".to_owned()];
-    // The default lab with a slow host: b2's own stack adds 2 ms to each of
-    // its round trips (ten times what its zone-mates' pairs take). And a3
-    // loses 10% each way, not 5%: the lab's 9.75% round trip sits close
-    // enough to the 5% threshold that, read as soon as every pair has 50
-    // probes by the new transport, the lower median of a3's four zone
-    // links fell under it in about one read in twelve (binomial noise, one
-    // CI run in six over the two reads); at 19% it does not (one in
-    // thousands).
-    let topology = include_str!("../../lab/topologies/default.yaml")
-        .replace("b2: {rate_mbit: 50}", "b2: {rate_mbit: 50, delay_ms: 1}")
-        .replace("a3: {loss: 0.05}", "a3: {loss: 0.1}");
-    assert!(topology.contains("delay_ms: 1}") && topology.contains("a3: {loss: 0.1}"));
-    let topology = Topology::parse(&topology).unwrap();
+    // The default lab with a clearly lossy a3 and a slow host: b2's own
+    // stack adds 2 ms to each of its round trips (ten times what its
+    // zone-mates' pairs take).
+    let mut topology = default_with_a3_clearly_lossy();
+    topology
+        .hosts
+        .get_mut("b2")
+        .expect("the default lab's b2")
+        .delay_ms = 1.0;
     let system = LabSystem::start(topology, exe, TIMING, &flags).expect("the lab system");
     let hosts: Vec<String> = system
         .lab()
