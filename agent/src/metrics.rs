@@ -39,6 +39,7 @@ struct ReasonLabels {
 pub fn exposition(counters: &Counters) -> String {
     let get = Counters::get;
     let mut registry = Registry::with_prefix("netaware_agent");
+    netaware_runtime::build_info::register_build_info(&mut registry);
     for (name, help, value) in [
         (
             "probe_errors",

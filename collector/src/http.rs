@@ -1,4 +1,5 @@
-//! The collector's plain HTTP endpoint: /healthz and /metrics.
+//! The collector's plain HTTP endpoint: /healthz, /metrics and the
+//! alerts' /runbooks.
 
 use std::sync::Arc;
 
@@ -37,7 +38,15 @@ pub fn router(state: HttpState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
+        .route("/runbooks", get(runbooks))
         .with_state(state)
+}
+
+async fn runbooks() -> impl IntoResponse {
+    (
+        [(CONTENT_TYPE, "text/html; charset=utf-8")],
+        crate::runbooks::page(),
+    )
 }
 
 async fn metrics(State(shared): State<HttpState>) -> impl IntoResponse {

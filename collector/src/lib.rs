@@ -48,6 +48,7 @@ pub mod node_places;
 pub mod pair_series;
 pub mod persist;
 pub mod robustness;
+pub mod runbooks;
 pub mod saved;
 pub mod saved_marks;
 pub mod scores;

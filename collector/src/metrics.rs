@@ -523,6 +523,7 @@ fn register_faults(registry: &mut Registry, faults: &FaultFacts) {
 
 fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFacts) {
     let collector = registry.sub_registry_with_prefix("collector");
+    netaware_runtime::build_info::register_build_info(collector);
     collector.register(
         "connections_refused",
         "gRPC connections closed before any request, by reason: too_many (--max-connections), too_many_from_client (--max-connections-per-client), silent (sent too little within 10 s)",
@@ -1156,6 +1157,10 @@ mod tests {
             assert!(text.contains(line), "missing {line}:\n{text}");
         }
         assert!(text.contains("netaware_node_score{node=\"a1\",zone=\"a\"}"));
+        let version = netaware_runtime::build_info::VERSION;
+        assert!(text.contains(&format!(
+            "netaware_collector_build_info{{version=\"{version}\"}} 1\n"
+        )));
         // No goodput was measured: no sample rather than a made-up 0.
         assert!(!text.contains("netaware_pair_goodput_bytes_per_second{"));
         assert!(text.ends_with("# EOF\n"));

@@ -17,8 +17,10 @@
 //! - [`latest`]: the latest value of something many readers share.
 //! - [`retry`]: how long to wait before reaching a peer again.
 //! - [`events`]: Kubernetes Events as netaware posts them.
+//! - [`build_info`]: the version every /metrics endpoint reports.
 
 pub mod background;
+pub mod build_info;
 pub mod clock;
 pub mod events;
 pub mod http;

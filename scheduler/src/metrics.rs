@@ -54,6 +54,7 @@ impl Metrics {
     /// Fresh metrics, registered under `netaware_scheduler_`.
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("netaware_scheduler");
+        netaware_runtime::build_info::register_build_info(&mut registry);
         let requests = Family::<OutcomeLabels, Counter>::default();
         registry.register(
             "requests",

@@ -142,6 +142,11 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
         ) > 0.0
     );
     assert!(value(&text, "netaware_agent_windows_acked_total") > 0.0);
+    let build = format!(
+        "netaware_agent_build_info{{version=\"{}\"}}",
+        netaware_runtime::build_info::VERSION
+    );
+    assert_eq!(value(&text, &build), 1.0);
     assert!(
         value(
             &text,

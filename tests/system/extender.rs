@@ -258,6 +258,11 @@ async fn filter_and_prioritize_in_both_modes_and_neutral_without_scores() {
         metrics.contains(r#"netaware_scheduler_requests_total{verb="filter",outcome="ok"}"#),
         "{metrics}"
     );
+    let build = format!(
+        "netaware_scheduler_build_info{{version=\"{}\"}} 1",
+        netaware_runtime::build_info::VERSION
+    );
+    assert!(metrics.contains(&build), "{metrics}");
     assert!(
         metrics.contains(
             r#"netaware_scheduler_requests_total{verb="filter",outcome="bad_request"} 1"#
