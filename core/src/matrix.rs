@@ -251,7 +251,10 @@ pub struct PairSummary {
     pub rtt_median_ms: Option<f64>,
     /// Highest p99 of the windows (ms): conservative on purpose.
     pub rtt_p99_ms: Option<f64>,
-    /// Reply-weighted mean jitter (ms).
+    /// Reply-weighted median of the windows' jitters (ms): a link's usual
+    /// variation, which a minority of windows caught in a transient (a
+    /// throughput test queueing at one end, a stall of the prober) does
+    /// not move.
     pub jitter_ms: Option<f64>,
     /// Lost over sent, over all windows.
     pub loss_ratio: Option<f64>,
@@ -525,11 +528,13 @@ fn summarize(history: &PairHistory) -> PairSummary {
             .iter()
             .filter_map(|w| w.rtt.map(|rtt| (f64::from(w.received), rtt)))
     };
-    let total_weight: f64 = answered().map(|(weight, _)| weight).sum();
     let rtt_median_ms = weighted_median(answered().map(|(w, rtt)| (w, rtt.median)));
     let rtt_p99_ms = answered().map(|(_, rtt)| rtt.p99).reduce(f64::max);
-    let jitter_ms = (total_weight > 0.0)
-        .then(|| answered().map(|(w, rtt)| w * rtt.jitter).sum::<f64>() / total_weight);
+    // A median, as for the RTT: the delay term adds the jitter to the
+    // median RTT, and a mean would let one window's 50 ms outlier outweigh
+    // every quiet window of the pair (seen in the lab while throughput
+    // tests queue at a node). The worst window stays in the p99.
+    let jitter_ms = weighted_median(answered().map(|(w, rtt)| (w, rtt.jitter)));
     let expected: u64 = history.one_way.iter().map(|w| u64::from(w.expected)).sum();
     let arrived: u64 = history.one_way.iter().map(|w| u64::from(w.received)).sum();
     PairSummary {
@@ -696,6 +701,39 @@ mod tests {
         assert_eq!(summary.samples, 30);
         assert_eq!(summary.loss_ratio, Some(15.0 / 30.0));
         assert_eq!(summary.rtt_median_ms, Some(2.0));
+    }
+
+    #[test]
+    fn one_windows_transient_does_not_move_the_jitter_but_a_jittery_link_does() {
+        let jittery = |median: f64, jitter: f64| RttStats {
+            jitter,
+            max: median + 50.0,
+            p99: median + 50.0,
+            ..rtt(median)
+        };
+        // Six quiet windows but one, which caught a 50 ms queue: the pair's
+        // jitter is the quiet windows', and its p99 still shows the queue.
+        let mut matrix = PairMatrix::new(6);
+        for end in 1..=6 {
+            let jitter = if end == 3 { 6.3 } else { 0.03 };
+            matrix.record(
+                "a",
+                "b",
+                PairWindow::new(end * 10, 10, 10, jittery(0.25, jitter)).unwrap(),
+            );
+        }
+        let summary = matrix.summary("a", "b");
+        assert_eq!(summary.jitter_ms, Some(0.03));
+        assert_eq!(summary.rtt_p99_ms, Some(50.25));
+        // Jittery in most windows: that is the link.
+        for end in 7..=10 {
+            matrix.record(
+                "a",
+                "b",
+                PairWindow::new(end * 10, 10, 10, jittery(0.25, 2.0)).unwrap(),
+            );
+        }
+        assert_eq!(matrix.summary("a", "b").jitter_ms, Some(2.0));
     }
 
     #[test]

@@ -127,6 +127,15 @@ pub struct MeasuredPair {
     pub dst: String,
     /// Median RTT (ms), when probes came back.
     pub rtt_median_ms: Option<f64>,
+    /// Highest p99 RTT of the windows kept (ms).
+    #[serde(default)]
+    pub rtt_p99_ms: Option<f64>,
+    /// Mean jitter (ms): with the median, what the delay term reads.
+    #[serde(default)]
+    pub jitter_ms: Option<f64>,
+    /// The delay, loss and throughput terms behind the quality.
+    #[serde(default)]
+    pub terms: [f64; 3],
     /// Loss ratio, 0 to 1, when probes were sent.
     pub loss_ratio: Option<f64>,
     /// Goodput of the latest throughput test (bit/s).
@@ -360,6 +369,11 @@ async fn measured_placer(
                     src: p.src.clone(),
                     dst: p.dst.clone(),
                     rtt_median_ms: p.rtt_median_ms,
+                    rtt_p99_ms: p.rtt_p99_ms,
+                    jitter_ms: p.jitter_ms,
+                    terms: p
+                        .terms
+                        .map_or([0.0; 3], |t| [t.delay, t.loss, t.throughput]),
                     loss_ratio: p.loss_ratio,
                     throughput_bps: p.throughput_bps,
                     quality: p.quality,

@@ -194,13 +194,16 @@ fn on_the_lab_netaware_is_faster_than_kube_default_and_zone_only() {
     // What netaware placed by, for when it placed badly.
     for pair in report.measured.iter().flatten() {
         println!(
-            "measured {} -> {}: rtt {:?} ms, loss {:?}, goodput {:?} bit/s, quality {:.3}",
+            "measured {} -> {}: rtt {:?} ms (p99 {:?}, jitter {:?}), loss {:?}, goodput {:?} bit/s, quality {:.3} (terms {:.3?})",
             pair.src,
             pair.dst,
             pair.rtt_median_ms,
+            pair.rtt_p99_ms,
+            pair.jitter_ms,
             pair.loss_ratio,
             pair.throughput_bps,
-            pair.quality
+            pair.quality,
+            pair.terms
         );
     }
     let expected = |policy| report.expected_s(policy, Pattern::Ring).unwrap();
