@@ -10,14 +10,15 @@
 //! lab tests). The evaluation, the load generator and the training
 //! workload are not here: they live in the `netaware-testbed` crate.
 //!
-//! [`client`] talks to the collector, [`json`] holds the `-o json`
-//! contracts, [`output`] the output flags, [`render`] the tables for
-//! people, and [`heatmap`] the pair matrix as a picture.
+//! [`client`] talks to the collector, [`output`] holds the output flags
+//! and [`render`] the tables for people. The `-o json` contracts
+//! ([`json`]) and the heat map ([`heatmap`]) live in `netaware-views`,
+//! which the collector's web view shares: a figure looks the same on the
+//! command line and in a browser.
 
 pub mod client;
 pub mod commands;
-pub mod heatmap;
-pub mod json;
+pub use netaware_views::{heatmap, json};
 #[cfg(feature = "lab")]
 pub mod lab_system;
 pub mod output;
@@ -30,4 +31,14 @@ pub struct Cli {
     /// What to run.
     #[command(subcommand)]
     pub command: commands::Command,
+    /// How logs are written to stderr: text (coloured only on a terminal)
+    /// or json (one object a line, for log collectors).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        env = "NETAWARE_LOG_FORMAT",
+        default_value = "text"
+    )]
+    pub log_format: netaware_runtime::LogFormat,
 }

@@ -21,9 +21,11 @@ fn main() -> anyhow::Result<()> {
     {
         netaware_agent::huge_pages::turn_off();
     }
-    let command = Cli::parse().command;
+    let cli = Cli::parse();
+    let command = cli.command;
     // The services log what they do; the tools only warn.
-    netaware_runtime::init_logging(if command.is_service() { "info" } else { "warn" });
+    let level = if command.is_service() { "info" } else { "warn" };
+    netaware_runtime::init_logging(level, cli.log_format);
     // The agent is light (a probe loop and a session): one thread, as its
     // own binary had; everything else on a thread per core.
     let runtime = match command {

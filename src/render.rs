@@ -7,13 +7,13 @@
 use comfy_table::{CellAlignment, Table};
 
 use netaware_core::extender::Neutral;
-use netaware_core::fault_kind::FaultMetric;
 use netaware_core::pair_rtt::RttBasis;
 use netaware_core::placement::Basis;
 use netaware_proto::convert::{node_kind_from_wire, transport_from_wire};
 use netaware_proto::v1 as pb;
 
-use crate::json::{FaultJson, FaultsJson, RankJson, TopologyJson};
+use crate::json::{FaultsJson, RankJson, TopologyJson};
+use netaware_views::text::fault_figure;
 
 /// A column of a table: its header, and whether it holds figures
 /// (right-aligned).
@@ -392,45 +392,6 @@ pub fn topology(topology: &TopologyJson, wide: bool) -> String {
     out
 }
 
-/// What a fault is about, in a few words: the node, the block, the zones,
-/// the pair, or the node and the zone it measures like.
-fn fault_subject(fault: &FaultJson) -> String {
-    match fault.kind.as_str() {
-        "block_uplink" => format!(
-            "{} block {} ({} nodes)",
-            fault.zones.join(" "),
-            fault.block.unwrap_or(0),
-            fault.nodes.len()
-        ),
-        "zone_link" => fault.zones.join(" <-> "),
-        "pair" => fault.nodes.join(" <-> "),
-        "zone_label" => format!(
-            "{} labelled {}, measures like {}",
-            fault.nodes.join(" "),
-            fault.zones.join(" "),
-            fault.measures_like.as_deref().unwrap_or("-")
-        ),
-        _ => fault.nodes.join(" "),
-    }
-}
-
-/// A fault's figure in its unit: a loss in percent, a delay or RTT in ms.
-fn fault_figure(metric: &str, value: f64) -> String {
-    match FaultMetric::from_name(metric) {
-        Some(metric) => metric.figure(value),
-        None => format!("{value} ({metric})"),
-    }
-}
-
-/// What a fault of `metric` at `value` does, for people: "loses 1.50%"
-/// (a metric this build does not know is shown as it came).
-pub fn fault_effect(metric: &str, value: f64) -> String {
-    match FaultMetric::from_name(metric) {
-        Some(metric) => metric.effect(value),
-        None => format!("{metric} {value}"),
-    }
-}
-
 /// The open faults, one line each; `wide` adds the worst links.
 pub fn faults(answer: &FaultsJson, wide: bool) -> String {
     if answer.faults.is_empty() {
@@ -472,7 +433,7 @@ pub fn faults(answer: &FaultsJson, wide: bool) -> String {
             &[
                 (fault.kind.clone(), false),
                 (fault.network.clone(), false),
-                (fault_subject(fault), false),
+                (fault.subject.clone(), false),
                 (fault.metric.clone(), false),
                 (fault_figure(&fault.metric, fault.value), false),
                 (fault_figure(&fault.metric, fault.baseline), false),

@@ -3,7 +3,8 @@
 //! Agents stream their windows here; the collector keeps the node registry
 //! and the pair matrix, scores every measured pair, and serves the result: over gRPC
 //! (`netaware.v1.Scores`: matrix, zones, rank, watch, estimate, topology) beside the agent
-//! session service, gRPC health and reflection, and over HTTP (/healthz).
+//! session service, gRPC health and reflection, and over HTTP (/healthz,
+//! /metrics, and a live web view at /ui/).
 //!
 //! It also plans throughput tests between agents and sends the orders down
 //! their sessions ([`tasks::throughput`]).
@@ -22,7 +23,9 @@
 //!    watch streams open, and how far each has got).
 //! 4. The shells: [`connections`] (the gRPC port's listener, bounded),
 //!    [`session`] (agents), [`scores`] (the Scores service), [`http`]
-//!    (/metrics, /healthz), [`persist`] (the state directory's files);
+//!    (/metrics, /healthz), [`web`] (the live web view and its JSON API,
+//!    answered through the Scores service), [`persist`] (the state
+//!    directory's files);
 //!    and the background [`tasks`] (snapshot builds, coordinates,
 //!    topology, throughput tests, saves). Each is given only the parts it
 //!    needs.
@@ -59,6 +62,7 @@ pub mod state;
 pub mod tasks;
 pub mod validate;
 pub mod watchers;
+pub mod web;
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -394,7 +398,7 @@ impl Collector {
                     .max_encoding_message_size(parts::MAX_COLLECTOR_MESSAGE_BYTES),
             )
             .add_service(
-                ScoresServer::new(scores)
+                ScoresServer::new(scores.clone())
                     .max_decoding_message_size(MAX_SCORES_REQUEST_BYTES)
                     .max_encoding_message_size(MAX_SCORES_MESSAGE_BYTES),
             );
@@ -448,7 +452,8 @@ impl Collector {
             work: Arc::clone(&work),
             topology: Arc::clone(&topology),
             pair_series: config.pair_series,
-        });
+        })
+        .merge(web::router(scores));
         tasks.spawn(async move {
             let served = netaware_runtime::http::serve(http, app, config.http_tls, shutdown).await;
             if let Err(err) = served {

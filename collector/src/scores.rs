@@ -69,7 +69,9 @@ pub struct ScoresService {
 }
 
 impl ScoresService {
-    async fn snapshot(&self) -> Arc<Snapshot> {
+    /// The snapshot a reader answers from: the latest, or one as fresh as
+    /// the state.
+    pub(crate) async fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshots.for_reader(&self.ingest, &self.work).await
     }
 
@@ -491,7 +493,10 @@ fn network_of(name: &str) -> Result<Network, Status> {
 
 /// What places on `network` in `snapshot`, or NOT_FOUND naming the
 /// networks there are.
-fn placer_of<'s>(snapshot: &'s Snapshot, network: &Network) -> Result<&'s Placer, Status> {
+pub(crate) fn placer_of<'s>(
+    snapshot: &'s Snapshot,
+    network: &Network,
+) -> Result<&'s Placer, Status> {
     snapshot
         .placer_of(network)
         .ok_or_else(|| unmeasured(snapshot, network))

@@ -1,7 +1,8 @@
 //! Process plumbing that every netaware binary shares, so that each one
 //! logs the same way and stops the same way.
 //!
-//! - [`init_logging`]: tracing to stderr, filtered by `RUST_LOG`.
+//! - [`init_logging`]: tracing to stderr, filtered by `RUST_LOG`, as text
+//!   or JSON ([`LogFormat`]).
 //! - [`shutdown_on_signal`]: a [`CancellationToken`] cancelled on SIGINT or
 //!   SIGTERM (what Kubernetes sends before it kills a pod), which every
 //!   server and task watches to drain and stop.
@@ -69,14 +70,35 @@ pub fn prometheus_text(openmetrics: &str) -> String {
     text
 }
 
-/// Logs to stderr at `default_level` unless `RUST_LOG` says otherwise.
-pub fn init_logging(default_level: &str) {
+/// How the logs are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Lines for people; coloured only when stderr is a terminal.
+    #[default]
+    Text,
+    /// One JSON object a line (timestamp, level, target, fields), for log
+    /// collectors (Loki, Elasticsearch, Cloud Logging).
+    Json,
+}
+
+/// Logs to stderr at `default_level` unless `RUST_LOG` says otherwise, in
+/// `format`. Text is coloured only on a terminal, so that a pod's log
+/// (a pipe) holds no escape codes.
+pub fn init_logging(default_level: &str, format: LogFormat) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| default_level.into());
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .init(),
+    }
 }
 
 /// A token that is cancelled on the first SIGINT or SIGTERM.

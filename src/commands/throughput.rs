@@ -10,9 +10,8 @@ use netaware_agent::throughput::server::{ServerHandle, bind};
 use netaware_agent::throughput::tokens::Expected;
 use netaware_agent::throughput::wire::Token;
 use netaware_runtime::clock::now_ms;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
-
-use crate::json::ThroughputJson;
 
 /// The two halves of a hand-run test.
 #[derive(Debug, clap::Subcommand)]
@@ -153,5 +152,66 @@ mod tests {
         assert!(parse_token("0011").is_err());
         assert!(parse_token("zz112233445566778899aabbccddeeff").is_err());
         assert!(parse_token("é0112233445566778899aabbccddeef").is_err());
+    }
+}
+
+/// `throughput run --json`: one hand-run throughput test.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ThroughputJson {
+    /// The server's address and port.
+    pub server: String,
+    /// Receiver goodput over the measured part, bit/s.
+    pub goodput_bps: f64,
+    /// Bytes the receiver counted in the measured part.
+    pub bytes: u64,
+    /// Length of the measured part (s), as the receiver timed it.
+    pub measured_s: f64,
+    /// Wall time of the whole test (s): connecting, warm-up, measured part
+    /// and result.
+    pub elapsed_s: f64,
+    /// Retransmitted segments over the sender's streams, null when the
+    /// kernel does not say.
+    pub retransmits: Option<u32>,
+    /// Smoothed TCP RTT (ms), mean over the sender's streams.
+    pub tcp_rtt_ms: Option<f64>,
+    /// Parallel streams.
+    pub streams: u8,
+}
+
+impl ThroughputJson {
+    /// The report of a finished test.
+    pub fn new(
+        server: std::net::SocketAddr,
+        outcome: &netaware_agent::throughput::Outcome,
+        elapsed: std::time::Duration,
+    ) -> Self {
+        Self {
+            server: server.to_string(),
+            goodput_bps: outcome.goodput_bps,
+            bytes: outcome.bytes,
+            measured_s: outcome.measured.as_secs_f64(),
+            elapsed_s: elapsed.as_secs_f64(),
+            retransmits: outcome.retransmits,
+            tcp_rtt_ms: outcome.tcp_rtt_ms,
+            streams: outcome.streams,
+        }
+    }
+}
+
+impl std::fmt::Display for ThroughputJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {:.1} Mbit/s over {:.2} s ({} streams, {} bytes",
+            self.server,
+            self.goodput_bps / 1e6,
+            self.measured_s,
+            self.streams,
+            self.bytes
+        )?;
+        if let (Some(retransmits), Some(rtt)) = (self.retransmits, self.tcp_rtt_ms) {
+            write!(f, ", {retransmits} retransmits, TCP RTT {rtt:.2} ms")?;
+        }
+        write!(f, "; test took {:.2} s)", self.elapsed_s)
     }
 }

@@ -41,10 +41,11 @@ enum Command {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let command = Cli::parse().command;
-    netaware_runtime::init_logging(match command {
+    let level = match command {
         Command::Agent(_) | Command::Collector(_) => "info",
         _ => "warn",
-    });
+    };
+    netaware_runtime::init_logging(level, netaware_runtime::LogFormat::Text);
     let shutdown = netaware_runtime::shutdown_on_signal;
     match command {
         Command::Agent(args) => Ok(netaware_agent::run_until_signal(args.config().await?).await?),

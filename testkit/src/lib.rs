@@ -4,7 +4,8 @@
 //! ([`session`]), polling ([`wait`]), HTTP requests and the extender served
 //! on loopback ([`http`]), a mock Kubernetes API server ([`kube_api`]), the extender following a collector as in its
 //! pod ([`extender`]), a real Prometheus ([`prometheus`]), one sample
-//! read out of a service's /metrics ([`metrics`]), and the
+//! read out of a service's /metrics ([`metrics`]), a real headless
+//! browser ([`browser`]), and the
 //! checks that a test may use root or a tool, which CI
 //! (`NETAWARE_REQUIRE_ROOT=1`) turns from a skip into a failure
 //! ([`require`]), with the lock that keeps labs one at a time.
@@ -12,6 +13,7 @@
 //! Never shipped: only tests depend on it.
 
 pub mod agent;
+pub mod browser;
 pub mod collector;
 pub mod extender;
 pub mod fixtures;

@@ -17,3 +17,4 @@ mod per_network;
 mod rails;
 mod recovery;
 mod throughput_lab;
+mod web_view;

@@ -9,7 +9,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use netaware::json::{MatrixJson, ThroughputJson};
+use netaware::commands::throughput::ThroughputJson;
+use netaware::json::MatrixJson;
 use netaware::lab_system::{AgentTiming, LabSystem};
 use netaware_lab::{Lab, Topology, root_or_skip};
 

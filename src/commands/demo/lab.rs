@@ -43,6 +43,7 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
         options.interval,
         options.window
     );
+    show_web_view(&system, options.metrics_listen, &shutdown).await;
     let hint = format!(
         "sudo ip netns exec {} {} matrix --collector {}",
         control.namespace,
@@ -57,6 +58,31 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
     tokio::task::block_in_place(|| drop(demo));
     println!("demo stopped; lab removed");
     Ok(())
+}
+
+/// Forwards `listen` on this machine to the collector's HTTP port in the
+/// control host, and says where the web view is; a port taken says so and
+/// gives the control host's own address instead.
+async fn show_web_view(
+    system: &LabSystem,
+    listen: std::net::SocketAddr,
+    shutdown: &CancellationToken,
+) {
+    let control = system.lab().control().spec.name.clone();
+    let inside = match system.lab().open_access(&control) {
+        Ok(address) => std::net::SocketAddr::new(address.into(), crate::lab_system::METRICS_PORT),
+        Err(err) => {
+            println!("no web view from this machine: {err}");
+            return;
+        }
+    };
+    match tokio::net::TcpListener::bind(listen).await {
+        Ok(listener) => {
+            tokio::spawn(super::forward::forward(listener, inside, shutdown.clone()));
+            println!("web view: http://{listen}/ui/ (the collector's, forwarded from the lab)");
+        }
+        Err(err) => println!("web view: http://{inside}/ui/ ({listen} is taken: {err})"),
+    }
 }
 
 struct OnLab {

@@ -72,6 +72,7 @@ pub async fn run(options: DemoOptions, shutdown: CancellationToken) -> anyhow::R
         "collector: gRPC {url}, HTTP http://{}/healthz",
         collector.http_addr
     );
+    println!("web view: http://{}/ui/", collector.http_addr);
 
     let agents = demo_agents();
     // Said once here rather than by each of the nine agents in its log.
@@ -175,6 +176,7 @@ impl DemoSystem for Loopback {
             crate::heatmap::ImageFormat::Svg,
             "all nodes",
             path,
-        )
+        )?;
+        Ok(())
     }
 }

@@ -11,6 +11,7 @@
 //! in one line what command would, and runs on loopback.
 
 pub mod as_root;
+pub mod forward;
 pub mod lab;
 pub mod loopback;
 
@@ -29,7 +30,8 @@ pub struct DemoOptions {
     /// Collector gRPC address (loopback mode).
     #[arg(long, default_value = "127.0.0.1:7470")]
     pub listen: SocketAddr,
-    /// Collector HTTP address (loopback mode).
+    /// Collector HTTP address (loopback mode); on the lab, where the web
+    /// view is forwarded to on this machine.
     #[arg(long, default_value = "127.0.0.1:9470")]
     pub metrics_listen: SocketAddr,
     /// Length of the agents' windows.

@@ -1,6 +1,8 @@
-//! The JSON contracts of `netaware matrix --json`, `zones --json`,
-//! `rank --json` and `estimate --json` (documented in docs/cli.md). Field names are the contract;
-//! figures that do not exist yet are `null`, never a made-up number.
+//! The JSON contracts of `netaware matrix -o json`, `zones`, `rank`,
+//! `estimate`, `topology` and `faults` (documented in docs/cli.md), made
+//! from the wire's answers; the collector's web view answers its API with
+//! the same documents. Field names are the contract; figures that do not
+//! exist yet are `null`, never a made-up number.
 
 use netaware_core::measured_topology::{LinkCost, MeasuredTopology};
 use netaware_core::pair_rtt::RttBasis;
@@ -12,6 +14,8 @@ use netaware_proto::convert::{
 };
 use netaware_proto::v1 as pb;
 use serde::{Deserialize, Serialize};
+
+use crate::text::{fault_figure, fault_judged, fault_subject};
 
 /// `matrix --json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -473,67 +477,6 @@ impl From<&pb::EstimateResponse> for EstimateJson {
     }
 }
 
-/// `throughput run --json`: one hand-run throughput test.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ThroughputJson {
-    /// The server's address and port.
-    pub server: String,
-    /// Receiver goodput over the measured part, bit/s.
-    pub goodput_bps: f64,
-    /// Bytes the receiver counted in the measured part.
-    pub bytes: u64,
-    /// Length of the measured part (s), as the receiver timed it.
-    pub measured_s: f64,
-    /// Wall time of the whole test (s): connecting, warm-up, measured part
-    /// and result.
-    pub elapsed_s: f64,
-    /// Retransmitted segments over the sender's streams, null when the
-    /// kernel does not say.
-    pub retransmits: Option<u32>,
-    /// Smoothed TCP RTT (ms), mean over the sender's streams.
-    pub tcp_rtt_ms: Option<f64>,
-    /// Parallel streams.
-    pub streams: u8,
-}
-
-impl ThroughputJson {
-    /// The report of a finished test.
-    pub fn new(
-        server: std::net::SocketAddr,
-        outcome: &netaware_agent::throughput::Outcome,
-        elapsed: std::time::Duration,
-    ) -> Self {
-        Self {
-            server: server.to_string(),
-            goodput_bps: outcome.goodput_bps,
-            bytes: outcome.bytes,
-            measured_s: outcome.measured.as_secs_f64(),
-            elapsed_s: elapsed.as_secs_f64(),
-            retransmits: outcome.retransmits,
-            tcp_rtt_ms: outcome.tcp_rtt_ms,
-            streams: outcome.streams,
-        }
-    }
-}
-
-impl std::fmt::Display for ThroughputJson {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}: {:.1} Mbit/s over {:.2} s ({} streams, {} bytes",
-            self.server,
-            self.goodput_bps / 1e6,
-            self.measured_s,
-            self.streams,
-            self.bytes
-        )?;
-        if let (Some(retransmits), Some(rtt)) = (self.retransmits, self.tcp_rtt_ms) {
-            write!(f, ", {retransmits} retransmits, TCP RTT {rtt:.2} ms")?;
-        }
-        write!(f, "; test took {:.2} s)", self.elapsed_s)
-    }
-}
-
 /// `topology --json`: the measured topology.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TopologyJson {
@@ -643,6 +586,13 @@ pub struct FaultJson {
     pub since_unix_ms: u64,
     /// Its worst links.
     pub evidence: Vec<FaultEvidenceJson>,
+    /// What it is about, for people ("zone-a block 2 (3 nodes)").
+    #[serde(default)]
+    pub subject: String,
+    /// What it does beside what is usual, for people ("loses 8.00%
+    /// (usual 0.05%)").
+    #[serde(default)]
+    pub summary: String,
 }
 
 /// One link of a fault's evidence.
@@ -656,37 +606,51 @@ pub struct FaultEvidenceJson {
     pub value: f64,
     /// What it would be without the fault.
     pub baseline: f64,
+    /// Both in the fault's unit, for people ("12.00% (usual 0.05%)").
+    #[serde(default)]
+    pub summary: String,
 }
 
 impl From<&pb::FaultsResponse> for FaultsJson {
     fn from(answer: &pb::FaultsResponse) -> Self {
         Self {
             observed_unix_ms: answer.observed_unix_ms,
-            faults: answer
-                .faults
+            faults: answer.faults.iter().map(FaultJson::from).collect(),
+        }
+    }
+}
+
+impl From<&pb::Fault> for FaultJson {
+    fn from(f: &pb::Fault) -> Self {
+        let block = (f.block > 0).then_some(f.block);
+        let measures_like = (!f.measures_like.is_empty()).then(|| f.measures_like.clone());
+        Self {
+            subject: fault_subject(&f.kind, &f.nodes, &f.zones, block, measures_like.as_deref()),
+            summary: fault_judged(&f.metric, f.value, f.baseline),
+            kind: f.kind.clone(),
+            nodes: f.nodes.clone(),
+            zones: f.zones.clone(),
+            block,
+            measures_like,
+            network: f.network.clone(),
+            metric: f.metric.clone(),
+            value: f.value,
+            baseline: f.baseline,
+            confidence: f.confidence,
+            since_unix_ms: f.since_unix_ms,
+            evidence: f
+                .evidence
                 .iter()
-                .map(|f| FaultJson {
-                    kind: f.kind.clone(),
-                    nodes: f.nodes.clone(),
-                    zones: f.zones.clone(),
-                    block: (f.block > 0).then_some(f.block),
-                    measures_like: (!f.measures_like.is_empty()).then(|| f.measures_like.clone()),
-                    network: f.network.clone(),
-                    metric: f.metric.clone(),
-                    value: f.value,
-                    baseline: f.baseline,
-                    confidence: f.confidence,
-                    since_unix_ms: f.since_unix_ms,
-                    evidence: f
-                        .evidence
-                        .iter()
-                        .map(|e| FaultEvidenceJson {
-                            src: e.src.clone(),
-                            dst: e.dst.clone(),
-                            value: e.value,
-                            baseline: e.baseline,
-                        })
-                        .collect(),
+                .map(|e| FaultEvidenceJson {
+                    src: e.src.clone(),
+                    dst: e.dst.clone(),
+                    value: e.value,
+                    baseline: e.baseline,
+                    summary: format!(
+                        "{} (usual {})",
+                        fault_figure(&f.metric, e.value),
+                        fault_figure(&f.metric, e.baseline)
+                    ),
                 })
                 .collect(),
         }

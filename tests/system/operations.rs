@@ -1,0 +1,81 @@
+//! What operators expect of every binary: logs as text (no colour codes
+//! when stderr is not a terminal) or as one JSON object a line.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Starts `netaware collector` on loopback with `flags`, stops it with
+/// SIGTERM once it says it listens, and returns what it logged.
+fn collector_log(flags: &[&str]) -> Vec<String> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netaware"))
+        .args(flags)
+        .args([
+            "collector",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (lines_tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut logged = Vec::new();
+    while let Ok(line) = lines.recv_timeout(Duration::from_secs(20)) {
+        let listening = line.contains("collector listening");
+        logged.push(line);
+        if listening {
+            break;
+        }
+    }
+    assert!(
+        logged.iter().any(|l| l.contains("collector listening")),
+        "the collector never said it listens: {logged:?}"
+    );
+    let stopped = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    assert!(
+        child.wait().unwrap().success(),
+        "stopped cleanly on SIGTERM"
+    );
+    logged.extend(lines.try_iter());
+    logged
+}
+
+#[test]
+fn logs_are_json_objects_or_text_without_colour_codes() {
+    let json = collector_log(&["--log-format", "json"]);
+    let objects: Vec<serde_json::Value> = json
+        .iter()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|err| panic!("not JSON ({err}): {line}"))
+        })
+        .collect();
+    let listening = objects
+        .iter()
+        .find(|o| o["message"] == "collector listening")
+        .expect("the listening line");
+    assert_eq!(listening["level"], "INFO");
+    assert!(listening["grpc_addr"].as_str().is_some(), "{listening}");
+    assert!(listening["timestamp"].as_str().is_some(), "{listening}");
+    let text = collector_log(&[]);
+    assert!(text.iter().all(|line| !line.contains('\u{1b}')), "{text:?}");
+    assert!(
+        text.iter()
+            .all(|line| serde_json::from_str::<serde_json::Value>(line).is_err())
+    );
+}
