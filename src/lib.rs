@@ -24,6 +24,10 @@ pub mod lab_system;
 pub mod output;
 pub mod render;
 
+/// The name kubectl runs a plugin by: installed (or linked) as
+/// `kubectl-netaware` on the PATH, this binary is `kubectl netaware`.
+pub const KUBECTL_PLUGIN: &str = "kubectl-netaware";
+
 /// Network-aware placement for distributed training.
 #[derive(Debug, clap::Parser)]
 #[command(name = "netaware", version)]
@@ -41,4 +45,22 @@ pub struct Cli {
         default_value = "text"
     )]
     pub log_format: netaware_runtime::LogFormat,
+}
+
+impl Cli {
+    /// The command line this process was started with; run as the kubectl
+    /// plugin, its help and errors name it `kubectl netaware`.
+    pub fn from_invocation() -> Self {
+        use clap::{CommandFactory, FromArgMatches};
+        let invoked = std::env::args_os().next().unwrap_or_default();
+        let as_plugin = std::path::Path::new(&invoked)
+            .file_name()
+            .is_some_and(|name| name == KUBECTL_PLUGIN);
+        let mut command = Self::command();
+        if as_plugin {
+            command = command.bin_name("kubectl netaware");
+        }
+        let matches = command.get_matches();
+        Self::from_arg_matches(&matches).unwrap_or_else(|err| err.exit())
+    }
 }

@@ -2,7 +2,6 @@
 //! `netaware::commands`. See docs/cli.md for every command and the JSON
 //! contracts of `-o json`.
 
-use clap::Parser;
 use netaware::Cli;
 use netaware::commands::Command;
 
@@ -21,7 +20,7 @@ fn main() -> anyhow::Result<()> {
     {
         netaware_agent::huge_pages::turn_off();
     }
-    let cli = Cli::parse();
+    let cli = Cli::from_invocation();
     let command = cli.command;
     // The services log what they do; the tools only warn.
     let level = if command.is_service() { "info" } else { "warn" };

@@ -3,12 +3,13 @@
 //! the questions an operator asks a running collector ([`matrix`],
 //! [`zones`], [`estimate`], [`rank`], [`explain`], [`topology`], [`faults`],
 //! [`doctor`]), the
-//! tools ([`publish_topology`], [`certs`], [`throughput`]) and, with the
+//! tools ([`publish_topology`], [`certs`], [`throughput`], [`completion`]) and, with the
 //! `lab` feature (on by default, off in the image), [`demo`] and [`lab`].
 
 pub mod agent;
 pub mod certs;
 pub mod collector;
+pub mod completion;
 #[cfg(feature = "lab")]
 pub mod demo;
 pub mod doctor;
@@ -89,6 +90,9 @@ pub enum Command {
     /// Rank nodes for a job of K workers, with what the extender answers
     /// for each.
     Rank(rank::RankArgs),
+    /// Print the shell completion script (bash, zsh, fish, elvish,
+    /// powershell): `source <(netaware completion bash)`.
+    Completion(completion::CompletionArgs),
     /// Check the installation, one line each with the fix: agents known,
     /// zone labels, stale nodes, whether probes get through (with --local,
     /// on a node: whether the agent may open an ICMP socket). Exits
@@ -142,6 +146,7 @@ impl Command {
             Command::Explain(args) => explain::run(args).await,
             Command::Rank(args) => rank::run(args).await,
             Command::Doctor(args) => doctor::run(args).await,
+            Command::Completion(args) => completion::print(&args),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! What operators expect of every binary: logs as text (no colour codes
-//! when stderr is not a terminal) or as one JSON object a line.
+//! when stderr is not a terminal) or as one JSON object a line; shell
+//! completions; and the binary as a kubectl plugin.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -78,4 +79,67 @@ fn logs_are_json_objects_or_text_without_colour_codes() {
         text.iter()
             .all(|line| serde_json::from_str::<serde_json::Value>(line).is_err())
     );
+}
+
+fn run(program: &std::path::Path, args: &[&str], path: Option<&std::path::Path>) -> String {
+    let mut command = Command::new(program);
+    command.args(args);
+    if let Some(dir) = path {
+        let old = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs = vec![dir.to_owned()];
+        dirs.extend(std::env::split_paths(&old));
+        command.env("PATH", std::env::join_paths(dirs).unwrap());
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{} {args:?}: {}",
+        program.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn completions_name_every_command_for_each_shell() {
+    let netaware = std::path::Path::new(env!("CARGO_BIN_EXE_netaware"));
+    for (shell, marker) in [
+        ("bash", "_netaware()"),
+        ("zsh", "#compdef netaware"),
+        ("fish", "complete -c netaware"),
+    ] {
+        let script = run(netaware, &["completion", shell], None);
+        assert!(script.contains(marker), "{shell}: no {marker:?}");
+        for command in [
+            "matrix",
+            "explain",
+            "faults",
+            "publish-topology",
+            "log-format",
+        ] {
+            assert!(script.contains(command), "{shell}: {command} missing");
+        }
+    }
+}
+
+#[test]
+fn installed_as_kubectl_netaware_it_is_a_kubectl_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = dir.path().join(netaware::KUBECTL_PLUGIN);
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_netaware"), &plugin).unwrap();
+    let help = run(&plugin, &["--help"], None);
+    assert!(help.contains("Usage: kubectl netaware"), "{help}");
+    // kubectl itself finds it on the PATH and runs it with the rest of
+    // the command line (scripts/test installs kubectl; no cluster needed).
+    if netaware_testkit::have_tool("kubectl") {
+        let kubectl = std::path::Path::new("kubectl");
+        let out = run(
+            kubectl,
+            &["netaware", "completion", "bash"],
+            Some(dir.path()),
+        );
+        assert!(out.contains("_netaware()"), "{out}");
+        let listed = run(kubectl, &["plugin", "list"], Some(dir.path()));
+        assert!(listed.contains(netaware::KUBECTL_PLUGIN), "{listed}");
+    }
 }
