@@ -415,11 +415,14 @@ impl Agent {
             peers: peers_tx,
             orders,
         };
-        let collector = netaware_runtime::tls::endpoint(&config.collector, config.tls.as_ref())
+        // Checked once here, so that a bad URL or TLS set-up stops the
+        // start; each session builds its own with the files as they are then.
+        netaware_runtime::tls::endpoint(&config.collector, config.tls.as_ref())
             .map_err(ConfigError::from)?;
         tasks.spawn(session::run(
             session::Collector {
-                endpoint: collector,
+                url: config.collector.clone(),
+                tls: config.tls.clone(),
                 token_file: config.token_file.clone(),
             },
             hello,

@@ -52,13 +52,23 @@ enum Ended {
 /// node with.
 #[derive(Debug, Clone)]
 pub struct Collector {
-    /// Where it is (TLS or not).
-    pub endpoint: tonic::transport::Endpoint,
+    /// Its URL (https with TLS).
+    pub url: String,
+    /// The CA to check it against and the certificate to present, read
+    /// again from their files at each connection, so that a renewed
+    /// certificate is presented without a restart.
+    pub tls: Option<netaware_runtime::tls::Tls>,
     /// The pod's service-account token, read again at each session.
     pub token_file: Option<std::path::PathBuf>,
 }
 
 impl Collector {
+    /// Where to connect, with the TLS material as its files hold it now.
+    fn endpoint(&self) -> Result<tonic::transport::Endpoint, String> {
+        let tls = self.tls.as_ref().map(netaware_runtime::tls::Tls::reloaded);
+        netaware_runtime::tls::endpoint(&self.url, tls.as_ref()).map_err(|err| err.to_string())
+    }
+
     /// The session request: `messages`, with the token when there is one.
     fn request<T>(&self, messages: T) -> Result<tonic::Request<T>, String> {
         let mut request = tonic::Request::new(messages);
@@ -112,16 +122,16 @@ pub async fn run(
             Ended::Shutdown => return,
             Ended::Replaced(reason) => {
                 pause = BACKOFF_MAX;
-                tracing::warn!(collector = %collector.endpoint.uri(), %reason, buffered = outbox.len(), pause_s = pause.as_secs(), "another agent of this node speaks for it; saying hello again later");
+                tracing::warn!(collector = %collector.url, %reason, buffered = outbox.len(), pause_s = pause.as_secs(), "another agent of this node speaks for it; saying hello again later");
             }
             Ended::Failed(reason) => {
-                tracing::warn!(collector = %collector.endpoint.uri(), %reason, buffered = outbox.len(), "no session; retrying");
+                tracing::warn!(collector = %collector.url, %reason, buffered = outbox.len(), "no session; retrying");
             }
             Ended::Lost(reason) => {
                 // It was reached: the next waits start short again.
                 backoff = netaware_runtime::retry::backoff(BACKOFF_MIN, BACKOFF_MAX);
                 pause = backoff.next().unwrap_or(BACKOFF_MAX);
-                tracing::warn!(collector = %collector.endpoint.uri(), %reason, buffered = outbox.len(), "session lost; reconnecting");
+                tracing::warn!(collector = %collector.url, %reason, buffered = outbox.len(), "session lost; reconnecting");
             }
         }
         // Wait before the next attempt, still taking in windows meanwhile.
@@ -178,7 +188,11 @@ async fn session(
     counters: &Counters,
     shutdown: &CancellationToken,
 ) -> Ended {
-    let mut client = match collector.endpoint.connect().await {
+    let endpoint = match collector.endpoint() {
+        Ok(endpoint) => endpoint,
+        Err(err) => return Ended::Failed(format!("connect: {err}")),
+    };
+    let mut client = match endpoint.connect().await {
         Ok(channel) => AgentSessionClient::new(channel)
             .max_encoding_message_size(MAX_AGENT_MESSAGE_BYTES)
             .max_decoding_message_size(MAX_COLLECTOR_MESSAGE_BYTES),
@@ -214,7 +228,7 @@ async fn session(
             return Ended::Lost("stream closed during replay".into());
         }
     }
-    tracing::info!(collector = %collector.endpoint.uri(), "session open");
+    tracing::info!(collector = %collector.url, "session open");
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return Ended::Shutdown,
@@ -267,7 +281,8 @@ mod tests {
     fn the_token_is_read_from_its_file_at_each_session() {
         let path = std::env::temp_dir().join(format!("netaware-token-{}", std::process::id()));
         let collector = Collector {
-            endpoint: tonic::transport::Endpoint::from_static("http://127.0.0.1:1"),
+            url: "http://127.0.0.1:1".into(),
+            tls: None,
             token_file: Some(path.clone()),
         };
         let header = |collector: &Collector| {

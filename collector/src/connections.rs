@@ -72,6 +72,51 @@ struct Open {
 /// The accepted connections, as tonic's `serve_with_incoming` takes them.
 pub type Incoming = ReceiverStream<io::Result<Connection>>;
 
+/// The accepted connections after their TLS handshake.
+pub type IncomingTls = ReceiverStream<io::Result<tokio_rustls::server::TlsStream<Connection>>>;
+
+/// The connections of `incoming` once their TLS handshake is done, by
+/// `config` (its certificate read again when its files change); one
+/// whose handshake fails or takes longer than `within` is closed and
+/// counted. Handshakes run side by side, so a slow one holds up no other.
+/// tonic's own TLS would load its certificate once; doing it here is what
+/// lets a renewed certificate be served without a restart, and keeps the
+/// client's certificate where tonic reads it (`peer_certs`).
+pub fn over_tls(
+    mut incoming: Incoming,
+    config: Arc<rustls::ServerConfig>,
+    within: Duration,
+    work: Arc<WorkMetrics>,
+) -> IncomingTls {
+    use tokio_stream::StreamExt;
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    let (secured, stream) = mpsc::channel(64);
+    tokio::spawn(async move {
+        while let Some(connection) = incoming.next().await {
+            let Ok(connection) = connection else {
+                continue;
+            };
+            let (acceptor, secured, work) = (acceptor.clone(), secured.clone(), Arc::clone(&work));
+            tokio::spawn(async move {
+                match tokio::time::timeout(within, acceptor.accept(connection)).await {
+                    Ok(Ok(stream)) => {
+                        let _ = secured.send(Ok(stream)).await;
+                    }
+                    Ok(Err(err)) => {
+                        work.connection_refused(ConnectionRefusal::TlsHandshake);
+                        tracing::debug!(%err, "gRPC TLS handshake refused");
+                    }
+                    Err(_) => {
+                        work.connection_refused(ConnectionRefusal::TlsHandshake);
+                        tracing::debug!("gRPC TLS handshake timed out");
+                    }
+                }
+            });
+        }
+    });
+    ReceiverStream::new(stream)
+}
+
 /// Accepts on `listener` until `shutdown` (or until the server drops the
 /// stream), admitting what `limits` allow.
 pub fn incoming(

@@ -183,9 +183,6 @@ pub enum ConfigError {
     /// The TLS flags or files.
     #[error(transparent)]
     Tls(#[from] netaware_runtime::tls::TlsError),
-    /// gRPC refused the TLS configuration.
-    #[error("TLS: {0}")]
-    GrpcTls(#[source] tonic::transport::Error),
     /// The state directory cannot be used.
     #[error(transparent)]
     StateDir(#[from] persist::PersistError),
@@ -385,10 +382,10 @@ impl Collector {
             .max_concurrent_streams(Some(MAX_STREAMS_PER_CONNECTION))
             .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
             .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT));
-        if let Some(tls) = &config.tls {
-            let tls = tls.server().map_err(ConfigError::from)?;
-            server = server.tls_config(tls).map_err(ConfigError::GrpcTls)?;
-        }
+        let grpc_tls = match &config.tls {
+            Some(tls) => Some(tls.grpc_server().map_err(ConfigError::from)?),
+            None => None,
+        };
         let router = server
             .add_service(health)
             .add_service(reflection)
@@ -409,11 +406,18 @@ impl Collector {
             Arc::clone(&work),
             shutdown.clone(),
         );
+        let within = config.connections.first_bytes_within;
+        let tls_work = Arc::clone(&work);
         tasks.spawn(async move {
-            if let Err(err) = router
-                .serve_with_incoming_shutdown(incoming, grpc_shutdown.cancelled_owned())
-                .await
-            {
+            let stopped = grpc_shutdown.cancelled_owned();
+            let served = match grpc_tls {
+                None => router.serve_with_incoming_shutdown(incoming, stopped).await,
+                Some(tls) => {
+                    let incoming = connections::over_tls(incoming, tls, within, tls_work);
+                    router.serve_with_incoming_shutdown(incoming, stopped).await
+                }
+            };
+            if let Err(err) = served {
                 tracing::error!(%err, "gRPC server failed");
             }
         });

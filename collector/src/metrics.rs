@@ -175,6 +175,9 @@ pub enum ConnectionRefusal {
     /// It sent too little within
     /// [`crate::ConnectionLimits::first_bytes_within`].
     Silent,
+    /// Its TLS handshake failed, or did not end within
+    /// [`crate::ConnectionLimits::first_bytes_within`].
+    TlsHandshake,
 }
 
 impl ConnectionRefusal {
@@ -184,6 +187,7 @@ impl ConnectionRefusal {
             Self::TooMany => "too_many",
             Self::TooManyFromClient => "too_many_from_client",
             Self::Silent => "silent",
+            Self::TlsHandshake => "tls_handshake",
         }
     }
 }

@@ -109,7 +109,7 @@ mod tests {
     #[test]
     fn every_alert_links_to_its_own_section() {
         let rules: serde_yaml::Value = serde_yaml::from_str(include_str!(
-            "../../deploy/base/monitoring/prometheus-rule.yaml"
+            "../../deploy/components/monitoring/prometheus-rule.yaml"
         ))
         .unwrap();
         let mut alerts = Vec::new();

@@ -8,7 +8,8 @@
 //!   server and task watches to drain and stop.
 //! - [`prometheus_text`] and [`PROMETHEUS_CONTENT_TYPE`]: what every
 //!   /metrics endpoint answers with.
-//! - [`tls`]: the TLS flags and set-up every gRPC server and client shares.
+//! - [`tls`]: the TLS flags and set-up every gRPC server and client shares;
+//!   [`tls_files`]: server TLS read again when its files change.
 //! - [`http`]: serving /metrics, /healthz and the extender over HTTP or
 //!   HTTPS until shutdown.
 //! - [`clock`]: the wall clock, read in one place.
@@ -29,6 +30,7 @@ pub mod latest;
 pub mod node_labels;
 pub mod retry;
 pub mod tls;
+pub mod tls_files;
 
 use tokio_util::sync::CancellationToken;
 

@@ -19,9 +19,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity, ServerTlsConfig};
+use rustls_pki_types::{CertificateDer, ServerName};
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
 
 /// The TLS flags.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -96,11 +95,12 @@ pub enum TlsError {
     Endpoint(String),
 }
 
-/// Loaded TLS material, as PEM.
+/// Loaded TLS material, as PEM, and the flags that named its files.
 #[derive(Debug, Clone)]
 pub struct Tls {
     ca: Option<Vec<u8>>,
     identity: Option<(Vec<u8>, Vec<u8>)>,
+    source: Option<TlsArgs>,
 }
 
 fn read_pem(path: &Path, what: &'static str) -> Result<Vec<u8>, TlsError> {
@@ -136,7 +136,20 @@ impl TlsArgs {
             )),
             _ => None,
         };
-        Ok(Some(Tls { ca, identity }))
+        Ok(Some(Tls {
+            ca,
+            identity,
+            source: Some(self.clone()),
+        }))
+    }
+
+    /// The files these flags name.
+    pub fn files(&self) -> Vec<PathBuf> {
+        [&self.tls_ca, &self.tls_cert, &self.tls_key]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
     }
 }
 
@@ -146,6 +159,42 @@ impl Tls {
         Self {
             ca: ca.map(<[u8]>::to_vec),
             identity: identity.map(|(cert, key)| (cert.to_vec(), key.to_vec())),
+            source: None,
+        }
+    }
+
+    /// The CA (PEM), if any.
+    pub fn ca(&self) -> Option<&[u8]> {
+        self.ca.as_deref()
+    }
+
+    /// This side's certificate chain and key (PEM), if any.
+    pub fn identity(&self) -> Option<(&[u8], &[u8])> {
+        self.identity
+            .as_ref()
+            .map(|(cert, key)| (cert.as_slice(), key.as_slice()))
+    }
+
+    /// The flags its files were named by; `None` for material given as
+    /// bytes.
+    pub fn source(&self) -> Option<&TlsArgs> {
+        self.source.as_ref()
+    }
+
+    /// The material as its files hold it now (a client connecting again
+    /// presents a renewed certificate); this material when it came as
+    /// bytes, or when the files no longer load (said in a warning).
+    pub fn reloaded(&self) -> Tls {
+        let Some(source) = &self.source else {
+            return self.clone();
+        };
+        match source.load() {
+            Ok(Some(tls)) => tls,
+            Ok(None) => self.clone(),
+            Err(err) => {
+                tracing::warn!(%err, "TLS files do not load: connecting with the previous ones");
+                self.clone()
+            }
         }
     }
 
@@ -154,13 +203,12 @@ impl Tls {
         self.ca.is_some()
     }
 
-    /// The server side: this certificate, and with a CA, mutual TLS.
-    pub fn server(&self) -> Result<ServerTlsConfig, TlsError> {
-        let config = ServerTlsConfig::new().identity(self.tonic_identity()?);
-        Ok(match &self.ca {
-            Some(ca) => config.client_ca_root(Certificate::from_pem(ca)),
-            None => config,
-        })
+    /// The gRPC server side (rustls, HTTP/2): this certificate, and with a
+    /// CA, mutual TLS; both read again when their files change
+    /// ([`crate::tls_files`]).
+    pub fn grpc_server(&self) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+        crate::tls_files::ServerTls::new(self, crate::tls_files::RECHECK_INTERVAL)?
+            .config(self.requires_client_certificates(), &[b"h2"])
     }
 
     /// The client side: check the server against the CA, present this
@@ -183,43 +231,14 @@ impl Tls {
 
     /// The rustls server side of the HTTP endpoints (/metrics, /healthz,
     /// the extender): this certificate, and when `client_certificates` is
-    /// true, only clients with a certificate that the CA signed.
+    /// true, only clients with a certificate that the CA signed; both read
+    /// again when their files change ([`crate::tls_files`]).
     pub fn http_server(
         &self,
         client_certificates: bool,
     ) -> Result<crate::http::HttpsConfig, TlsError> {
-        let (cert, key) = self.identity.as_ref().ok_or(TlsError::NoIdentity)?;
-        let chain = CertificateDer::pem_slice_iter(cert)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|err| TlsError::Invalid(format!("certificate: {err}")))?;
-        let key = PrivateKeyDer::from_pem_slice(key)
-            .map_err(|err| TlsError::Invalid(format!("private key: {err}")))?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
-            .with_safe_default_protocol_versions()
-            .map_err(|err| TlsError::Invalid(err.to_string()))?;
-        let builder = if client_certificates {
-            let ca = self.ca.as_ref().ok_or(TlsError::NoClientCa)?;
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in CertificateDer::pem_slice_iter(ca) {
-                let cert = cert.map_err(|err| TlsError::Invalid(format!("CA: {err}")))?;
-                roots
-                    .add(cert)
-                    .map_err(|err| TlsError::Invalid(format!("CA: {err}")))?;
-            }
-            let verifier =
-                rustls::server::WebPkiClientVerifier::builder_with_provider(roots.into(), provider)
-                    .build()
-                    .map_err(|err| TlsError::Invalid(format!("CA: {err}")))?;
-            builder.with_client_cert_verifier(verifier)
-        } else {
-            builder.with_no_client_auth()
-        };
-        let mut config = builder
-            .with_single_cert(chain, key)
-            .map_err(|err| TlsError::Invalid(err.to_string()))?;
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Ok(Arc::new(config))
+        crate::tls_files::ServerTls::new(self, crate::tls_files::RECHECK_INTERVAL)?
+            .config(client_certificates, &[b"http/1.1"])
     }
 }
 

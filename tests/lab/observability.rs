@@ -1,6 +1,6 @@
 //! The dashboard and the alerts against the real thing.
 //!
-//! - The alert rules (the `spec` of deploy/base/monitoring/prometheus-rule.yaml,
+//! - The alert rules (the `spec` of deploy/components/monitoring/prometheus-rule.yaml,
 //!   a plain Prometheus rules file) pass `promtool check rules` and the unit
 //!   tests in tests/prometheus/alerts.test.yml (`promtool test rules`).
 //! - The dashboard (deploy/base/grafana/netaware.json) takes its data source from
@@ -31,7 +31,7 @@ use netaware_testkit::prometheus::{self, prometheus_get, query};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-const RULES: &str = "deploy/base/monitoring/prometheus-rule.yaml";
+const RULES: &str = "deploy/components/monitoring/prometheus-rule.yaml";
 const RULE_TESTS: &str = "tests/prometheus/alerts.test.yml";
 const DASHBOARD: &str = "deploy/base/grafana/netaware.json";
 const PROMETHEUS_PORT: u16 = 9090;

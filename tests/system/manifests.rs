@@ -15,7 +15,8 @@ use netaware::commands::Command as Service;
 use serde::Deserialize;
 use serde_yaml::Value;
 
-/// The base as `kubectl kustomize deploy/` renders it.
+/// What `kubectl kustomize deploy/` renders: the base, the extender and
+/// the Prometheus Operator's monitors.
 fn rendered() -> Vec<Value> {
     render("deploy/")
 }
@@ -480,6 +481,49 @@ fn no_container_runs_privileged_or_as_a_shell_in(objects: &[Value], workloads: u
                 assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{name}");
                 assert_ne!(security["runAsUser"], 0, "{name}");
             }
+        }
+    }
+}
+
+/// Whether `object` is one of the Prometheus Operator's kinds.
+fn of_the_operator(object: &Value) -> bool {
+    object["apiVersion"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("monitoring.coreos.com/"))
+}
+
+#[test]
+fn the_base_needs_no_crd_and_the_stack_s_monitors_carry_its_release_label() {
+    // deploy/base: the agents, the collector and the dashboard; no kind of
+    // the Operator's, no extender.
+    let base = render("deploy/base");
+    assert!(!base.iter().any(of_the_operator));
+    find(&base, "DaemonSet", "netaware-agent");
+    find(&base, "Deployment", "netaware-collector");
+    find(&base, "ConfigMap", "netaware-dashboard");
+    assert!(
+        !base
+            .iter()
+            .any(|o| o["metadata"]["name"] == "netaware-scheduler")
+    );
+    // deploy/kube-prometheus-stack: deploy/ with the release label on the
+    // monitors and the rules, and nothing else changed.
+    let plain = rendered();
+    let stack = render("deploy/kube-prometheus-stack");
+    assert_eq!(stack.len(), plain.len());
+    assert_eq!(stack.iter().filter(|o| of_the_operator(o)).count(), 4);
+    for (labelled, as_is) in stack.iter().zip(&plain) {
+        let release = &labelled["metadata"]["labels"]["release"];
+        if of_the_operator(labelled) {
+            assert_eq!(release, "kube-prometheus-stack", "{labelled:?}");
+            let mut unlabelled = labelled.clone();
+            unlabelled["metadata"]["labels"]
+                .as_mapping_mut()
+                .unwrap()
+                .remove("release");
+            assert_eq!(&unlabelled, as_is);
+        } else {
+            assert_eq!(labelled, as_is);
         }
     }
 }
@@ -963,5 +1007,86 @@ fn the_network_policy_admits_the_collector_s_clients_to_its_ports() {
         grpc_from
             .iter()
             .any(|peer| peer["ipBlock"]["cidr"].is_string())
+    );
+}
+
+#[test]
+fn with_cert_manager_the_collector_serves_its_certificate_and_clients_check_it_against_its_ca() {
+    let objects = render("deploy/cert-manager");
+    // The collector's certificate, from netaware's own CA, names what the
+    // clients dial.
+    let certificate = find(&objects, "Certificate", "netaware-collector");
+    assert_eq!(certificate["spec"]["secretName"], "netaware-collector-tls");
+    let names = strings(&certificate["spec"]["dnsNames"]);
+    let issuer = &certificate["spec"]["issuerRef"]["name"];
+    let ca_issuer = find(&objects, "Issuer", issuer.as_str().unwrap());
+    let ca = find(&objects, "Certificate", "netaware-ca");
+    assert_eq!(ca["spec"]["isCA"], true);
+    assert_eq!(
+        ca_issuer["spec"]["ca"]["secretName"],
+        ca["spec"]["secretName"]
+    );
+
+    // The collector: its certificate and key, no CA (no client
+    // certificates: agents are proven by their tokens).
+    let deployment = find(&objects, "Deployment", "netaware-collector");
+    let collector = container(deployment, "collector");
+    let args = collector_args(collector);
+    assert!(args.tls.tls_ca.is_none());
+    assert!(args.agent_tokens, "node identity by token stays on");
+    for path in [&args.tls.tls_cert, &args.tls.tls_key] {
+        let path = path
+            .as_ref()
+            .expect("the certificate and key")
+            .to_str()
+            .unwrap();
+        let volume = volume_holding(deployment, collector, path);
+        assert_eq!(volume["secret"]["secretName"], "netaware-collector-tls");
+    }
+
+    // Agents and the extender: an https URL the certificate names, and
+    // the CA read from the collector's Secret, its ca.crt and nothing else.
+    let clients = [
+        ("DaemonSet", "netaware-agent", "agent"),
+        ("Deployment", "netaware-scheduler", "extender"),
+    ];
+    for (kind, name, container_name) in clients {
+        let workload = find(&objects, kind, name);
+        let client = container(workload, container_name);
+        let (url, tls) = match kind {
+            "DaemonSet" => {
+                let args = agent_args(client);
+                (args.collector, args.tls)
+            }
+            _ => {
+                let args = extender_args(client);
+                (args.collector, args.tls)
+            }
+        };
+        assert!(names.contains(&url_host(&url).to_owned()), "{name}: {url}");
+        assert!(tls.tls_cert.is_none(), "{name} presents no certificate");
+        let ca = tls.tls_ca.expect("the CA").to_str().unwrap().to_owned();
+        let volume = volume_holding(workload, client, &ca);
+        assert_eq!(volume["secret"]["secretName"], "netaware-collector-tls");
+        let items = volume["secret"]["items"].as_sequence().unwrap();
+        assert_eq!(items.len(), 1, "{name}: only ca.crt");
+        assert_eq!(items[0]["key"], "ca.crt");
+        assert!(ca.ends_with(items[0]["path"].as_str().unwrap()));
+    }
+    // Prometheus checks the collector against the same CA.
+    let monitor = find(&objects, "ServiceMonitor", "netaware-collector");
+    let endpoint = &monitor["spec"]["endpoints"][0];
+    assert_eq!(endpoint["scheme"], "https");
+    assert_eq!(
+        endpoint["tlsConfig"]["ca"]["secret"]["name"],
+        "netaware-collector-tls"
+    );
+    assert!(
+        names.contains(
+            &endpoint["tlsConfig"]["serverName"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        )
     );
 }

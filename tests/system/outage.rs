@@ -32,8 +32,7 @@ async fn an_agent_outlives_a_collector_down_for_three_hours() {
         .local_addr()
         .unwrap()
         .port();
-    let endpoint =
-        tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}")).unwrap();
+    let url = format!("http://127.0.0.1:{port}");
     let shutdown = CancellationToken::new();
     let counters = Arc::new(Counters::default());
     let (windows_tx, windows) = mpsc::channel(16);
@@ -55,7 +54,8 @@ async fn an_agent_outlives_a_collector_down_for_three_hours() {
     };
     let agent = tokio::spawn(session::run(
         session::Collector {
-            endpoint,
+            url,
+            tls: None,
             token_file: None,
         },
         netaware_testkit::hello("a"),

@@ -561,3 +561,88 @@ async fn certificates_from_netaware_certs_give_nodes_their_identity() {
     }
     shutdown.cancel();
 }
+
+/// Writes `cert`, `key` and `ca` into `dir` the way a Secret volume
+/// (cert-manager's) changes them: new files, then a rename each.
+fn renew(dir: &std::path::Path, cert: &str, key: &str, ca: &str) {
+    for (name, text) in [("tls.crt", cert), ("tls.key", key), ("ca.crt", ca)] {
+        let staged = dir.join(format!("..{name}"));
+        std::fs::write(&staged, text).unwrap();
+        std::fs::rename(&staged, dir.join(name)).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_renewed_certificate_and_ca_are_served_without_a_restart() {
+    if !have_curl() {
+        return;
+    }
+    // The collector's certificate and CA as files, from a first CA.
+    let dir = tempfile::tempdir().unwrap();
+    let (old, new) = (Pki::new(), Pki::new());
+    let server = |pki: &Pki| {
+        pki.issue(
+            &["localhost", "127.0.0.1"],
+            &[ExtendedKeyUsagePurpose::ServerAuth],
+        )
+    };
+    let (cert, key) = server(&old);
+    renew(dir.path(), &cert, &key, &old.ca_pem);
+    let args = tls::TlsArgs {
+        tls_ca: Some(dir.path().join("ca.crt")),
+        tls_cert: Some(dir.path().join("tls.crt")),
+        tls_key: Some(dir.path().join("tls.key")),
+    };
+    let tls = args.load().unwrap().unwrap();
+    let config = CollectorConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        metrics_listen: "127.0.0.1:0".parse().unwrap(),
+        inventory: Vec::new(),
+        model: ModelConfig::default(),
+        state: None,
+        http_tls: Some(tls.http_server(false).unwrap()),
+        tls: Some(tls),
+        node_places: None,
+        watch: netaware_collector::WatchLimits::default(),
+        connections: netaware_collector::ConnectionLimits::default(),
+        agent_tokens: None,
+        pair_series: netaware_collector::pair_series::DEFAULT_PAIR_SERIES,
+    };
+    let shutdown = CancellationToken::new();
+    let collector = Collector::start(config, shutdown.clone()).await.unwrap();
+    let url = format!("https://127.0.0.1:{}", collector.grpc_addr.port());
+    let healthz = format!("https://127.0.0.1:{}/healthz", collector.http_addr.port());
+    let trusting = |pki: &Pki| {
+        let file = dir.path().join("trusted.pem");
+        std::fs::write(&file, &pki.ca_pem).unwrap();
+        std::process::Command::new("curl")
+            .args(["-sS", "--fail", "--max-time", "5", "--cacert"])
+            .arg(&file)
+            .arg(&healthz)
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    // Before: served by the first CA's certificate; an agent of the new
+    // CA neither trusts it nor is trusted.
+    assert!(tokio::task::block_in_place(|| trusting(&old)));
+    assert!(!tokio::task::block_in_place(|| trusting(&new)));
+    let agent = new.client("a");
+    assert!(open(&url, Some(&agent), "a").await.is_err());
+
+    // Renewed from the new CA: within the recheck interval, both ports
+    // serve the new certificate and gRPC checks clients against the new CA.
+    let (cert, key) = server(&new);
+    renew(dir.path(), &cert, &key, &new.ca_pem);
+    tokio::time::sleep(netaware_runtime::tls_files::RECHECK_INTERVAL + Duration::from_millis(500))
+        .await;
+    assert!(tokio::task::block_in_place(|| trusting(&new)));
+    assert!(!tokio::task::block_in_place(|| trusting(&old)));
+    let mut session = open(&url, Some(&agent), "a")
+        .await
+        .expect("the new CA's agent connects");
+    assert_eq!(session.send(window(1, vec![good_peer()])).await.code, 0);
+    assert!(open(&url, Some(&old.client("b")), "b").await.is_err());
+    shutdown.cancel();
+}
