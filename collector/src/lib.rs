@@ -51,6 +51,7 @@ pub mod node_places;
 pub mod pair_series;
 pub mod persist;
 pub mod robustness;
+pub mod rtt_histograms;
 pub mod runbooks;
 pub mod saved;
 pub mod saved_marks;

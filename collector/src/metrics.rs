@@ -278,6 +278,9 @@ pub struct WorkMetrics {
     pub peer_set_size: Histogram,
     /// How long each round of the measured topology took.
     pub topology_round: Histogram,
+    /// The pairs' median RTTs between each two zones, observed every
+    /// topology round ([`crate::rtt_histograms`]).
+    pub zone_pair_rtts: crate::rtt_histograms::ZonePairRtts,
 }
 
 /// Whether a pair is inside one zone or between two.
@@ -343,6 +346,7 @@ impl Default for WorkMetrics {
             // 1 to 1,024 peers.
             peer_set_size: Histogram::new(exponential_buckets(1.0, 2.0, 11)),
             topology_round: seconds(),
+            zone_pair_rtts: Family::new_with_constructor(crate::rtt_histograms::buckets),
         }
     }
 }
@@ -526,6 +530,12 @@ fn register_faults(registry: &mut Registry, faults: &FaultFacts) {
 }
 
 fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFacts) {
+    registry.register_with_unit(
+        "zone_pair_rtt_median",
+        "The fresh measured pairs' median RTTs between two zones, each pair observed once a topology round: the shape a zone pair's mean hides (two racks behind a slow uplink)",
+        prometheus_client::registry::Unit::Seconds,
+        work.zone_pair_rtts.clone(),
+    );
     let collector = registry.sub_registry_with_prefix("collector");
     netaware_runtime::build_info::register_build_info(collector);
     collector.register(

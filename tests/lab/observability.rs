@@ -130,7 +130,8 @@ fn panel_queries(dashboard: &Value) -> Vec<(String, String)> {
                         .unwrap()
                         .replace("$__rate_interval", RATE_INTERVAL)
                         .replace("$zone", ".*")
-                        .replace("$network", "primary");
+                        .replace("$network", "primary")
+                        .replace("$node", ".*");
                     (title.clone(), expr)
                 })
         })
@@ -141,6 +142,13 @@ fn panel_queries(dashboard: &Value) -> Vec<(String, String)> {
 fn every_panel_takes_its_data_source_from_the_variable() {
     let dashboard = dashboard();
     let variables = dashboard["templating"]["list"].as_array().unwrap();
+    // A data source, a network, a zone and a node to choose.
+    for name in ["datasource", "network", "zone", "node"] {
+        assert!(
+            variables.iter().any(|v| v["name"] == name),
+            "no {name} variable"
+        );
+    }
     let datasource = variables
         .iter()
         .find(|v| v["name"] == "datasource")
@@ -181,6 +189,8 @@ fn every_panel_takes_its_data_source_from_the_variable() {
         "Goodput by zone pair",
         "Agents up",
         "Extender calls per second",
+        "Pair RTTs between zones (distribution)",
+        "The node's worst links",
     ] {
         assert!(titles.contains(&wanted), "no panel {wanted}: {titles:?}");
     }

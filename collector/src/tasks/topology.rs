@@ -83,6 +83,7 @@ pub async fn run(
         let kept = std::mem::take(&mut trackers);
         let mut fault_tracker = std::mem::take(&mut faults);
         let now = netaware_runtime::clock::now_ms();
+        let rtts = work.zone_pair_rtts.clone();
         let round = netaware_runtime::background::run(move || {
             let mut trackers = BTreeMap::new();
             let mut by_network = BTreeMap::new();
@@ -92,6 +93,7 @@ pub async fn run(
                 let Some(placer) = snapshot.placer_of(network) else {
                     continue;
                 };
+                crate::rtt_histograms::observe(&rtts, network, placer.matrix());
                 let observation =
                     measured_topology::observe(placer.matrix(), &config.blocks, &config.placement);
                 let mut tracker = kept
