@@ -3,9 +3,12 @@
 //! zone first, as `--max-peers` chooses), three windows per pair. Times
 //! building the snapshot (the third build, as a collector builds one a
 //! second), encoding it for the wire, a rank of an 8-worker job, first
-//! and asked again, and a Prometheus scrape of it (the default
-//! `--pair-series` budget, blocks of 50 nodes), and prints the size of the
-//! whole matrix as one message and of the scrape.
+//! and asked again, a Prometheus scrape of it (the default
+//! `--pair-series` budget, blocks of 50 nodes), and the web view's heaviest
+//! answers (a heat map page of a zone, 160 nodes, by RTT with the
+//! estimates of the pairs nobody probes and by loss; the 20 worst pairs),
+//! and prints the size of the whole matrix as one message, of the scrape
+//! and of a heat map page as JSON.
 //! Run with:
 //!
 //!     cargo run --release -p netaware-collector --example bench_snapshot [NODES] [PEERS]
@@ -148,6 +151,7 @@ fn main() {
     let ranked_again = start.elapsed();
     assert_eq!(again.zone, ranking.zone);
     let (scraped, scrape) = scrape(&placer, nodes);
+    let web = web_view(&placer, now);
     println!(
         "nodes {nodes}, peers {peers}: {} measured pairs; ingest of {} windows {:.0} ms; snapshot {:.0} ms (of which {:.0} ms copying under the lock); to wire {:.0} ms, {:.1} MB as one message; rank (8 workers) {:.0} ms, the same again {:.1} ms; scrape {:.0} ms, {} series, {:.2} MB",
         placer.matrix().pairs().len(),
@@ -163,6 +167,52 @@ fn main() {
         scrape.lines().filter(|l| !l.starts_with('#')).count(),
         scrape.len() as f64 / 1e6,
     );
+    println!(
+        "web view: heat map page ({} nodes) by RTT {:.1} ms, by loss {:.1} ms, {:.2} MB as JSON; worst 20 pairs {:.1} ms",
+        web.nodes,
+        web.by_rtt.as_secs_f64() * 1e3,
+        web.by_loss.as_secs_f64() * 1e3,
+        web.json_bytes as f64 / 1e6,
+        web.worst.as_secs_f64() * 1e3,
+    );
+}
+
+/// How long the web view's heaviest answers take.
+struct WebTimes {
+    nodes: usize,
+    by_rtt: std::time::Duration,
+    by_loss: std::time::Duration,
+    json_bytes: usize,
+    worst: std::time::Duration,
+}
+
+/// A heat map page of zone-0 by RTT (with estimates) and by loss, and the
+/// worst pairs, as the web view's API builds them.
+fn web_view(placer: &Placer, now: u64) -> WebTimes {
+    use netaware_collector::web::view;
+    use netaware_views::heatmap::Metric;
+    let scored = placer.matrix();
+    let network = Network::primary();
+    let topology = netaware_core::measured_topology::MeasuredTopology::default();
+    let shown = view::map_nodes(scored, &topology, Some("zone-0"), None, 0, view::MAX_MAP_NODES);
+    let timed = |metric| {
+        let start = Instant::now();
+        let map = view::heat_map(scored, &network, placer.faults(), now, &shown, metric);
+        (start.elapsed(), map)
+    };
+    let (by_rtt, map) = timed(Metric::Rtt);
+    let json_bytes = serde_json::to_vec(&map).expect("a map encodes").len();
+    let (by_loss, _) = timed(Metric::Loss);
+    let start = Instant::now();
+    let worst = view::worst_pairs(scored, &network, now, 20);
+    assert_eq!(worst.len(), 20);
+    WebTimes {
+        nodes: shown.nodes.len(),
+        by_rtt,
+        by_loss,
+        json_bytes,
+        worst: start.elapsed(),
+    }
 }
 
 /// One scrape of the collector's metrics of `placer`'s matrix, with each
