@@ -194,7 +194,14 @@ fn web_view(placer: &Placer, now: u64) -> WebTimes {
     let scored = placer.matrix();
     let network = Network::primary();
     let topology = netaware_core::measured_topology::MeasuredTopology::default();
-    let shown = view::map_nodes(scored, &topology, Some("zone-0"), None, 0, view::MAX_MAP_NODES);
+    let shown = view::map_nodes(
+        scored,
+        &topology,
+        Some("zone-0"),
+        None,
+        0,
+        view::MAX_MAP_NODES,
+    );
     let timed = |metric| {
         let start = Instant::now();
         let map = view::heat_map(scored, &network, placer.faults(), now, &shown, metric);

@@ -42,3 +42,19 @@ pub(crate) fn window(peers: Vec<PeerWindow>) -> Window {
         ..Window::default()
     }
 }
+
+/// The scored matrix of `nodes` (name, zone), every one said hello, after
+/// `prober`'s first window of `peers`.
+pub(crate) fn scored_after(
+    nodes: &[(&str, &str)],
+    prober: &str,
+    peers: Vec<PeerWindow>,
+) -> netaware_core::scored::ScoredMatrix {
+    let mut state =
+        crate::state::CollectorState::new(crate::config::ModelConfig::default(), Vec::new());
+    for (node, zone) in nodes {
+        state.hello(&hello(node, zone, "127.0.0.2"), 1_000).unwrap();
+    }
+    state.ingest(prober, &window(peers), 2_000).unwrap();
+    state.snapshot(2_000)
+}

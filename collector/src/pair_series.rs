@@ -154,17 +154,12 @@ fn rtt_inflation<'m>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ModelConfig;
-    use crate::fixtures::{hello, peer, window};
-    use crate::state::CollectorState;
+    use crate::fixtures::{peer, scored_after};
 
     /// Six nodes of one zone, a1 probing the other five: to a3 with 20%
     /// loss, to a4 ten times slower than the rest, the others clean.
     fn matrix() -> ScoredMatrix {
-        let mut state = CollectorState::new(ModelConfig::default(), Vec::new());
-        for node in ["a1", "a2", "a3", "a4", "a5", "a6"] {
-            state.hello(&hello(node, "a", "127.0.0.2"), 1_000).unwrap();
-        }
+        let nodes = ["a1", "a2", "a3", "a4", "a5", "a6"].map(|n| (n, "a"));
         let peers = vec![
             peer("a2", 0.2, 10, 10),
             peer("a3", 0.2, 10, 8),
@@ -172,9 +167,9 @@ mod tests {
             peer("a5", 0.2, 10, 10),
             peer("a6", 0.2, 10, 10),
         ];
-        state.ingest("a1", &window(peers), 2_000).unwrap();
-        state.snapshot(2_000)
+        scored_after(&nodes, "a1", peers)
     }
+
     fn destinations(matrix: &ScoredMatrix, chosen: &[ExportedPair]) -> Vec<String> {
         let mut names: Vec<String> = chosen
             .iter()

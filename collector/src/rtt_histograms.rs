@@ -81,25 +81,19 @@ pub fn observe(histograms: &ZonePairRtts, network: &Network, scored: &ScoredMatr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ModelConfig;
-    use crate::fixtures::{hello, peer, window};
-    use crate::state::CollectorState;
+    use crate::fixtures::{peer, scored_after};
 
     #[test]
     fn a_bimodal_zone_pair_keeps_both_modes() {
-        let mut state = CollectorState::new(ModelConfig::default(), Vec::new());
-        for (node, zone) in [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b")] {
-            state.hello(&hello(node, zone, "127.0.0.2"), 1_000).unwrap();
-        }
         // Inside zone a: one pair at 0.1 ms, one at 3 ms (across a slow
         // uplink); a -> b at 5 ms.
+        let nodes = [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b")];
         let peers = vec![
             peer("a2", 0.1, 10, 10),
             peer("a3", 3.0, 10, 10),
             peer("b1", 5.0, 10, 10),
         ];
-        state.ingest("a1", &window(peers), 2_000).unwrap();
-        let scored = state.snapshot(2_000);
+        let scored = scored_after(&nodes, "a1", peers);
         let by_pair = medians_by_zone_pair(&scored);
         let mut inside = by_pair[&("a", "a")].clone();
         inside.sort_by(f64::total_cmp);

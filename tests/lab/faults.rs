@@ -54,6 +54,31 @@ pairs:
     yaml
 }
 
+/// The system on `topology` with no throughput tests, topology rounds
+/// every 2 s and blocks moved after 2 rounds, so that faults are named
+/// within seconds; `more` flags for the collector beside those.
+pub(crate) fn start_with_quick_rounds(topology: Topology, more: &[&str]) -> LabSystem {
+    let flags: Vec<String> = [
+        "--throughput-budget",
+        "0",
+        "--topology-interval",
+        "2s",
+        "--block-confirmations",
+        "2",
+    ]
+    .iter()
+    .chain(more)
+    .map(|flag| (*flag).to_owned())
+    .collect();
+    LabSystem::start(
+        topology,
+        std::path::Path::new(env!("CARGO_BIN_EXE_netaware")),
+        AgentTiming::FAST,
+        &flags,
+    )
+    .unwrap()
+}
+
 /// What a fault names: its kind, metric and nodes (and, for a label, the
 /// zone it measures like).
 type Named = (String, String, Vec<String>, Option<String>);
@@ -90,28 +115,13 @@ fn a_bad_nic_a_bad_uplink_a_bad_path_and_a_wrong_label_are_each_named_as_what_th
         return;
     }
     let _one = netaware_testkit::one_lab_at_a_time();
-    // Rounds every 2 s, blocks moved after 2; the lab's RTT medians hold
-    // to about a millisecond per pair on two shared cores (the accuracy
-    // tests' bound), so delay faults are named from 1 ms here.
-    let flags: Vec<String> = [
-        "--throughput-budget",
-        "0",
-        "--topology-interval",
-        "2s",
-        "--block-confirmations",
-        "2",
-        "--fault-min-delay",
-        "1",
-    ]
-    .map(String::from)
-    .to_vec();
-    let system = LabSystem::start(
+    // The lab's RTT medians hold to about a millisecond per pair on two
+    // shared cores (the accuracy tests' bound), so delay faults are named
+    // from 1 ms here.
+    let system = start_with_quick_rounds(
         Topology::parse(&topology()).unwrap(),
-        std::path::Path::new(env!("CARGO_BIN_EXE_netaware")),
-        AgentTiming::FAST,
-        &flags,
-    )
-    .unwrap();
+        &["--fault-min-delay", "1"],
+    );
     let expected: BTreeSet<Named> = [
         fault("node", "loss", &["b5"], None),
         fault("block_uplink", "loss", &["a4", "a5", "a6"], None),

@@ -11,16 +11,23 @@
 //! Each page's screenshot is written to target/web-view/; with
 //! `NETAWARE_SCREENSHOTS=DIR` (docs/web-view for the README) there too.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use netaware::json::FaultsJson;
-use netaware::lab_system::{AgentTiming, LabSystem, METRICS_PORT};
+use netaware::lab_system::{LabSystem, METRICS_PORT};
 use netaware_lab::root_or_skip;
 use netaware_testkit::browser::{self, Browser};
 use serde_json::Value;
 
+use crate::faults::start_with_quick_rounds;
 use crate::measurement::default_with_a3_clearly_lossy;
+
+/// The heat map's canvas, its node names and where its cells are, for the
+/// scripts that read it.
+const MAP: &str = "const c = document.querySelector('main canvas'); \
+                   const names = JSON.parse(c.dataset.names); \
+                   const cell = +c.dataset.cell, label = +c.dataset.label;";
 
 /// How long a page may take to show what it reads.
 const PAGE: Duration = Duration::from_secs(15);
@@ -31,24 +38,7 @@ fn the_web_view_shows_the_lossy_host_names_its_fault_and_places_a_job() {
         return;
     }
     let _one = netaware_testkit::one_lab_at_a_time();
-    // Topology rounds every 2 s, so that a3's NIC is named soon.
-    let flags: Vec<String> = [
-        "--throughput-budget",
-        "0",
-        "--topology-interval",
-        "2s",
-        "--block-confirmations",
-        "2",
-    ]
-    .map(String::from)
-    .to_vec();
-    let system = LabSystem::start(
-        default_with_a3_clearly_lossy(),
-        Path::new(env!("CARGO_BIN_EXE_netaware")),
-        AgentTiming::FAST,
-        &flags,
-    )
-    .unwrap();
+    let system = start_with_quick_rounds(default_with_a3_clearly_lossy(), &[]);
     wait_for_a3s_fault(&system);
     let address = system.lab().open_access("control").unwrap();
     let base = format!("http://{address}:{METRICS_PORT}/ui/");
@@ -173,13 +163,11 @@ impl Pages<'_> {
             .browser
             .client()
             .execute(
-                "const c = document.querySelector('main canvas'); \
-                 const names = JSON.parse(c.dataset.names); \
-                 const cell = +c.dataset.cell, label = +c.dataset.label; \
+                &format!("{MAP} \
                  const ctx = c.getContext('2d'); \
                  const at = (row, column) => Array.from(ctx.getImageData( \
                    label + column * cell + cell / 2, label + row * cell + cell / 2, 1, 1).data.slice(0, 3)); \
-                 return {names, cells: names.map((_, r) => names.map((_, k) => at(r, k)))};",
+                 return {{names, cells: names.map((_, r) => names.map((_, k) => at(r, k)))}};"),
                 vec![],
             )
             .await
@@ -216,14 +204,14 @@ impl Pages<'_> {
         self.browser
             .client()
             .execute(
-                "const c = document.querySelector('main canvas'); \
-                 const names = JSON.parse(c.dataset.names); \
-                 const cell = +c.dataset.cell, label = +c.dataset.label; \
+                &format!(
+                    "{MAP} \
                  const box = c.getBoundingClientRect(); \
                  const row = names.indexOf(arguments[0]), column = names.indexOf('a3'); \
-                 c.dispatchEvent(new MouseEvent('mousemove', {bubbles: true, \
+                 c.dispatchEvent(new MouseEvent('mousemove', {{bubbles: true, \
                    clientX: box.left + label + column * cell + cell / 2, \
-                   clientY: box.top + label + row * cell + cell / 2}));",
+                   clientY: box.top + label + row * cell + cell / 2}}));"
+                ),
                 vec![Value::from(names[clean[0]].clone())],
             )
             .await

@@ -85,6 +85,30 @@ async fn collector(pki: &Pki, shutdown: &CancellationToken) -> (Collector, Strin
     collector_with_https(pki, None, shutdown).await
 }
 
+/// A collector on loopback serving `tls` on gRPC, and HTTPS on its HTTP
+/// port when `https` says whether client certificates are required there.
+async fn collector_serving(
+    tls: Tls,
+    https: Option<bool>,
+    shutdown: &CancellationToken,
+) -> Collector {
+    let config = CollectorConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        metrics_listen: "127.0.0.1:0".parse().unwrap(),
+        inventory: Vec::new(),
+        model: ModelConfig::default(),
+        state: None,
+        http_tls: https.map(|client_certificates| tls.http_server(client_certificates).unwrap()),
+        tls: Some(tls),
+        node_places: None,
+        watch: netaware_collector::WatchLimits::default(),
+        connections: netaware_collector::ConnectionLimits::default(),
+        agent_tokens: None,
+        pair_series: netaware_collector::pair_series::DEFAULT_PAIR_SERIES,
+    };
+    Collector::start(config, shutdown.clone()).await.unwrap()
+}
+
 /// A collector serving mutual TLS on loopback, and HTTPS on its HTTP port
 /// when `https` says whether client certificates are required there.
 async fn collector_with_https(
@@ -100,21 +124,7 @@ async fn collector_with_https(
         Some(pki.ca_pem.as_bytes()),
         Some((cert.as_bytes(), key.as_bytes())),
     );
-    let config = CollectorConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        metrics_listen: "127.0.0.1:0".parse().unwrap(),
-        inventory: Vec::new(),
-        model: ModelConfig::default(),
-        state: None,
-        http_tls: https.map(|client_certificates| tls.http_server(client_certificates).unwrap()),
-        tls: Some(tls),
-        node_places: None,
-        watch: netaware_collector::WatchLimits::default(),
-        connections: netaware_collector::ConnectionLimits::default(),
-        agent_tokens: None,
-        pair_series: netaware_collector::pair_series::DEFAULT_PAIR_SERIES,
-    };
-    let collector = Collector::start(config, shutdown.clone()).await.unwrap();
+    let collector = collector_serving(tls, https, shutdown).await;
     let url = format!("https://127.0.0.1:{}", collector.grpc_addr.port());
     (collector, url)
 }
@@ -505,21 +515,7 @@ async fn certificates_from_netaware_certs_give_nodes_their_identity() {
     };
     let served = material("collector");
     let shutdown = CancellationToken::new();
-    let config = CollectorConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        metrics_listen: "127.0.0.1:0".parse().unwrap(),
-        inventory: Vec::new(),
-        model: ModelConfig::default(),
-        state: None,
-        http_tls: Some(served.http_server(false).unwrap()),
-        tls: Some(served),
-        node_places: None,
-        watch: netaware_collector::WatchLimits::default(),
-        connections: netaware_collector::ConnectionLimits::default(),
-        agent_tokens: None,
-        pair_series: netaware_collector::pair_series::DEFAULT_PAIR_SERIES,
-    };
-    let collector = Collector::start(config, shutdown.clone()).await.unwrap();
+    let collector = collector_serving(served, Some(false), &shutdown).await;
     // Agents dial the collector's Service name, as in deploy/tls.
     let endpoint = |node_dir: &str| {
         tonic::transport::Endpoint::from_shared(format!(
@@ -594,22 +590,8 @@ async fn a_renewed_certificate_and_ca_are_served_without_a_restart() {
         tls_key: Some(dir.path().join("tls.key")),
     };
     let tls = args.load().unwrap().unwrap();
-    let config = CollectorConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        metrics_listen: "127.0.0.1:0".parse().unwrap(),
-        inventory: Vec::new(),
-        model: ModelConfig::default(),
-        state: None,
-        http_tls: Some(tls.http_server(false).unwrap()),
-        tls: Some(tls),
-        node_places: None,
-        watch: netaware_collector::WatchLimits::default(),
-        connections: netaware_collector::ConnectionLimits::default(),
-        agent_tokens: None,
-        pair_series: netaware_collector::pair_series::DEFAULT_PAIR_SERIES,
-    };
     let shutdown = CancellationToken::new();
-    let collector = Collector::start(config, shutdown.clone()).await.unwrap();
+    let collector = collector_serving(tls, Some(false), &shutdown).await;
     let url = format!("https://127.0.0.1:{}", collector.grpc_addr.port());
     let healthz = format!("https://127.0.0.1:{}/healthz", collector.http_addr.port());
     let trusting = |pki: &Pki| {

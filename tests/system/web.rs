@@ -54,8 +54,14 @@ async fn the_api_answers_as_the_cli_does_and_the_page_is_served() {
         assert_eq!(status, 200, "/ui/{file}");
         assert!(!body.is_empty());
         let served = head(http, &format!("/ui/{file}")).await;
-        assert!(served.contains("content-security-policy: default-src 'self'"), "{served}");
-        assert!(served.contains("x-content-type-options: nosniff"), "{served}");
+        assert!(
+            served.contains("content-security-policy: default-src 'self'"),
+            "{served}"
+        );
+        assert!(
+            served.contains("x-content-type-options: nosniff"),
+            "{served}"
+        );
     }
     assert!(head(http, "/").await.contains("location: /ui/"));
 

@@ -173,33 +173,27 @@ pub fn worst_pairs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ModelConfig;
-    use crate::fixtures::{hello, peer, window};
-    use crate::state::CollectorState;
+    use crate::fixtures::{peer, scored_after};
     use netaware_core::measured_topology::{Block, BlockNode, ZoneBlocks};
     use netaware_views::heatmap::colour;
 
     /// Zone a of five nodes and zone b of one; a1 probes a2 (clean), a3
     /// (20% lost) and b1; nobody probes a2 -> a4.
     fn matrix() -> ScoredMatrix {
-        let mut state = CollectorState::new(ModelConfig::default(), Vec::new());
-        for (node, zone) in [
+        let nodes = [
             ("a1", "a"),
             ("a2", "a"),
             ("a3", "a"),
             ("a4", "a"),
             ("a5", "a"),
             ("b1", "b"),
-        ] {
-            state.hello(&hello(node, zone, "127.0.0.2"), 1_000).unwrap();
-        }
+        ];
         let peers = vec![
             peer("a2", 0.2, 10, 10),
             peer("a3", 0.2, 10, 8),
             peer("b1", 5.0, 10, 10),
         ];
-        state.ingest("a1", &window(peers), 2_000).unwrap();
-        state.snapshot(2_000)
+        scored_after(&nodes, "a1", peers)
     }
 
     /// Zone a measured as block 1 (a3, a1) and block 2 (a2); a4 and a5 in
