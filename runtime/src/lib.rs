@@ -8,8 +8,9 @@
 //!   server and task watches to drain and stop.
 //! - [`prometheus_text`] and [`PROMETHEUS_CONTENT_TYPE`]: what every
 //!   /metrics endpoint answers with.
-//! - [`tls`]: the TLS flags and set-up every gRPC server and client shares;
-//!   [`tls_files`]: server TLS read again when its files change.
+//! - [`tls`]: the TLS flags and material every gRPC server and client
+//!   shares, and the client side; [`tls_server`]: the server side, its
+//!   material read again when its files change.
 //! - [`http`]: serving /metrics, /healthz and the extender over HTTP or
 //!   HTTPS until shutdown.
 //! - [`clock`]: the wall clock, read in one place.
@@ -30,7 +31,7 @@ pub mod latest;
 pub mod node_labels;
 pub mod retry;
 pub mod tls;
-pub mod tls_files;
+pub mod tls_server;
 
 use tokio_util::sync::CancellationToken;
 

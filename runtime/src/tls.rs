@@ -17,7 +17,6 @@
 //!   because kubelet probes and many Prometheus set-ups present none.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use rustls_pki_types::{CertificateDer, ServerName};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
@@ -45,20 +44,6 @@ pub struct HttpTlsArgs {
     /// certificates signed by --tls-ca on them.
     #[arg(long, env = "NETAWARE_TLS_HTTP_CLIENT_CERTS", requires = "tls_ca")]
     pub tls_http_client_certs: bool,
-}
-
-impl HttpTlsArgs {
-    /// The HTTPS set-up for this process's HTTP endpoints: `None` (plain
-    /// HTTP) without a certificate.
-    pub fn server(&self, tls: Option<&Tls>) -> Result<Option<crate::http::HttpsConfig>, TlsError> {
-        match tls {
-            Some(tls) if tls.identity.is_some() => {
-                tls.http_server(self.tls_http_client_certs).map(Some)
-            }
-            _ if self.tls_http_client_certs => Err(TlsError::NoIdentity),
-            _ => Ok(None),
-        }
-    }
 }
 
 /// Why TLS could not be set up.
@@ -203,14 +188,6 @@ impl Tls {
         self.ca.is_some()
     }
 
-    /// The gRPC server side (rustls, HTTP/2): this certificate, and with a
-    /// CA, mutual TLS; both read again when their files change
-    /// ([`crate::tls_files`]).
-    pub fn grpc_server(&self) -> Result<Arc<rustls::ServerConfig>, TlsError> {
-        crate::tls_files::ServerTls::new(self, crate::tls_files::RECHECK_INTERVAL)?
-            .config(self.requires_client_certificates(), &[b"h2"])
-    }
-
     /// The client side: check the server against the CA, present this
     /// certificate when there is one.
     pub fn client(&self) -> ClientTlsConfig {
@@ -227,18 +204,6 @@ impl Tls {
     fn tonic_identity(&self) -> Result<Identity, TlsError> {
         let (cert, key) = self.identity.as_ref().ok_or(TlsError::NoIdentity)?;
         Ok(Identity::from_pem(cert, key))
-    }
-
-    /// The rustls server side of the HTTP endpoints (/metrics, /healthz,
-    /// the extender): this certificate, and when `client_certificates` is
-    /// true, only clients with a certificate that the CA signed; both read
-    /// again when their files change ([`crate::tls_files`]).
-    pub fn http_server(
-        &self,
-        client_certificates: bool,
-    ) -> Result<crate::http::HttpsConfig, TlsError> {
-        crate::tls_files::ServerTls::new(self, crate::tls_files::RECHECK_INTERVAL)?
-            .config(client_certificates, &[b"http/1.1"])
     }
 }
 

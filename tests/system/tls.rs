@@ -617,7 +617,7 @@ async fn a_renewed_certificate_and_ca_are_served_without_a_restart() {
     // serve the new certificate and gRPC checks clients against the new CA.
     let (cert, key) = server(&new);
     renew(dir.path(), &cert, &key, &new.ca_pem);
-    tokio::time::sleep(netaware_runtime::tls_files::RECHECK_INTERVAL + Duration::from_millis(500))
+    tokio::time::sleep(netaware_runtime::tls_server::RECHECK_INTERVAL + Duration::from_millis(500))
         .await;
     assert!(tokio::task::block_in_place(|| trusting(&new)));
     assert!(!tokio::task::block_in_place(|| trusting(&old)));

@@ -1,4 +1,7 @@
-//! Server TLS that follows its files: a certificate, key or CA that
+//! The server side of TLS: the configurations every TLS server of a
+//! process serves with ([`Tls::grpc_server`], [`Tls::http_server`], and
+//! [`HttpTlsArgs::server`], which the HTTP endpoints' flag asks for), built
+//! on material that follows its files: a certificate, key or CA that
 //! cert-manager (or anyone) renews on disk is served from the next
 //! handshake on, without a restart.
 //!
@@ -31,10 +34,44 @@ use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 
-use crate::tls::{Tls, TlsArgs, TlsError};
+use crate::tls::{HttpTlsArgs, Tls, TlsArgs, TlsError};
 
 /// How often, at most, a handshake looks whether the files changed.
 pub const RECHECK_INTERVAL: Duration = Duration::from_secs(10);
+
+impl Tls {
+    /// The gRPC server side (rustls, HTTP/2): this certificate, and with a
+    /// CA, mutual TLS; both read again when their files change.
+    pub fn grpc_server(&self) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+        ServerTls::new(self, RECHECK_INTERVAL)?
+            .config(self.requires_client_certificates(), &[b"h2"])
+    }
+
+    /// The rustls server side of the HTTP endpoints (/metrics, /healthz,
+    /// the extender): this certificate, and when `client_certificates` is
+    /// true, only clients with a certificate that the CA signed; both read
+    /// again when their files change.
+    pub fn http_server(
+        &self,
+        client_certificates: bool,
+    ) -> Result<crate::http::HttpsConfig, TlsError> {
+        ServerTls::new(self, RECHECK_INTERVAL)?.config(client_certificates, &[b"http/1.1"])
+    }
+}
+
+impl HttpTlsArgs {
+    /// The HTTPS set-up for this process's HTTP endpoints: `None` (plain
+    /// HTTP) without a certificate.
+    pub fn server(&self, tls: Option<&Tls>) -> Result<Option<crate::http::HttpsConfig>, TlsError> {
+        match tls {
+            Some(tls) if tls.identity().is_some() => {
+                tls.http_server(self.tls_http_client_certs).map(Some)
+            }
+            _ if self.tls_http_client_certs => Err(TlsError::NoIdentity),
+            _ => Ok(None),
+        }
+    }
+}
 
 /// What a server presents and checks, as loaded from one version of the
 /// files.
