@@ -1,14 +1,15 @@
-//! Shared links: the flows of the jobs that cross zones share each zone's
-//! uplink (flows leaving it) and downlink (flows entering it) max-min
-//! fairly, as long TCP flows roughly do; each flow also stops at its own
-//! cap (its path's goodput). Pure: capacities and flows in, rates out.
+//! Shared links: the flows of the jobs that cross zones (or racks) share
+//! each zone's (rack's) uplink (flows leaving it) and downlink (flows
+//! entering it) max-min fairly, as long TCP flows roughly do; each flow
+//! also stops at its own cap (its path's goodput). Pure: capacities and
+//! flows in, rates out.
 
-/// One flow: the two shared resources it crosses and its own cap.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One flow: the shared resources it crosses and its own cap.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Flow {
-    /// Indices into the capacities: the uplink it leaves by and the
-    /// downlink it enters by.
-    pub resources: [usize; 2],
+    /// Indices into the capacities: the uplinks it leaves by and the
+    /// downlinks it enters by.
+    pub resources: Vec<usize>,
     /// The most it could carry alone, bit/s.
     pub cap_bps: f64,
 }
@@ -80,15 +81,15 @@ mod tests {
         // Three flows out of resource 0 (capacity 30) into 1, 2, 3.
         let flows = [
             Flow {
-                resources: [0, 1],
+                resources: vec![0, 1],
                 cap_bps: 100.0,
             },
             Flow {
-                resources: [0, 2],
+                resources: vec![0, 2],
                 cap_bps: 100.0,
             },
             Flow {
-                resources: [0, 3],
+                resources: vec![0, 3],
                 cap_bps: 4.0,
             },
         ];
@@ -110,7 +111,7 @@ mod tests {
         ) {
             let flows: Vec<Flow> = flows
                 .into_iter()
-                .map(|(a, b, cap)| Flow { resources: [a, b], cap_bps: cap })
+                .map(|(a, b, cap)| Flow { resources: vec![a, b], cap_bps: cap })
                 .collect();
             let rates = max_min_fair(&flows, &capacities);
             for (r, capacity) in capacities.iter().enumerate() {

@@ -118,6 +118,9 @@ pub struct Fleet<'c> {
     last_served: Option<PassInput>,
     index: HashMap<String, usize>,
     rng: StdRng,
+    /// When the trace of jobs starts (ms from the fleet's start): the
+    /// cluster's grey failures are timed from there.
+    trace_start_ms: UnixMillis,
 }
 
 impl<'c> Fleet<'c> {
@@ -158,7 +161,22 @@ impl<'c> Fleet<'c> {
                 .map(|(i, name)| (name.clone(), i))
                 .collect(),
             rng: StdRng::seed_from_u64(seed),
+            trace_start_ms: 0,
         })
+    }
+
+    /// The same fleet, its cluster's grey failures timed from
+    /// `trace_start_ms` of its own time on (the warm-up before the first
+    /// job), so that it measures them when they hold.
+    pub fn with_trace_start(mut self, trace_start_ms: UnixMillis) -> Self {
+        self.trace_start_ms = trace_start_ms;
+        self
+    }
+
+    /// A moment of the fleet's time as the cluster's grey failures time
+    /// it (s from the trace's start).
+    fn cluster_time(&self, at: UnixMillis) -> f64 {
+        (at as f64 - self.trace_start_ms as f64) / 1e3
     }
 
     /// Runs the planner up to `now`. It only matters when a node's budget
@@ -174,7 +192,10 @@ impl<'c> Fleet<'c> {
             self.plan_times.pop_first();
             for test in self.planner.plan(at) {
                 let (client, server) = (self.index[&test.client], self.index[&test.server]);
-                let truth = self.cluster.link(client, server).goodput_bps();
+                let truth = self
+                    .cluster
+                    .link_at(client, server, self.cluster_time(test.start))
+                    .goodput_bps();
                 let bps = truth * self.rng.random_range(0.9..1.1);
                 self.tests
                     .push((test.start + measured, client, server, bps));
@@ -219,11 +240,12 @@ impl<'c> Fleet<'c> {
                 max: self.config.max_peers,
                 epoch: start / self.config.rotation_ms.max(1),
             };
+            let at_s = self.cluster_time(start + self.config.window_ms / 2);
             for (src, &(name, zone)) in candidates.iter().enumerate() {
                 let mut window = OpenWindow::new();
                 for dst in choose(name, zone, &candidates, bound) {
-                    let truth = cluster.link(src, dst);
-                    let back_link = cluster.link(dst, src);
+                    let truth = cluster.link_at(src, dst, at_s);
+                    let back_link = cluster.link_at(dst, src, at_s);
                     let jitter_mean = JITTER_FLOOR_MS + JITTER_SHARE * truth.rtt_ms;
                     for _ in 0..probes {
                         order += 1;
@@ -301,6 +323,7 @@ mod tests {
             degraded_nodes: 0.3,
             degraded_links: 0.0,
             max_peers: 0,
+            ..ClusterSpec::default()
         };
         Cluster::generate(&spec, &mut StdRng::seed_from_u64(5))
     }

@@ -17,11 +17,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use netaware_core::blocks::BlockConfig;
-use netaware_core::measured_topology::observe;
+use netaware_core::measured_topology::{Observation, observe};
 use netaware_core::placement::{PlacementConfig, Placer};
 use netaware_core::scored::ScoredMatrix;
 
 use crate::cluster::Cluster;
+use crate::labels::NodePlaces;
 
 /// Where a policy's knowledge of the network comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -69,14 +70,26 @@ pub struct View {
     /// has them: the 90th percentile of the fresh RTT medians between two
     /// zones.
     pub zone_costs: ZoneCosts,
+    /// The blocks and degraded marks netaware publishes for other
+    /// schedulers from this matrix.
+    pub published: NodePlaces,
 }
 
 impl View {
-    /// The view of `placer`'s matrix, its zone costs read by the product's
-    /// own topology code.
+    /// The view of `placer`'s matrix, its zone costs, blocks and degraded
+    /// marks read by the product's own topology code (one look, as one
+    /// round of the collector's topology sees it).
     pub fn new(placer: Placer) -> Self {
-        let zone_costs = ZoneCosts::measured(placer.matrix());
-        Self { placer, zone_costs }
+        let observation = observe(
+            placer.matrix(),
+            &BlockConfig::default(),
+            &PlacementConfig::default(),
+        );
+        Self {
+            zone_costs: ZoneCosts::of(&observation),
+            published: NodePlaces::published(&observation),
+            placer,
+        }
     }
 
     /// The view of `matrix`, placed by the default settings.
@@ -150,18 +163,17 @@ impl Coverage {
 pub struct ZoneCosts(HashMap<(String, String), u64>);
 
 impl ZoneCosts {
-    /// The costs that `netaware publish-topology` would write from
-    /// `matrix`.
-    pub fn measured(matrix: &ScoredMatrix) -> Self {
-        let observation = observe(matrix, &BlockConfig::default(), &PlacementConfig::default());
+    /// The costs that `netaware publish-topology` would write from one
+    /// look at a matrix.
+    pub fn of(observation: &Observation) -> Self {
         Self(
             observation
                 .costs
                 .zones
-                .into_iter()
+                .iter()
                 .map(|cost| {
                     let us = (cost.rtt_p90_ms * 1e3).round().max(0.0) as u64;
-                    ((cost.origin, cost.destination), us)
+                    ((cost.origin.clone(), cost.destination.clone()), us)
                 })
                 .collect(),
         )
@@ -255,6 +267,7 @@ mod tests {
             degraded_nodes: 0.2,
             degraded_links: 0.0,
             max_peers: 0,
+            ..ClusterSpec::default()
         };
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
         let cluster = Cluster::generate(&spec, &mut rng);

@@ -9,7 +9,15 @@
 //! A job's iteration is its slowest worker's compute (each worker's varies
 //! from iteration to iteration) plus its all-reduce. Each node runs at most
 //! one worker (whole-node training pods), so jobs share links only between
-//! zones; inside a zone the fabric is taken as non-blocking.
+//! zones and, on a cluster with racks, between racks (each rack's uplink);
+//! under one rack switch (or inside a zone without racks) the fabric is
+//! taken as non-blocking. When a grey failure starts or clears
+//! ([`crate::grey`]), every running job's links are the truth of that
+//! moment again, and their shares of the links are worked out anew.
+//!
+//! Who places the jobs is anything that [`Places`]: the policies of
+//! [`crate::policies`], or the label-driven schedulers of
+//! [`crate::schedulers`].
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -17,7 +25,7 @@ use rand::Rng;
 
 use crate::cluster::Cluster;
 use crate::contention::{Flow, max_min_fair};
-use crate::information::Timeline;
+use crate::information::{Timeline, View};
 use crate::model::{Link, ring_allreduce_s};
 use crate::policies::Policy;
 use crate::stats;
@@ -149,17 +157,23 @@ pub struct JobResult {
     pub jct_s: f64,
     /// Zones its workers span.
     pub zones: usize,
+    /// Racks its workers span (zones, on a cluster without racks).
+    pub racks: usize,
+    /// Whether its traffic crossed, at some moment, a faulty component: a
+    /// worker's degraded NIC, or a grey failure of a worker's NIC or of a
+    /// rack uplink it crossed.
+    pub on_fault: bool,
     /// Seconds per iteration, on average over its run.
     pub iteration_s: f64,
     /// Where its workers ran, in rank order.
     pub nodes: Vec<String>,
 }
 
-/// The figures of one policy's run.
+/// The figures of one run, of the policy (or scheduler) `P` placed it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct PolicySummary {
-    /// The policy.
-    pub policy: Policy,
+pub struct Summary<P> {
+    /// Who placed the jobs.
+    pub policy: P,
     /// Mean job completion time (s).
     pub mean_jct_s: f64,
     /// Median job completion time (s).
@@ -172,15 +186,24 @@ pub struct PolicySummary {
     pub mean_iteration_s: f64,
     /// Share of jobs whose workers span more than one zone.
     pub multi_zone: f64,
+    /// Share of jobs whose workers span more than one rack.
+    pub multi_rack: f64,
+    /// Share of jobs whose traffic crossed a faulty component (a degraded
+    /// NIC, a grey failure) at some moment.
+    pub on_fault: f64,
 }
 
-impl PolicySummary {
-    /// Sums up `results`.
-    pub fn of(policy: Policy, results: &[JobResult]) -> Self {
+/// The figures of one policy's run.
+pub type PolicySummary = Summary<Policy>;
+
+impl<P> Summary<P> {
+    /// Sums up `results`, placed by `policy`.
+    pub fn of(policy: P, results: &[JobResult]) -> Self {
         let jct: Vec<f64> = results.iter().map(|r| r.jct_s).collect();
         let wait: Vec<f64> = results.iter().map(|r| r.wait_s).collect();
         let iteration: Vec<f64> = results.iter().map(|r| r.iteration_s).collect();
         let multi = results.iter().filter(|r| r.zones > 1).count();
+        let share = |count: usize| count as f64 / results.len().max(1) as f64;
         Self {
             policy,
             mean_jct_s: stats::mean(&jct),
@@ -188,19 +211,35 @@ impl PolicySummary {
             p90_jct_s: stats::quantile(&jct, 0.9),
             mean_wait_s: stats::mean(&wait),
             mean_iteration_s: stats::mean(&iteration),
-            multi_zone: multi as f64 / results.len().max(1) as f64,
+            multi_zone: share(multi),
+            multi_rack: share(results.iter().filter(|r| r.racks > 1).count()),
+            on_fault: share(results.iter().filter(|r| r.on_fault).count()),
         }
     }
 }
 
 /// One hop of a running job's ring.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Hop {
+    /// Its ends (sender, receiver).
+    ends: (usize, usize),
     link: Link,
-    /// Zones it leaves and enters, when they differ.
-    across: Option<(usize, usize)>,
+    /// The shared links it crosses (racks' and zones').
+    resources: Vec<usize>,
     /// What it carries now (bit/s).
     rate_bps: f64,
+}
+
+impl Hop {
+    fn new(cluster: &Cluster, a: usize, b: usize, t_s: f64) -> Self {
+        let link = cluster.link_at(a, b, t_s);
+        Self {
+            ends: (a, b),
+            link,
+            resources: cluster.path_resources(a, b),
+            rate_bps: link.goodput_bps(),
+        }
+    }
 }
 
 /// A job while it runs.
@@ -233,31 +272,79 @@ impl Running {
     fn end_s(&self, now: f64) -> f64 {
         now + self.iterations_left * self.iteration_s
     }
+
+    /// Whether any of its hops crosses a grey failure at `t_s`.
+    fn on_fault(&self, cluster: &Cluster, t_s: f64) -> bool {
+        self.hops.iter().any(|hop| {
+            cluster
+                .faults_on_path(hop.ends.0, hop.ends.1, t_s)
+                .next()
+                .is_some()
+        })
+    }
 }
 
-/// Shares the zones' links among the hops that cross zones, and sets each
-/// running job's pace.
-fn share_links(running: &mut [Running], cluster: &Cluster, gradient_bytes: f64) {
+/// Shares the shared links at `t_s` among the hops that cross them, and
+/// sets each running job's pace.
+fn share_links(running: &mut [Running], cluster: &Cluster, t_s: f64, gradient_bytes: f64) {
     let mut flows = Vec::new();
     let mut owners = Vec::new();
-    for (j, job) in running.iter().enumerate() {
-        for (h, hop) in job.hops.iter().enumerate() {
-            if let Some((from, to)) = hop.across {
+    for (j, job) in running.iter_mut().enumerate() {
+        for (h, hop) in job.hops.iter_mut().enumerate() {
+            if hop.resources.is_empty() {
+                hop.rate_bps = hop.link.goodput_bps();
+            } else {
                 flows.push(Flow {
-                    resources: [2 * from, 2 * to + 1],
+                    resources: hop.resources.clone(),
                     cap_bps: hop.link.goodput_bps(),
                 });
                 owners.push((j, h));
             }
         }
     }
-    let capacities = vec![cluster.uplink_bps(); 2 * cluster.zone_count()];
+    let capacities = cluster.capacities_at(t_s);
     for ((j, h), rate) in owners.into_iter().zip(max_min_fair(&flows, &capacities)) {
         running[j].hops[h].rate_bps = rate;
     }
     for job in running.iter_mut() {
         job.iteration_s = job.iteration_s(gradient_bytes);
     }
+}
+
+/// Where a job's workers go: the policies under comparison.
+pub trait Places {
+    /// Places `size` workers on `free` nodes, knowing `view`; `None` when
+    /// the job does not fit (it waits).
+    fn place<R: Rng>(
+        &self,
+        view: &View,
+        free: &[String],
+        size: usize,
+        rng: &mut R,
+    ) -> Option<Vec<String>>;
+}
+
+impl Places for Policy {
+    fn place<R: Rng>(
+        &self,
+        view: &View,
+        free: &[String],
+        size: usize,
+        rng: &mut R,
+    ) -> Option<Vec<String>> {
+        Policy::place(*self, view, free, size, rng)
+    }
+}
+
+/// What happens next in a run.
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    /// The running job of this index ends.
+    End(usize),
+    /// The next job of the trace arrives.
+    Arrival,
+    /// A grey failure starts or clears.
+    FaultChange,
 }
 
 /// Runs `jobs` on `cluster`, placed by `policy` from what `timeline`
@@ -267,9 +354,10 @@ pub fn simulate(
     timeline: &Timeline,
     jobs: &[Job],
     spec: &WorkloadSpec,
-    policy: Policy,
+    policy: &impl Places,
     rng: &mut impl Rng,
 ) -> Vec<JobResult> {
+    let mut fault_changes = crate::grey::changes(cluster.grey()).into_iter().peekable();
     let mut free: BTreeSet<usize> = (0..cluster.names.len()).collect();
     let mut running: Vec<Running> = Vec::new();
     let mut queue: VecDeque<&Job> = VecDeque::new();
@@ -277,27 +365,36 @@ pub fn simulate(
     let mut arrivals = jobs.iter().peekable();
     let mut now = 0.0_f64;
     loop {
-        // The next event: an arrival or an end, whichever is first.
+        // The next event: an arrival, an end or a grey failure's start or
+        // end, whichever is first (ties: ends, then arrivals).
         let next_end = running
             .iter()
             .enumerate()
             .map(|(i, r)| (i, r.end_s(now)))
             .min_by(|a, b| a.1.total_cmp(&b.1));
         let next_arrival = arrivals.peek().map(|j| j.arrival_s);
-        let (at, ended) = match (next_arrival, next_end) {
-            (None, None) => break,
-            (Some(a), Some((i, e))) if e <= a => (e, Some(i)),
-            (Some(a), _) => (a, None),
-            (None, Some((i, e))) => (e, Some(i)),
-        };
+        let next_fault = fault_changes.peek().copied();
+        if next_arrival.is_none() && next_end.is_none() {
+            break;
+        }
+        let (mut at, mut event) = (f64::INFINITY, Event::FaultChange);
+        if let Some(t) = next_fault {
+            (at, event) = (t, Event::FaultChange);
+        }
+        if let Some(t) = next_arrival.filter(|&t| t <= at) {
+            (at, event) = (t, Event::Arrival);
+        }
+        if let Some((i, t)) = next_end.filter(|&(_, t)| t <= at) {
+            (at, event) = (t, Event::End(i));
+        }
         // Every running job progresses at its pace until then.
         for job in &mut running {
             job.iterations_left -= (at - now) / job.iteration_s;
         }
         now = at;
         let mut changed = false;
-        match ended {
-            Some(i) => {
+        match event {
+            Event::End(i) => {
                 let done = running.swap_remove(i);
                 let result = &mut results[done.result];
                 result.run_s = now - done.start_s;
@@ -307,7 +404,19 @@ pub fn simulate(
                 free.extend(done.nodes);
                 changed = true;
             }
-            None => queue.push_back(arrivals.next().expect("peeked")),
+            Event::Arrival => queue.push_back(arrivals.next().expect("peeked")),
+            Event::FaultChange => {
+                fault_changes.next();
+                for job in &mut running {
+                    for hop in &mut job.hops {
+                        hop.link = cluster.link_at(hop.ends.0, hop.ends.1, now);
+                    }
+                    if job.on_fault(cluster, now) {
+                        results[job.result].on_fault = true;
+                    }
+                }
+                changed = true;
+            }
         }
         while let Some(job) = queue.front() {
             if job.size > free.len() {
@@ -326,18 +435,19 @@ pub fn simulate(
                 free.remove(node);
             }
             let hops = (0..nodes.len())
-                .map(|i| {
-                    let (a, b) = (nodes[i], nodes[(i + 1) % nodes.len()]);
-                    let (za, zb) = (cluster.zone_of(a), cluster.zone_of(b));
-                    let link = cluster.link(a, b);
-                    Hop {
-                        link,
-                        across: (za != zb).then_some((za, zb)),
-                        rate_bps: link.goodput_bps(),
-                    }
-                })
+                .map(|i| Hop::new(cluster, nodes[i], nodes[(i + 1) % nodes.len()], now))
                 .collect();
             let zones: BTreeSet<usize> = nodes.iter().map(|&n| cluster.zone_of(n)).collect();
+            let racks: BTreeSet<usize> = nodes.iter().map(|&n| cluster.rack_of(n)).collect();
+            let job_running = Running {
+                result: results.len(),
+                start_s: now,
+                nodes,
+                hops,
+                compute_s: job.compute_s,
+                iterations_left: f64::from(job.iterations),
+                iteration_s: 0.0,
+            };
             results.push(JobResult {
                 id: job.id,
                 size: job.size,
@@ -345,23 +455,17 @@ pub fn simulate(
                 run_s: 0.0,
                 jct_s: 0.0,
                 zones: zones.len(),
+                racks: racks.len(),
+                on_fault: job_running.on_fault(cluster, now),
                 iteration_s: 0.0,
                 nodes: placed,
             });
-            running.push(Running {
-                result: results.len() - 1,
-                start_s: now,
-                nodes,
-                hops,
-                compute_s: job.compute_s,
-                iterations_left: f64::from(job.iterations),
-                iteration_s: 0.0,
-            });
+            running.push(job_running);
             queue.pop_front();
             changed = true;
         }
         if changed {
-            share_links(&mut running, cluster, spec.gradient_bytes);
+            share_links(&mut running, cluster, now, spec.gradient_bytes);
         }
     }
     results.sort_by_key(|r| r.id);
@@ -385,6 +489,7 @@ mod tests {
             degraded_nodes: 0.1,
             degraded_links: 0.0,
             max_peers: 0,
+            ..ClusterSpec::default()
         };
         let mut rng = StdRng::seed_from_u64(3);
         let cluster = Cluster::generate(&spec, &mut rng);
@@ -414,7 +519,7 @@ mod tests {
         };
         assert!(mean_compute(2) > workload.compute_s && mean_compute(8) > mean_compute(2));
         for policy in Policy::ALL {
-            let results = simulate(&cluster, &timeline, &jobs, &workload, policy, &mut rng);
+            let results = simulate(&cluster, &timeline, &jobs, &workload, &policy, &mut rng);
             assert_eq!(results.len(), jobs.len(), "{policy:?}");
             for (result, job) in results.iter().zip(&jobs) {
                 assert!(result.wait_s >= 0.0 && result.run_s > 0.0);
@@ -438,15 +543,12 @@ mod tests {
             degraded_nodes: 0.0,
             degraded_links: 0.0,
             max_peers: 0,
+            ..ClusterSpec::default()
         };
         let cluster = Cluster::generate(&spec, &mut StdRng::seed_from_u64(1));
         let job = |nodes: [usize; 2]| {
             let hops = [(nodes[0], nodes[1]), (nodes[1], nodes[0])]
-                .map(|(a, b)| Hop {
-                    link: cluster.link(a, b),
-                    across: Some((cluster.zone_of(a), cluster.zone_of(b))),
-                    rate_bps: 0.0,
-                })
+                .map(|(a, b)| Hop::new(&cluster, a, b, 0.0))
                 .to_vec();
             Running {
                 result: 0,
@@ -459,11 +561,98 @@ mod tests {
             }
         };
         let mut alone = vec![job([0, 2])];
-        share_links(&mut alone, &cluster, 100e6);
+        share_links(&mut alone, &cluster, 0.0, 100e6);
         let mut both = vec![job([0, 2]), job([1, 3])];
-        share_links(&mut both, &cluster, 100e6);
+        share_links(&mut both, &cluster, 0.0, 100e6);
         assert_eq!(alone[0].hops[0].rate_bps, 25e9);
         assert_eq!(both[0].hops[0].rate_bps, 12.5e9);
         assert!(both[0].iteration_s > 1.5 * alone[0].iteration_s - 0.1);
+    }
+
+    /// Places every job on the given nodes, first come first served.
+    struct Fixed(Vec<&'static str>);
+
+    impl Places for Fixed {
+        fn place<R: Rng>(
+            &self,
+            _: &View,
+            free: &[String],
+            size: usize,
+            _: &mut R,
+        ) -> Option<Vec<String>> {
+            let nodes: Vec<String> = self.0.iter().take(size).map(|n| (*n).to_owned()).collect();
+            nodes.iter().all(|n| free.contains(n)).then_some(nodes)
+        }
+    }
+
+    #[test]
+    fn a_grey_failure_slows_the_jobs_over_it_while_it_lasts_and_is_counted() {
+        let spec = ClusterSpec {
+            zones: 1,
+            nodes_per_zone: 4,
+            degraded_nodes: 0.0,
+            degraded_links: 0.0,
+            nodes_per_rack: 2,
+            ..ClusterSpec::default()
+        };
+        let mut rng = StdRng::seed_from_u64(1);
+        let cluster = Cluster::generate(&spec, &mut rng);
+        let timeline = Timeline::fixed(View::with_defaults(perfect::matrix(
+            &cluster,
+            &score_config(),
+            0,
+            &mut rng,
+        )));
+        let workload = WorkloadSpec {
+            gradient_bytes: 1e9,
+            compute_s: 0.01,
+            ..WorkloadSpec::default()
+        };
+        let job = Job {
+            id: 0,
+            arrival_s: 0.0,
+            size: 2,
+            iterations: 1_000,
+            compute_s: 0.01,
+        };
+        // Across the two racks: nodes 0 and 2.
+        let across = Fixed(vec!["z00-n000", "z00-n002"]);
+        let run = |cluster: &Cluster| {
+            simulate(
+                cluster,
+                &timeline,
+                std::slice::from_ref(&job),
+                &workload,
+                &across,
+                &mut StdRng::seed_from_u64(2),
+            )
+            .remove(0)
+        };
+        let healthy = run(&cluster);
+        assert!(!healthy.on_fault);
+        assert_eq!(healthy.racks, 2);
+        // Rack 0's uplink carries a quarter of its rate from 1 s to 3 s.
+        let slowed = cluster.clone().with_grey(vec![crate::grey::GreyFault {
+            component: crate::grey::Component::RackUplink(0),
+            effect: crate::grey::Effect::Slow(0.25),
+            start_s: 1.0,
+            end_s: 3.0,
+        }]);
+        let faulty = run(&slowed);
+        assert!(faulty.on_fault);
+        assert!(
+            faulty.run_s > healthy.run_s + 1.0,
+            "{faulty:?} vs {healthy:?}"
+        );
+        // A failure long over before the job is none of its business.
+        let earlier = cluster.with_grey(vec![crate::grey::GreyFault {
+            component: crate::grey::Component::RackUplink(0),
+            effect: crate::grey::Effect::Slow(0.25),
+            start_s: -10.0,
+            end_s: -5.0,
+        }]);
+        let unaffected = run(&earlier);
+        assert!(!unaffected.on_fault);
+        assert!((unaffected.run_s - healthy.run_s).abs() < 1e-6);
     }
 }

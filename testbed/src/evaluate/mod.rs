@@ -4,7 +4,10 @@
 //! - [`lab`]: real training traffic (`netaware-testbed workload`) on the lab, a job
 //!   placed by each policy in turn, in the same run;
 //! - [`sim`]: a cluster of thousands of nodes and a trace of jobs, placed
-//!   by each policy, timed by the alpha-beta model.
+//!   by each policy, timed by the alpha-beta model;
+//! - [`schedulers`]: the same with racks and grey failures, netaware
+//!   against Kueue TAS and Volcano driven by labels or by netaware's
+//!   measured topology.
 //!
 //! Both compare the policies of [`netaware_eval::policies`], print a table,
 //! and write JSON and a PNG plot ([`plot`]) into `--out`.
@@ -13,6 +16,7 @@ pub mod estimates;
 pub mod faults;
 pub mod lab;
 pub mod plot;
+pub mod schedulers;
 pub mod sim;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +37,10 @@ pub enum EvaluateCommand {
     /// How well faults planted on a simulated fabric are named, beside
     /// simpler methods.
     Faults(faults::FaultOptions),
+    /// netaware against Kueue TAS and Volcano, each driven by labels as
+    /// they should be, as clusters have them, and by netaware's topology,
+    /// on a cluster with racks and grey failures.
+    Schedulers(schedulers::SchedulerOptions),
 }
 
 /// Where an experiment's results go.
@@ -68,6 +76,11 @@ pub async fn run(command: EvaluateCommand, shutdown: CancellationToken) -> anyho
                 tokio::task::spawn_blocking(move || faults::run(&options))
                     .await
                     .context("the experiment panicked")?
+            }
+            EvaluateCommand::Schedulers(options) => {
+                tokio::task::spawn_blocking(move || schedulers::run(&options))
+                    .await
+                    .context("the simulation panicked")?
             }
         }
     };

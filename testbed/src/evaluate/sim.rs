@@ -109,7 +109,8 @@ pub struct Estimate {
 }
 
 impl Estimate {
-    fn of(values: &[f64], rng: &mut StdRng) -> Self {
+    /// The mean of `values` and its 95% bootstrap interval.
+    pub fn of(values: &[f64], rng: &mut StdRng) -> Self {
         let (low, high) = bootstrap_mean_interval(values, BOOTSTRAP_RESAMPLES, rng);
         Self {
             mean: netaware_eval::stats::mean(values),
@@ -163,7 +164,8 @@ pub struct SimReport {
     pub policies: Vec<PolicyEstimates>,
 }
 
-fn check(options: &SimOptions) -> anyhow::Result<()> {
+/// Checks the flags' values.
+pub fn check(options: &SimOptions) -> anyhow::Result<()> {
     for (name, share) in [
         ("--degraded-nodes", options.degraded_nodes),
         ("--degraded-links", options.degraded_links),
@@ -201,8 +203,10 @@ fn check(options: &SimOptions) -> anyhow::Result<()> {
 }
 
 /// What is known over a run of `jobs_span_s`: a view every `every_s` of
-/// the fleet's measuring, or the perfect matrix.
-fn timeline(
+/// the fleet's measuring, or the perfect matrix. The fleet measures from
+/// `--warmup` before the first job, the cluster's grey failures timed from
+/// the first job on.
+pub fn timeline(
     options: &SimOptions,
     cluster: &Cluster,
     cluster_spec: &ClusterSpec,
@@ -223,16 +227,17 @@ fn timeline(
                 budget: options.budget,
                 ..FleetConfig::defaults(cluster_spec.max_peers)
             };
+            let warmup_ms = options.warmup.as_millis() as u64;
             let mut fleet = Fleet::new(
                 cluster,
                 config,
                 score_config(),
                 placement,
                 options.seed ^ 0xf1ee7,
-            )?;
+            )?
+            .with_trace_start(warmup_ms);
             let every_s = options.view_every.as_secs_f64();
             let count = (jobs_span_s / every_s).ceil() as u64 + 1;
-            let warmup_ms = options.warmup.as_millis() as u64;
             let views = (0..count)
                 .map(|k| {
                     eprintln!("  measuring: view {} of {count}", k + 1);
@@ -244,10 +249,10 @@ fn timeline(
     }
 }
 
-/// The simulation of `options`, every seed and every policy.
-pub fn simulate_all(options: &SimOptions) -> anyhow::Result<SimReport> {
-    check(options)?;
-    let cluster_spec = ClusterSpec {
+/// The simulated cluster's shape: the peer bound by default its zone and
+/// two nodes of every other zone.
+pub fn cluster_spec(options: &SimOptions) -> ClusterSpec {
+    ClusterSpec {
         zones: options.zones,
         nodes_per_zone: options.nodes_per_zone,
         degraded_nodes: options.degraded_nodes,
@@ -255,18 +260,36 @@ pub fn simulate_all(options: &SimOptions) -> anyhow::Result<SimReport> {
         max_peers: options
             .max_peers
             .unwrap_or(options.nodes_per_zone - 1 + 2 * (options.zones - 1)),
-    };
-    let workload = WorkloadSpec {
+        ..ClusterSpec::default()
+    }
+}
+
+/// The jobs' mix.
+pub fn workload(options: &SimOptions) -> WorkloadSpec {
+    WorkloadSpec {
         jobs: options.jobs,
         gradient_bytes: options.gradient_mb * 1e6,
         load: options.load,
         ..WorkloadSpec::default()
-    };
+    }
+}
+
+/// The settings netaware places by.
+pub fn placement(options: &SimOptions) -> PlacementConfig {
     let mut config = PlacementConfig::default();
     if let Some(threshold) = options.loss_threshold {
         config.loss_threshold = threshold;
     }
     config.strict_zone = options.strict_zone;
+    config
+}
+
+/// The simulation of `options`, every seed and every policy.
+pub fn simulate_all(options: &SimOptions) -> anyhow::Result<SimReport> {
+    check(options)?;
+    let cluster_spec = cluster_spec(options);
+    let workload = workload(options);
+    let config = placement(options);
     let mut runs = Vec::new();
     let mut fleet = None;
     for seed in options.seed..options.seed + options.seeds {
@@ -302,7 +325,7 @@ pub fn simulate_all(options: &SimOptions) -> anyhow::Result<SimReport> {
                 &timeline,
                 &jobs,
                 &workload,
-                policy,
+                &policy,
                 &mut policy_rng,
             );
             policies.push(PolicySummary::of(policy, &results));
@@ -366,7 +389,8 @@ pub fn simulate_all(options: &SimOptions) -> anyhow::Result<SimReport> {
     })
 }
 
-fn with_interval(estimate: &Estimate, digits: usize) -> String {
+/// An estimate for people: its mean and interval.
+pub fn with_interval(estimate: &Estimate, digits: usize) -> String {
     format!(
         "{:.digits$} [{:.digits$}, {:.digits$}]",
         estimate.mean, estimate.low, estimate.high

@@ -6,6 +6,10 @@
 //!   its compute time long;
 //! - the simulator, small: netaware's mean job completion time is below
 //!   every other policy's;
+//! - the schedulers' comparison, small: Kueue TAS and Volcano keep their
+//!   jobs in fewer racks than netaware, Volcano in hard mode never
+//!   crosses zones, and fed netaware's topology they iterate faster than
+//!   fed labels as clusters have them;
 //! - the lab (root): `netaware evaluate lab` with a small gradient; netaware's
 //!   placement is faster per iteration than kube-scheduler's defaults and than
 //!   zone-only.
@@ -14,8 +18,12 @@ use std::process::Command;
 use std::time::Duration;
 
 use netaware_eval::information::Information;
+use netaware_eval::labels::LabelSource;
 use netaware_eval::policies::Policy;
+use netaware_eval::schedulers::Scheduler;
+use netaware_eval::volcano::Mode;
 use netaware_testbed::evaluate::lab::LabReport;
+use netaware_testbed::evaluate::schedulers::{SchedulerOptions, evaluate};
 use netaware_testbed::evaluate::sim::{SimOptions, simulate_all};
 use netaware_testbed::workload::{Pattern, WorkloadOptions, run};
 
@@ -84,6 +92,33 @@ async fn a_worker_that_cannot_reach_the_others_says_so() {
     assert!(run(&options).await.is_err());
 }
 
+/// A small simulated cluster: four zones of 32, 150 jobs, two seeds
+/// (the tuning ones).
+fn small_sim(load: f64) -> SimOptions {
+    SimOptions {
+        zones: 4,
+        nodes_per_zone: 32,
+        degraded_nodes: 0.05,
+        degraded_links: 0.01,
+        jobs: 150,
+        load,
+        gradient_mb: 100.0,
+        loss_threshold: None,
+        strict_zone: false,
+        max_peers: None,
+        information: Information::Measured,
+        budget: 0.02,
+        warmup: Duration::from_secs(2 * 3600),
+        view_every: Duration::from_secs(300),
+        seed: 1,
+        seeds: 2,
+        output: netaware_testbed::evaluate::OutputArgs {
+            out: std::env::temp_dir(),
+            json: true,
+        },
+    }
+}
+
 /// At a usual load and at full load, with what netaware could have
 /// measured (seeds 1 and 2): when only leftovers are free, a policy that
 /// avoided degraded nodes while it could meets them there.
@@ -92,29 +127,7 @@ fn in_the_simulator_netaware_has_the_lowest_mean_job_completion_time() {
     // Both cores for a minute: not while the lab below measures.
     let _machine = netaware_testkit::one_lab_at_a_time();
     for load in [0.7, 1.0] {
-        let options = SimOptions {
-            zones: 4,
-            nodes_per_zone: 32,
-            degraded_nodes: 0.05,
-            degraded_links: 0.01,
-            jobs: 150,
-            load,
-            gradient_mb: 100.0,
-            loss_threshold: None,
-            strict_zone: false,
-            max_peers: None,
-            information: Information::Measured,
-            budget: 0.02,
-            warmup: Duration::from_secs(2 * 3600),
-            view_every: Duration::from_secs(300),
-            seed: 1,
-            seeds: 2,
-            output: netaware_testbed::evaluate::OutputArgs {
-                out: std::env::temp_dir(),
-                json: true,
-            },
-        };
-        let report = simulate_all(&options).unwrap();
+        let report = simulate_all(&small_sim(load)).unwrap();
         assert_eq!(report.runs.len(), 2);
         assert!(
             report.runs.iter().all(|run| run.views >= 2),
@@ -161,6 +174,104 @@ fn in_the_simulator_netaware_has_the_lowest_mean_job_completion_time() {
                 p.mean_jct_s.low <= p.mean_jct_s.mean && p.mean_jct_s.mean <= p.mean_jct_s.high
             );
         }
+    }
+}
+
+#[test]
+fn label_driven_schedulers_pack_racks_and_iterate_faster_on_netawares_topology() {
+    let _machine = netaware_testkit::one_lab_at_a_time();
+    // What netaware knows, perfect (the measured fleet is the simulator
+    // test's above): quick, and the same structure to check.
+    let options = SchedulerOptions {
+        sim: SimOptions {
+            information: Information::Perfect,
+            ..small_sim(0.7)
+        },
+        nodes_per_rack: 8,
+        rack_oversubscription: 4.0,
+        grey_rate: 300.0,
+        missing_labels: 0.02,
+        wrong_labels: 0.03,
+    };
+    let report = evaluate(&options).unwrap();
+    let of = |scheduler: Scheduler| {
+        report
+            .schedulers
+            .iter()
+            .find(|s| s.scheduler == scheduler)
+            .unwrap()
+    };
+    let netaware = of(Scheduler::Netaware);
+    let tas = |source| {
+        of(Scheduler::KueueTas {
+            source,
+            balanced: false,
+        })
+    };
+    let volcano = |source| {
+        of(Scheduler::Volcano {
+            source,
+            mode: Mode::Hard,
+        })
+    };
+    for s in &report.schedulers {
+        println!(
+            "{}: mean JCT {:.0} s, multi-rack {:.2}, multi-zone {:.2}, on a fault {:.2}",
+            s.name, s.mean_jct_s.mean, s.multi_rack.mean, s.multi_zone.mean, s.on_fault.mean
+        );
+        assert!(s.mean_jct_s.low <= s.mean_jct_s.mean && s.mean_jct_s.mean <= s.mean_jct_s.high);
+    }
+    // Racks: the label-driven schedulers pack them; netaware does not
+    // look for them.
+    assert!(tas(LabelSource::Correct).multi_rack.mean < netaware.multi_rack.mean);
+    assert!(volcano(LabelSource::Correct).multi_rack.mean < netaware.multi_rack.mean);
+    // Volcano, hard, up to the zone tier: never across zones.
+    for source in [
+        LabelSource::Correct,
+        LabelSource::AsClustersHaveThem,
+        LabelSource::Netaware,
+    ] {
+        assert_eq!(volcano(source).multi_zone.mean, 0.0);
+    }
+    // Fed netaware's topology, which leaves the nodes it finds degraded
+    // out, they iterate faster than fed labels as clusters have them.
+    let iteration = |scheduler: Scheduler| -> f64 {
+        report
+            .runs
+            .iter()
+            .flat_map(|run| &run.schedulers)
+            .filter(|s| s.policy == scheduler)
+            .map(|s| s.mean_iteration_s)
+            .sum()
+    };
+    for (measured, stale) in [
+        (
+            Scheduler::KueueTas {
+                source: LabelSource::Netaware,
+                balanced: false,
+            },
+            Scheduler::KueueTas {
+                source: LabelSource::AsClustersHaveThem,
+                balanced: false,
+            },
+        ),
+        (
+            Scheduler::Volcano {
+                source: LabelSource::Netaware,
+                mode: Mode::Hard,
+            },
+            Scheduler::Volcano {
+                source: LabelSource::AsClustersHaveThem,
+                mode: Mode::Hard,
+            },
+        ),
+    ] {
+        assert!(
+            iteration(measured) < iteration(stale),
+            "{measured:?}: {} s an iteration vs {}",
+            iteration(measured),
+            iteration(stale)
+        );
     }
 }
 
