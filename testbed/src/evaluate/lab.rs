@@ -231,54 +231,12 @@ async fn measure_and_place(
     placements: &[(Policy, u32)],
 ) -> anyhow::Result<(Vec<PlacementRun>, Vec<MeasuredPair>)> {
     let topology = netaware_lab::Topology::load(&options.topology)?;
-    let exe = std::env::current_exe().context("finding the netaware binary")?;
-    let flags: Vec<String> = [
-        "--throughput-duration=1s",
-        "--throughput-omit=1s",
-        "--throughput-max-concurrent=2",
-        // Placement stays in a zone: the pairs inside zones are what
-        // decides, and measuring them alone takes a third of the time.
-        "--throughput-same-zone-only",
-    ]
-    .map(String::from)
-    .into_iter()
-    .chain([
-        format!(
-            "--throughput-reference-bps={}",
-            options.throughput_reference_bps
-        ),
-        format!("--throughput-budget={}", options.throughput_budget),
-    ])
-    .collect();
-    let mut system =
-        tokio::task::block_in_place(|| LabSystem::start(topology, &exe, TIMING, &flags))?;
-    let (placer, measured) = measured_placer(&system, options.measure_timeout).await?;
-    let view = View::new(placer);
-    // The job gets the links to itself, as it would between two probes.
-    let hosts: Vec<(String, String, String)> = system
-        .lab()
-        .workers()
-        .map(|h| {
-            (
-                h.spec.name.clone(),
-                h.spec.zone.clone(),
-                h.spec.address.to_string(),
-            )
-        })
-        .collect();
-    tokio::task::block_in_place(|| {
-        for (name, ..) in &hosts {
-            let _ = system.stop_agent(name);
-        }
-        system.stop_collector();
-    });
-
-    let free: Vec<String> = hosts.iter().map(|(name, ..)| name.clone()).collect();
+    let round = Measured::on(topology, options).await?;
     let mut runs = Vec::new();
     for &(policy, draw) in placements {
         let mut rng = StdRng::seed_from_u64(options.seed + u64::from(draw));
         let placed = policy
-            .place(&view, &free, options.workers, &mut rng)
+            .place(&round.view, &round.free(), options.workers, &mut rng)
             .with_context(|| {
                 format!(
                     "{} could not place {} workers",
@@ -286,39 +244,150 @@ async fn measure_and_place(
                     options.workers
                 )
             })?;
+        runs.extend(round.run(policy.name(), draw, &placed, options).await?);
+    }
+    let measured = round.measured.clone();
+    round.end();
+    Ok((runs, measured))
+}
+
+/// A lab the whole system has measured, its measuring stopped so that the
+/// jobs placed from what it measured get the links to themselves.
+pub struct Measured {
+    system: LabSystem,
+    exe: std::path::PathBuf,
+    /// What placement reads: the matrix and settings the collector served.
+    pub view: View,
+    /// The pairs inside zones as measured.
+    pub measured: Vec<MeasuredPair>,
+    /// Every worker host: name, zone, address.
+    hosts: Vec<(String, String, String)>,
+}
+
+impl std::fmt::Debug for Measured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Measured")
+            .field("hosts", &self.hosts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Measured {
+    /// Builds `topology`'s lab, measures it until every pair inside a zone
+    /// has a goodput, and stops the measuring.
+    pub async fn on(
+        topology: netaware_lab::Topology,
+        options: &LabOptions,
+    ) -> anyhow::Result<Self> {
+        let exe = std::env::current_exe().context("finding the netaware binary")?;
+        let flags: Vec<String> = [
+            "--throughput-duration=1s",
+            "--throughput-omit=1s",
+            "--throughput-max-concurrent=2",
+            // Placement stays in a zone: the pairs inside zones are what
+            // decides, and measuring them alone takes a third of the time.
+            "--throughput-same-zone-only",
+        ]
+        .map(String::from)
+        .into_iter()
+        .chain([
+            format!(
+                "--throughput-reference-bps={}",
+                options.throughput_reference_bps
+            ),
+            format!("--throughput-budget={}", options.throughput_budget),
+        ])
+        .collect();
+        let mut system =
+            tokio::task::block_in_place(|| LabSystem::start(topology, &exe, TIMING, &flags))?;
+        let (placer, measured) = measured_placer(&system, options.measure_timeout).await?;
+        let view = View::new(placer);
+        // The job gets the links to itself, as it would between two probes.
+        let hosts: Vec<(String, String, String)> = system
+            .lab()
+            .workers()
+            .map(|h| {
+                (
+                    h.spec.name.clone(),
+                    h.spec.zone.clone(),
+                    h.spec.address.to_string(),
+                )
+            })
+            .collect();
+        tokio::task::block_in_place(|| {
+            for (name, ..) in &hosts {
+                let _ = system.stop_agent(name);
+            }
+            system.stop_collector();
+        });
+        Ok(Self {
+            system,
+            exe,
+            view,
+            measured,
+            hosts,
+        })
+    }
+
+    /// Every worker host's name: all free for a job.
+    pub fn free(&self) -> Vec<String> {
+        self.hosts.iter().map(|(name, ..)| name.clone()).collect()
+    }
+
+    /// Runs the job on `placed` (placed by `policy`, its `draw`), once per
+    /// pattern.
+    pub async fn run(
+        &self,
+        policy: &str,
+        draw: u32,
+        placed: &[String],
+        options: &LabOptions,
+    ) -> anyhow::Result<Vec<PlacementRun>> {
         let zones: BTreeSet<&str> = placed
             .iter()
             .filter_map(|p| {
-                hosts
+                self.hosts
                     .iter()
                     .find(|(n, ..)| n == p)
                     .map(|(_, z, _)| z.as_str())
             })
             .collect();
+        let mut runs = Vec::new();
         for &pattern in &options.patterns {
             eprintln!(
-                "running {} placed by {} (draw {draw}) on {}: {} zone(s)",
+                "running {} placed by {policy} (draw {draw}) on {}: {} zone(s)",
                 pattern.name(),
-                policy.name(),
                 placed.join(", "),
                 zones.len()
             );
-            let reports = run_job(&system, &exe, &placed, &hosts, pattern, options).await?;
+            let reports = run_job(
+                &self.system,
+                &self.exe,
+                placed,
+                &self.hosts,
+                pattern,
+                options,
+            )
+            .await?;
             let iterations_s = slowest_worker(&reports);
             runs.push(PlacementRun {
-                policy: policy.name().to_owned(),
+                policy: policy.to_owned(),
                 pattern: pattern.name().to_owned(),
                 draw,
-                hosts: placed.clone(),
+                hosts: placed.to_vec(),
                 zones: zones.len(),
                 median_s: stats::median(&iterations_s),
                 p90_s: stats::quantile(&iterations_s, 0.9),
                 iterations_s,
             });
         }
+        Ok(runs)
     }
-    tokio::task::block_in_place(|| drop(system));
-    Ok((runs, measured))
+
+    /// Removes the lab.
+    pub fn end(self) {
+        tokio::task::block_in_place(|| drop(self.system));
+    }
 }
 
 /// Waits until every pair inside a zone has a goodput, then reads the

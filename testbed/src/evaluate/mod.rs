@@ -7,7 +7,7 @@
 //!   by each policy, timed by the alpha-beta model;
 //! - [`schedulers`]: the same with racks and grey failures, netaware
 //!   against Kueue TAS and Volcano driven by labels or by netaware's
-//!   measured topology.
+//!   measured topology; [`racks`], that question on the lab.
 //!
 //! Both compare the policies of [`netaware_eval::policies`], print a table,
 //! and write JSON and a PNG plot ([`plot`]) into `--out`.
@@ -16,6 +16,7 @@ pub mod estimates;
 pub mod faults;
 pub mod lab;
 pub mod plot;
+pub mod racks;
 pub mod schedulers;
 pub mod sim;
 
@@ -41,6 +42,9 @@ pub enum EvaluateCommand {
     /// they should be, as clusters have them, and by netaware's topology,
     /// on a cluster with racks and grey failures.
     Schedulers(schedulers::SchedulerOptions),
+    /// The same on the lab (root): two racks per zone, a bad rack uplink,
+    /// a host labelled in the wrong rack, real all-reduce traffic.
+    Racks(lab::LabOptions),
 }
 
 /// Where an experiment's results go.
@@ -60,6 +64,7 @@ pub async fn run(command: EvaluateCommand, shutdown: CancellationToken) -> anyho
     let experiment = async {
         match command {
             EvaluateCommand::Lab(options) => lab::run(&options).await,
+            EvaluateCommand::Racks(options) => racks::run(&options).await,
             // Pure computation, off the runtime's threads, so that a
             // signal still gets through.
             EvaluateCommand::Sim(options) => {
