@@ -210,25 +210,13 @@ mod tests {
     /// Zone a: racks r1 (3 nodes), r2 (5), r3 (8); zone b: rack r4 (10),
     /// r5 (10).
     fn places() -> (NodePlaces, Vec<String>) {
-        let mut entries = Vec::new();
-        for (zone, rack, count) in [
+        crate::fixtures::racks(&[
             ("a", "a-r1", 3),
             ("a", "a-r2", 5),
             ("a", "a-r3", 8),
             ("b", "b-r4", 10),
             ("b", "b-r5", 10),
-        ] {
-            for i in 0..count {
-                entries.push((zone, rack, format!("{rack}-n{i:02}")));
-            }
-        }
-        let free = entries.iter().map(|(_, _, n)| n.clone()).collect();
-        let places = NodePlaces::from_entries(
-            entries
-                .iter()
-                .map(|(zone, rack, name)| (name.as_str(), *zone, Some(*rack), false)),
-        );
-        (places, free)
+        ])
     }
 
     fn racks_of(placed: &[String]) -> Vec<String> {

@@ -35,6 +35,8 @@ pub mod contention;
 pub mod estimates;
 pub mod fabric;
 pub mod faults;
+#[cfg(test)]
+mod fixtures;
 pub mod fleet;
 pub mod grey;
 pub mod information;

@@ -152,24 +152,14 @@ impl Places for Labelled<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{Cluster, ClusterSpec, score_config};
-    use crate::perfect;
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
     #[test]
     fn every_scheduler_places_distinct_free_nodes_and_names_itself_apart() {
-        let spec = ClusterSpec {
-            zones: 2,
-            nodes_per_zone: 16,
-            degraded_nodes: 0.0,
-            degraded_links: 0.0,
-            nodes_per_rack: 4,
-            ..ClusterSpec::default()
-        };
         let mut rng = StdRng::seed_from_u64(5);
-        let cluster = Cluster::generate(&spec, &mut rng);
-        let view = View::with_defaults(perfect::matrix(&cluster, &score_config(), 0, &mut rng));
+        let cluster = crate::fixtures::clean_cluster(2, 16, 4, &mut rng);
+        let view = crate::fixtures::perfect_view(&cluster, &mut rng);
         let correct = NodePlaces::correct(&cluster);
         let stale = NodePlaces::as_clusters_have_them(
             &cluster,

@@ -475,9 +475,8 @@ pub fn simulate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{ClusterSpec, score_config};
+    use crate::cluster::ClusterSpec;
     use crate::information::View;
-    use crate::perfect;
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
@@ -493,12 +492,7 @@ mod tests {
         };
         let mut rng = StdRng::seed_from_u64(3);
         let cluster = Cluster::generate(&spec, &mut rng);
-        let timeline = Timeline::fixed(View::with_defaults(perfect::matrix(
-            &cluster,
-            &score_config(),
-            0,
-            &mut rng,
-        )));
+        let timeline = crate::fixtures::perfect_timeline(&cluster, &mut rng);
         let workload = WorkloadSpec {
             jobs: 40,
             sizes: vec![(2, 1.0), (4, 1.0), (8, 0.5)],
@@ -587,22 +581,9 @@ mod tests {
 
     #[test]
     fn a_grey_failure_slows_the_jobs_over_it_while_it_lasts_and_is_counted() {
-        let spec = ClusterSpec {
-            zones: 1,
-            nodes_per_zone: 4,
-            degraded_nodes: 0.0,
-            degraded_links: 0.0,
-            nodes_per_rack: 2,
-            ..ClusterSpec::default()
-        };
         let mut rng = StdRng::seed_from_u64(1);
-        let cluster = Cluster::generate(&spec, &mut rng);
-        let timeline = Timeline::fixed(View::with_defaults(perfect::matrix(
-            &cluster,
-            &score_config(),
-            0,
-            &mut rng,
-        )));
+        let cluster = crate::fixtures::clean_cluster(1, 4, 2, &mut rng);
+        let timeline = crate::fixtures::perfect_timeline(&cluster, &mut rng);
         let workload = WorkloadSpec {
             gradient_bytes: 1e9,
             compute_s: 0.01,

@@ -158,24 +158,12 @@ mod tests {
 
     /// Zone a: racks a-r1 (4 nodes), a-r2 (4); zone b: b-r3 (2), b-r4 (2).
     fn places() -> (NodePlaces, Vec<String>) {
-        let mut entries = Vec::new();
-        for (zone, rack, count) in [
+        crate::fixtures::racks(&[
             ("a", "a-r1", 4),
             ("a", "a-r2", 4),
             ("b", "b-r3", 2),
             ("b", "b-r4", 2),
-        ] {
-            for i in 0..count {
-                entries.push((zone, rack, format!("{rack}-n{i}")));
-            }
-        }
-        let free = entries.iter().map(|(_, _, n)| n.clone()).collect();
-        let places = NodePlaces::from_entries(
-            entries
-                .iter()
-                .map(|(zone, rack, name)| (name.as_str(), *zone, Some(*rack), false)),
-        );
-        (places, free)
+        ])
     }
 
     fn racks_of(placed: &[String]) -> Vec<String> {
