@@ -273,13 +273,14 @@ impl Running {
         now + self.iterations_left * self.iteration_s
     }
 
-    /// Whether any of its hops crosses a grey failure at `t_s`.
+    /// Whether any of its hops crosses a faulty component at `t_s`: a
+    /// degraded NIC at either end, or a grey failure on its path.
     fn on_fault(&self, cluster: &Cluster, t_s: f64) -> bool {
         self.hops.iter().any(|hop| {
-            cluster
-                .faults_on_path(hop.ends.0, hop.ends.1, t_s)
-                .next()
-                .is_some()
+            let (a, b) = hop.ends;
+            cluster.degraded(a)
+                || cluster.degraded(b)
+                || cluster.faults_on_path(a, b, t_s).next().is_some()
         })
     }
 }
@@ -523,6 +524,13 @@ mod tests {
                     "{result:?}"
                 );
                 assert_eq!(result.size, job.size);
+                // Its traffic crossed a degraded NIC exactly when one of
+                // its workers has one.
+                let degraded = result
+                    .nodes
+                    .iter()
+                    .any(|n| cluster.degraded(cluster.index_of(n).unwrap()));
+                assert_eq!(result.on_fault, degraded && result.size > 1, "{result:?}");
             }
         }
     }
