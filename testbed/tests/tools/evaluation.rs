@@ -12,7 +12,10 @@
 //!   fed labels as clusters have them;
 //! - the lab (root): `netaware evaluate lab` with a small gradient; netaware's
 //!   placement is faster per iteration than kube-scheduler's defaults and than
-//!   zone-only.
+//!   zone-only;
+//! - the racks on the lab (root): `netaware evaluate racks`, one round;
+//!   netaware's extender, and Kueue TAS and Volcano fed its topology, keep
+//!   off the rack behind the lossy uplink, where the labels send both.
 
 use std::process::Command;
 use std::time::Duration;
@@ -280,43 +283,8 @@ fn on_the_lab_netaware_is_faster_than_kube_default_and_zone_only() {
     if !netaware_testkit::have_root("evaluate lab") {
         return;
     }
-    let _lab = netaware_testkit::one_lab_at_a_time();
     let out = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_netaware-testbed"))
-        .args(["evaluate", "lab", "--json", "--patterns", "ring"])
-        .args(["--gradient-mb", "8", "--iterations", "3", "--draws", "3"])
-        .args(["--netaware-runs", "1"])
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: LabReport = serde_json::from_slice(&output.stdout).unwrap();
-    for run in &report.runs {
-        println!(
-            "{} draw {} on {:?}: {:?}",
-            run.policy, run.draw, run.hosts, run.iterations_s
-        );
-    }
-    // What netaware placed by, for when it placed badly.
-    for pair in report.measured.iter().flatten() {
-        println!(
-            "measured {} -> {}: rtt {:?} ms (p99 {:?}, jitter {:?}), loss {:?}, goodput {:?} bit/s, quality {:.3} (terms {:.3?})",
-            pair.src,
-            pair.dst,
-            pair.rtt_median_ms,
-            pair.rtt_p99_ms,
-            pair.jitter_ms,
-            pair.loss_ratio,
-            pair.throughput_bps,
-            pair.quality,
-            pair.terms
-        );
-    }
+    let report = on_the_lab(&["lab", "--draws", "3", "--iterations", "3"], out.path());
     let expected = |policy| report.expected_s(policy, Pattern::Ring).unwrap();
     let netaware = report.runs_of(Policy::Netaware, Pattern::Ring)[0];
     assert_eq!(netaware.zones, 1, "one zone: {netaware:?}");
@@ -352,4 +320,111 @@ fn on_the_lab_netaware_is_faster_than_kube_default_and_zone_only() {
     assert!(expected(Policy::Netaware) * 1.15 < expected(Policy::ZoneOnly));
     assert!(expected(Policy::Netaware) < expected(Policy::Random));
     assert!(out.path().join("lab.png").exists());
+}
+
+/// Runs `netaware-testbed evaluate <args>` on the lab, one round, a ring of
+/// an 8 MB gradient, and prints what ran where and what netaware measured
+/// (for when it placed badly).
+fn on_the_lab(args: &[&str], out: &std::path::Path) -> LabReport {
+    let _lab = netaware_testkit::one_lab_at_a_time();
+    let output = Command::new(env!("CARGO_BIN_EXE_netaware-testbed"))
+        .arg("evaluate")
+        .args(args)
+        .args(["--json", "--patterns", "ring", "--gradient-mb", "8"])
+        .args(["--netaware-runs", "1", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: LabReport = serde_json::from_slice(&output.stdout).unwrap();
+    for run in &report.runs {
+        println!(
+            "{} draw {} on {:?}: {:?}",
+            run.policy, run.draw, run.hosts, run.iterations_s
+        );
+    }
+    for pair in report.measured.iter().flatten() {
+        println!(
+            "measured {} -> {}: rtt {:?} ms (p99 {:?}, jitter {:?}), loss {:?}, goodput {:?} bit/s, quality {:.3} (terms {:.3?})",
+            pair.src,
+            pair.dst,
+            pair.rtt_median_ms,
+            pair.rtt_p99_ms,
+            pair.jitter_ms,
+            pair.loss_ratio,
+            pair.throughput_bps,
+            pair.quality,
+            pair.terms
+        );
+    }
+    report
+}
+
+#[test]
+fn on_the_lab_schedulers_fed_netawares_topology_keep_off_the_lossy_rack_that_labels_send_them_to() {
+    if !netaware_testkit::have_root("evaluate racks") {
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let report = on_the_lab(
+        &["racks", "--workers", "4", "--iterations", "2"],
+        out.path(),
+    );
+    let hosts_of = |scheduler: Scheduler| {
+        let runs: Vec<_> = report
+            .runs
+            .iter()
+            .filter(|r| r.policy == scheduler.name())
+            .collect();
+        assert_eq!(runs.len(), 1, "{scheduler:?} ran once: {runs:?}");
+        assert_eq!(runs[0].iterations_s.len(), 2, "{:?}", runs[0]);
+        runs[0].hosts.clone()
+    };
+    let behind_the_lossy_uplink = |hosts: &[String]| {
+        hosts
+            .iter()
+            .filter(|h| ["a4", "a5", "a6"].contains(&h.as_str()))
+            .count()
+    };
+    // What measured the lab: netaware's extender, and both schedulers fed
+    // the topology netaware published, stay off the bad rack's uplink.
+    for scheduler in [
+        Scheduler::Netaware,
+        Scheduler::KueueTas {
+            source: LabelSource::Netaware,
+            balanced: false,
+        },
+        Scheduler::Volcano {
+            source: LabelSource::Netaware,
+            mode: Mode::Hard,
+        },
+    ] {
+        let hosts = hosts_of(scheduler);
+        assert_eq!(hosts.len(), 4);
+        assert_eq!(
+            behind_the_lossy_uplink(&hosts),
+            0,
+            "{scheduler:?} on {hosts:?}"
+        );
+    }
+    // The labels, which put a4 in a1-a3's rack, send both there: the
+    // one rack that seems to hold four workers.
+    for scheduler in [
+        Scheduler::KueueTas {
+            source: LabelSource::AsClustersHaveThem,
+            balanced: false,
+        },
+        Scheduler::Volcano {
+            source: LabelSource::AsClustersHaveThem,
+            mode: Mode::Hard,
+        },
+    ] {
+        let mut hosts = hosts_of(scheduler);
+        hosts.sort();
+        assert_eq!(hosts, ["a1", "a2", "a3", "a4"], "{scheduler:?}");
+    }
 }
