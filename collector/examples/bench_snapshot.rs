@@ -1,6 +1,7 @@
 //! Benchmark: the collector's scored snapshot at cluster scale, pure (no
 //! gRPC): NODES agents in 10 zones, each reporting on PEERS peers (its
-//! zone first, as `--max-peers` chooses), three windows per pair. Times
+//! zone first, as `--max-peers` chooses), as many windows per pair as
+//! the collector keeps (six). Times
 //! building the snapshot (the third build, as a collector builds one a
 //! second), encoding it for the wire, a rank of an 8-worker job, first
 //! and asked again, a Prometheus scrape of it (the default
@@ -8,7 +9,10 @@
 //! answers (a heat map page of a zone, 160 nodes, by RTT with the
 //! estimates of the pairs nobody probes and by loss; the 20 worst pairs),
 //! and prints the size of the whole matrix as one message, of the scrape
-//! and of a heat map page as JSON.
+//! and of a heat map page as JSON. It counts memory too (the resident
+//! set's growth): the state's pairs with their kept windows, and what the
+//! first snapshot's copy of the figures and its scored matrix add, each per
+//! measured pair.
 //! Run with:
 //!
 //!     cargo run --release -p netaware-collector --example bench_snapshot [NODES] [PEERS]
@@ -29,6 +33,18 @@ use prost::Message;
 /// The allocator the services run with.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The process's resident memory now (bytes), as the kernel counts it
+/// (mimalloc's own overhead included).
+fn live() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+            line.split_whitespace().nth(1)?.parse::<usize>().ok()
+        })
+        .map_or(0, |kib| kib * 1024)
+}
 
 const ZONES: usize = 10;
 
@@ -73,9 +89,12 @@ fn main() {
                 .collect()
         })
         .collect();
+    // What the pairs cost: the state's growth from here, its nodes known.
+    let empty = live();
+    let windows = config.windows_kept as u64;
     let start = Instant::now();
     let mut now = 0;
-    for seq in 1..=3 {
+    for seq in 1..=windows {
         now = seq * WINDOW_MS;
         for (i, peers) in peer_sets.iter().enumerate() {
             let window = Window {
@@ -107,6 +126,7 @@ fn main() {
         }
     }
     let ingest = start.elapsed();
+    let held_by_state = live().saturating_sub(empty);
     // Every node with a coordinate, as after the collector's first passes,
     // so that placement estimates the pairs nobody probes from them.
     let mut coordinates = Coordinates::default();
@@ -123,13 +143,22 @@ fn main() {
     // figures are the last of three.
     let mut snapshot = None;
     let (mut copied, mut built) = Default::default();
-    for _ in 0..3 {
+    let (mut held_by_copy, mut held_by_scored) = (0, 0);
+    for build in 0..3 {
         drop(snapshot.take());
+        let before = live();
         let start = Instant::now();
         let inputs = state.snapshot_inputs();
         copied = start.elapsed();
+        let after_copy = live();
         snapshot = Some(inputs.score(&coordinates, now));
         built = start.elapsed();
+        drop(inputs);
+        // The first build's growth: later ones reuse what it freed.
+        if build == 0 {
+            held_by_copy = after_copy.saturating_sub(before);
+            held_by_scored = live().saturating_sub(before);
+        }
     }
     let placer = Placer::new(snapshot.expect("built three times"), config.placement);
     let start = Instant::now();
@@ -155,7 +184,7 @@ fn main() {
     println!(
         "nodes {nodes}, peers {peers}: {} measured pairs; ingest of {} windows {:.0} ms; snapshot {:.0} ms (of which {:.0} ms copying under the lock); to wire {:.0} ms, {:.1} MB as one message; rank (8 workers) {:.0} ms, the same again {:.1} ms; scrape {:.0} ms, {} series, {:.2} MB",
         placer.matrix().pairs().len(),
-        3 * nodes,
+        windows as usize * nodes,
         ingest.as_secs_f64() * 1e3,
         built.as_secs_f64() * 1e3,
         copied.as_secs_f64() * 1e3,
@@ -166,6 +195,17 @@ fn main() {
         scraped.as_secs_f64() * 1e3,
         scrape.lines().filter(|l| !l.starts_with('#')).count(),
         scrape.len() as f64 / 1e6,
+    );
+    let pairs = placer.matrix().pairs().len().max(1);
+    let per_pair = |bytes: usize| bytes as f64 / pairs as f64;
+    println!(
+        "resident memory: the pairs in the state {:.1} MB ({:.0} B a measured pair, its {windows} windows kept), a snapshot's copy of the figures {:.1} MB ({:.0} B a pair), a scored snapshot {:.1} MB ({:.0} B a pair)",
+        held_by_state as f64 / 1e6,
+        per_pair(held_by_state),
+        held_by_copy as f64 / 1e6,
+        per_pair(held_by_copy),
+        held_by_scored as f64 / 1e6,
+        per_pair(held_by_scored),
     );
     println!(
         "web view: heat map page ({} nodes) by RTT {:.1} ms, by loss {:.1} ms, {:.2} MB as JSON; worst 20 pairs {:.1} ms",

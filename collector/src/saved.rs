@@ -320,7 +320,10 @@ impl SavedPair {
         Self {
             src: pair.src.to_owned(),
             dst: pair.dst.to_owned(),
-            windows: pair.windows.iter().map(SavedWindow::of).collect(),
+            windows: pair
+                .windows()
+                .map(|window| SavedWindow::of(&window))
+                .collect(),
             one_way: pair.one_way.iter().map(SavedOneWay::of).collect(),
             throughput: pair.throughput.as_ref().map(SavedThroughput::of),
         }
@@ -816,7 +819,7 @@ mod tests {
         );
         let mut matrix = PairMatrix::new(6);
         pairs[0].restore_into(&mut matrix).unwrap();
-        let back = matrix.kept().next().unwrap().windows[0];
+        let back = matrix.kept().next().unwrap().windows().next().unwrap();
         assert_eq!(back, window(1_000), "probe and filtered too");
     }
 

@@ -67,6 +67,7 @@ pub mod placement;
 pub mod reachability;
 pub mod registry;
 pub mod residuals;
+pub mod rings;
 pub mod score;
 pub mod scored;
 pub mod scored_pair;

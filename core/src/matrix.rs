@@ -6,12 +6,11 @@
 //! [`PairMatrix::summary`] folds the recent windows of a pair into the
 //! figures that the score model uses.
 
-use std::collections::VecDeque;
-
 use foldhash::HashMap;
 
 use crate::UnixMillis;
 use crate::chunked::SharedChunks;
+use crate::rings::{KeptWindow, Rings};
 use crate::transport::{Transport, TransportSet};
 
 /// Longest RTT the matrix accepts, in milliseconds: anything above is a
@@ -178,7 +177,7 @@ impl PairWindow {
 /// Echo requests from src that dst saw arrive in one of dst's windows, and
 /// how many src's sequence numbers say it sent: the loss from src to dst,
 /// one way.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct OneWayWindow {
     /// End of dst's window.
     pub end: UnixMillis,
@@ -273,33 +272,6 @@ pub struct PairSummary {
     pub filtered: TransportSet,
 }
 
-#[derive(Debug, Clone, Default)]
-struct PairHistory {
-    windows: VecDeque<PairWindow>,
-    one_way: VecDeque<OneWayWindow>,
-    throughput: Option<Throughput>,
-}
-
-/// Keeps `deque` ordered by `end` with at most `kept` entries, oldest out.
-/// A pair has one window per end: an item whose end is already there is
-/// that window again (a saved state and its journal may both hold it) and
-/// changes nothing.
-fn insert_ordered<T>(
-    deque: &mut VecDeque<T>,
-    item: T,
-    end: impl Fn(&T) -> UnixMillis,
-    kept: usize,
-) {
-    let at = deque.partition_point(|w| end(w) <= end(&item));
-    if at > 0 && end(&deque[at - 1]) == end(&item) {
-        return;
-    }
-    deque.insert(at, item);
-    while deque.len() > kept {
-        deque.pop_front();
-    }
-}
-
 /// Everything kept of one pair: what a saved state holds.
 #[derive(Debug, Clone, Copy)]
 pub struct KeptPair<'a> {
@@ -307,12 +279,19 @@ pub struct KeptPair<'a> {
     pub src: &'a str,
     /// Destination node.
     pub dst: &'a str,
-    /// Recent windows, oldest first.
-    pub windows: &'a VecDeque<PairWindow>,
+    kept_windows: &'a [KeptWindow],
     /// Recent one-way windows, oldest first.
-    pub one_way: &'a VecDeque<OneWayWindow>,
+    pub one_way: &'a [OneWayWindow],
     /// Last goodput.
     pub throughput: Option<Throughput>,
+}
+
+impl<'a> KeptPair<'a> {
+    /// Recent windows, oldest first, as kept (RTT figures within `f32`'s
+    /// precision of what was recorded: [`crate::rings`]).
+    pub fn windows(&self) -> impl ExactSizeIterator<Item = PairWindow> + 'a {
+        self.kept_windows.iter().map(KeptWindow::window)
+    }
 }
 
 /// A node as the pair matrix numbers it (see [`PairReadings::names`]).
@@ -334,15 +313,20 @@ pub struct PairReadings {
 pub struct PairMatrix {
     ids: HashMap<String, NodeId>,
     names: Vec<String>,
-    /// Where each pair sits in `histories` and `summaries`.
+    /// Where each pair sits in `windows`, `one_way`, `throughputs` and
+    /// `summaries`.
     slots: HashMap<(NodeId, NodeId), usize>,
-    histories: Vec<PairHistory>,
+    /// Each pair's recent windows, oldest first, all of one transport.
+    windows: Rings<KeptWindow>,
+    /// Each pair's recent one-way windows (reported by its dst).
+    one_way: Rings<OneWayWindow>,
+    /// Each pair's last goodput.
+    throughputs: Vec<Option<Throughput>>,
     /// Each pair's figures over what is kept, worked out when it changes
     /// and kept apart from the histories in shared chunks: a snapshot
     /// copies them all under the collector's lock, an ingest changes a
     /// few.
     summaries: SharedChunks<(NodeId, NodeId, PairSummary)>,
-    windows_kept: usize,
     removals: u64,
 }
 
@@ -354,9 +338,10 @@ impl PairMatrix {
             ids: HashMap::default(),
             names: Vec::new(),
             slots: HashMap::default(),
-            histories: Vec::new(),
+            windows: Rings::new(windows_kept),
+            one_way: Rings::new(windows_kept),
+            throughputs: Vec::new(),
             summaries: SharedChunks::default(),
-            windows_kept: windows_kept.max(1),
             removals: 0,
         }
     }
@@ -372,19 +357,27 @@ impl PairMatrix {
         id
     }
 
-    /// The history of src -> dst, made on first use, summarised again
-    /// after `change`.
-    fn change(&mut self, src: &str, dst: &str, change: impl FnOnce(&mut PairHistory, usize)) {
+    /// Where src -> dst sits, made on first use.
+    fn slot(&mut self, src: &str, dst: &str) -> usize {
         let (src, dst) = (self.id(src), self.id(dst));
-        let slot = *self.slots.entry((src, dst)).or_insert_with(|| {
-            self.histories.push(PairHistory::default());
+        *self.slots.entry((src, dst)).or_insert_with(|| {
+            self.windows.push_empty();
+            self.one_way.push_empty();
+            self.throughputs.push(None);
             self.summaries.push((src, dst, PairSummary::default()));
-            self.histories.len() - 1
-        });
-        let history = &mut self.histories[slot];
-        change(history, self.windows_kept);
+            self.throughputs.len() - 1
+        })
+    }
+
+    /// Works out the figures of the pair at `slot` again, after a change.
+    fn summarize(&mut self, slot: usize) {
+        let summary = summarize(
+            self.windows.get(slot),
+            self.one_way.get(slot),
+            self.throughputs.get(slot).copied().flatten(),
+        );
         if let Some(figures) = self.summaries.get_mut(slot) {
-            figures.2 = summarize(history);
+            figures.2 = summary;
         }
     }
 
@@ -393,33 +386,34 @@ impl PairMatrix {
     /// all of one transport: a newer window of another starts the history
     /// again, an older one of another is dropped.
     pub fn record(&mut self, src: &str, dst: &str, window: PairWindow) {
-        self.change(src, dst, |history, kept| {
-            if let Some(newest) = history.windows.back()
-                && newest.probe != window.probe
-            {
-                if window.end < newest.end {
-                    return;
-                }
-                history.windows.clear();
+        let slot = self.slot(src, dst);
+        if let Some(newest) = self.windows.get(slot).last()
+            && newest.probe() != window.probe
+        {
+            if window.end < newest.end() {
+                return;
             }
-            insert_ordered(&mut history.windows, window, |w| w.end, kept);
-        });
+            self.windows.clear(slot);
+        }
+        self.windows.insert(slot, KeptWindow::of(&window));
+        self.summarize(slot);
     }
 
     /// Adds a one-way window (reported by dst) to the pair src -> dst.
     pub fn record_one_way(&mut self, src: &str, dst: &str, window: OneWayWindow) {
-        self.change(src, dst, |history, kept| {
-            insert_ordered(&mut history.one_way, window, |w| w.end, kept);
-        });
+        let slot = self.slot(src, dst);
+        self.one_way.insert(slot, window);
+        self.summarize(slot);
     }
 
     /// Records a goodput measurement for src -> dst, keeping the newest.
     pub fn record_throughput(&mut self, src: &str, dst: &str, throughput: Throughput) {
-        self.change(src, dst, |history, _| {
-            if history.throughput.is_none_or(|old| old.at <= throughput.at) {
-                history.throughput = Some(throughput);
-            }
-        });
+        let slot = self.slot(src, dst);
+        let kept = &mut self.throughputs[slot];
+        if kept.is_none_or(|old| old.at <= throughput.at) {
+            *kept = Some(throughput);
+        }
+        self.summarize(slot);
     }
 
     /// Forgets every pair that involves `node`.
@@ -433,8 +427,10 @@ impl PairMatrix {
             .iter()
             .map(|&(src, dst, _)| src != id && dst != id)
             .collect();
+        self.windows.retain(&kept);
+        self.one_way.retain(&kept);
         let mut keep = kept.iter();
-        self.histories
+        self.throughputs
             .retain(|_| keep.next().copied().unwrap_or(true));
         let mut keep = kept.iter();
         self.summaries
@@ -471,22 +467,24 @@ impl PairMatrix {
     /// Positions hold until [`removals`](Self::removals) changes; new pairs
     /// come at the end.
     pub fn kept_slice(&self, from: usize, count: usize) -> impl Iterator<Item = KeptPair<'_>> {
-        let pairs = self.summaries.iter().zip(&self.histories);
-        pairs
+        self.summaries
+            .iter()
+            .zip(&self.throughputs)
+            .enumerate()
             .skip(from)
             .take(count)
-            .map(|(&(src, dst, _), history)| KeptPair {
+            .map(|(slot, (&(src, dst, _), &throughput))| KeptPair {
                 src: &self.names[src as usize],
                 dst: &self.names[dst as usize],
-                windows: &history.windows,
-                one_way: &history.one_way,
-                throughput: history.throughput,
+                kept_windows: self.windows.get(slot),
+                one_way: self.one_way.get(slot),
+                throughput,
             })
     }
 
     /// The number of pairs with data.
     pub fn pair_count(&self) -> usize {
-        self.histories.len()
+        self.throughputs.len()
     }
 
     /// How many times pairs were removed (each moves the later pairs'
@@ -515,10 +513,14 @@ impl PairMatrix {
     }
 }
 
-fn summarize(history: &PairHistory) -> PairSummary {
-    let windows = &history.windows;
-    let samples: u64 = windows.iter().map(|w| u64::from(w.sent)).sum();
-    let received: u64 = windows.iter().map(|w| u64::from(w.received)).sum();
+/// What a pair's kept windows, one-way windows and goodput add up to.
+fn summarize(
+    windows: &[KeptWindow],
+    one_way: &[OneWayWindow],
+    throughput: Option<Throughput>,
+) -> PairSummary {
+    let samples: u64 = windows.iter().map(|w| u64::from(w.sent())).sum();
+    let received: u64 = windows.iter().map(|w| u64::from(w.received())).sum();
     let loss_ratio = (samples > 0).then(|| (samples - received) as f64 / samples as f64);
     // The windows with replies, each weighted by its replies. Read twice
     // rather than collected: the collector summarises every kept pair for
@@ -526,6 +528,7 @@ fn summarize(history: &PairHistory) -> PairSummary {
     let answered = || {
         windows
             .iter()
+            .map(KeptWindow::window)
             .filter_map(|w| w.rtt.map(|rtt| (f64::from(w.received), rtt)))
     };
     let rtt_median_ms = weighted_median(answered().map(|(w, rtt)| (w, rtt.median)));
@@ -535,19 +538,20 @@ fn summarize(history: &PairHistory) -> PairSummary {
     // every quiet window of the pair (seen in the lab while throughput
     // tests queue at a node). The worst window stays in the p99.
     let jitter_ms = weighted_median(answered().map(|(w, rtt)| (w, rtt.jitter)));
-    let expected: u64 = history.one_way.iter().map(|w| u64::from(w.expected)).sum();
-    let arrived: u64 = history.one_way.iter().map(|w| u64::from(w.received)).sum();
+    let expected: u64 = one_way.iter().map(|w| u64::from(w.expected)).sum();
+    let arrived: u64 = one_way.iter().map(|w| u64::from(w.received)).sum();
+    let newest = windows.last().map(KeptWindow::window);
     PairSummary {
         rtt_median_ms,
         rtt_p99_ms,
         jitter_ms,
         loss_ratio,
         samples,
-        last_end: windows.back().map(|w| w.end),
-        throughput: history.throughput,
+        last_end: newest.map(|w| w.end),
+        throughput,
         one_way_loss_ratio: (expected > 0).then(|| (expected - arrived) as f64 / expected as f64),
-        probe: windows.back().map(|w| w.probe),
-        filtered: windows.back().map_or(TransportSet::EMPTY, |w| w.filtered),
+        probe: newest.map(|w| w.probe),
+        filtered: newest.map_or(TransportSet::EMPTY, |w| w.filtered),
     }
 }
 
@@ -594,6 +598,7 @@ fn weighted_median(values: impl Iterator<Item = (f64, f64)>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rings::is_kept_as;
     use proptest::prelude::*;
 
     fn rtt(median: f64) -> RttStats {
@@ -651,7 +656,7 @@ mod tests {
         assert_eq!((s.samples, s.loss_ratio), (20, Some(0.25)));
         let kept: Vec<usize> = m
             .kept()
-            .map(|p| p.windows.len() + p.one_way.len())
+            .map(|p| p.windows().len() + p.one_way.len())
             .collect();
         assert_eq!(kept, vec![2, 1]);
         assert_eq!(m.kept_slice(1, 5).count(), 1);
@@ -723,7 +728,7 @@ mod tests {
             );
         }
         let summary = matrix.summary("a", "b");
-        assert_eq!(summary.jitter_ms, Some(0.03));
+        assert!(is_kept_as(summary.jitter_ms.unwrap(), 0.03));
         assert_eq!(summary.rtt_p99_ms, Some(50.25));
         // Jittery in most windows: that is the link.
         for end in 7..=10 {

@@ -1,0 +1,302 @@
+//! The recent windows of every pair of the matrix, in one flat vector of
+//! plain structs: each pair owns `capacity` consecutive places, holding its
+//! windows oldest first. No pair has a heap allocation of its own, and a
+//! window's RTT figures are kept as `f32`: at 320,000 measured pairs this
+//! is what makes a pair cost a few hundred bytes rather than a kilobyte
+//! (BENCHMARKS.md, "The collector's shared snapshot at scale").
+//!
+//! `f32` keeps 24 bits of mantissa: a figure comes back within a relative
+//! 6e-8 of what the agent sent (0.06 ns of a 1 ms RTT, 4 us of the
+//! longest RTT the matrix takes). Rounding is monotonic, so quantiles stay
+//! in order. A pair's summary is worked out from the kept figures, so the
+//! snapshot, the saves and a restored state all read the same numbers.
+
+use crate::UnixMillis;
+use crate::matrix::{PairWindow, RttStats};
+use crate::transport::{Transport, TransportSet};
+
+/// How far a kept RTT figure may be from the one recorded, relative to it
+/// (half of `f32`'s epsilon: rounding to nearest).
+pub const RELATIVE_ERROR: f64 = f32::EPSILON as f64 / 2.0;
+
+/// Whether `kept` is `recorded` as the matrix keeps it: within
+/// [`RELATIVE_ERROR`].
+pub fn is_kept_as(kept: f64, recorded: f64) -> bool {
+    (kept - recorded).abs() <= recorded.abs() * RELATIVE_ERROR
+}
+
+/// A fixed-capacity ring of windows for every slot, ordered by end.
+#[derive(Debug, Clone)]
+pub(crate) struct Rings<T> {
+    capacity: usize,
+    items: Vec<T>,
+    lens: Vec<u32>,
+}
+
+/// What a ring holds: something with an end.
+pub(crate) trait Ended: Copy + Default {
+    /// When it ended.
+    fn end(&self) -> UnixMillis;
+}
+
+impl<T: Ended> Rings<T> {
+    /// Rings of `capacity` items each (at least one).
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self {
+            capacity: capacity.max(1),
+            items: Vec::new(),
+            lens: Vec::new(),
+        }
+    }
+
+    /// Adds an empty ring at the end.
+    pub(crate) fn push_empty(&mut self) {
+        self.items
+            .extend(std::iter::repeat_n(T::default(), self.capacity));
+        self.lens.push(0);
+    }
+
+    /// The items of ring `slot`, oldest first.
+    pub(crate) fn get(&self, slot: usize) -> &[T] {
+        let len = self.lens.get(slot).map_or(0, |&len| len as usize);
+        let start = slot * self.capacity;
+        self.items.get(start..start + len).unwrap_or(&[])
+    }
+
+    /// Empties ring `slot`.
+    pub(crate) fn clear(&mut self, slot: usize) {
+        if let Some(len) = self.lens.get_mut(slot) {
+            *len = 0;
+        }
+    }
+
+    /// Puts `item` in its place by end in ring `slot`, the oldest out when
+    /// the ring is full. An item whose end is already there is that item
+    /// again (a saved state and its journal may both hold it) and changes
+    /// nothing; one older than every item of a full ring is not kept.
+    pub(crate) fn insert(&mut self, slot: usize, item: T) {
+        let capacity = self.capacity;
+        let Some(len) = self.lens.get_mut(slot) else {
+            return;
+        };
+        let start = slot * capacity;
+        let Some(ring) = self.items.get_mut(start..start + capacity) else {
+            return;
+        };
+        let held = *len as usize;
+        let at = ring[..held].partition_point(|kept| kept.end() <= item.end());
+        if at > 0 && ring[at - 1].end() == item.end() {
+            return;
+        }
+        if held < capacity {
+            ring.copy_within(at..held, at + 1);
+            ring[at] = item;
+            *len += 1;
+        } else if at > 0 {
+            ring.copy_within(1..at, 0);
+            ring[at - 1] = item;
+        }
+    }
+
+    /// Keeps the rings whose `keep` is true, in order.
+    pub(crate) fn retain(&mut self, keep: &[bool]) {
+        let mut kept = 0;
+        for (slot, keep) in keep.iter().enumerate().take(self.lens.len()) {
+            if *keep {
+                let from = slot * self.capacity;
+                self.items
+                    .copy_within(from..from + self.capacity, kept * self.capacity);
+                self.lens[kept] = self.lens[slot];
+                kept += 1;
+            }
+        }
+        self.lens.truncate(kept);
+        self.items.truncate(kept * self.capacity);
+    }
+}
+
+/// A probe window as a ring keeps it: [`PairWindow`] in 48 bytes rather
+/// than 80.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct KeptWindow {
+    end: UnixMillis,
+    sent: u32,
+    received: u32,
+    /// min, median, p90, p99, max, jitter.
+    rtt: [f32; 6],
+    answered: bool,
+    probe: Transport,
+    filtered: TransportSet,
+}
+
+impl Ended for KeptWindow {
+    fn end(&self) -> UnixMillis {
+        self.end
+    }
+}
+
+impl KeptWindow {
+    /// The window, its figures rounded to `f32`.
+    pub(crate) fn of(window: &PairWindow) -> Self {
+        let rtt = window.rtt.unwrap_or_default();
+        Self {
+            end: window.end,
+            sent: window.sent,
+            received: window.received,
+            rtt: [rtt.min, rtt.median, rtt.p90, rtt.p99, rtt.max, rtt.jitter].map(|v| v as f32),
+            answered: window.rtt.is_some(),
+            probe: window.probe,
+            filtered: window.filtered,
+        }
+    }
+
+    /// When it ended.
+    pub(crate) fn end(&self) -> UnixMillis {
+        self.end
+    }
+
+    /// Probes sent.
+    pub(crate) fn sent(&self) -> u32 {
+        self.sent
+    }
+
+    /// Replies received.
+    pub(crate) fn received(&self) -> u32 {
+        self.received
+    }
+
+    /// Its transport.
+    pub(crate) fn probe(&self) -> Transport {
+        self.probe
+    }
+
+    /// The window as kept.
+    pub(crate) fn window(&self) -> PairWindow {
+        let [min, median, p90, p99, max, jitter] = self.rtt.map(f64::from);
+        PairWindow {
+            end: self.end,
+            sent: self.sent,
+            received: self.received,
+            rtt: self.answered.then_some(RttStats {
+                min,
+                median,
+                p90,
+                p99,
+                max,
+                jitter,
+            }),
+            probe: self.probe,
+            filtered: self.filtered,
+        }
+    }
+}
+
+impl Ended for crate::matrix::OneWayWindow {
+    fn end(&self) -> UnixMillis {
+        self.end
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone, Copy, Default, PartialEq)]
+    struct At(UnixMillis);
+    impl Ended for At {
+        fn end(&self) -> UnixMillis {
+            self.0
+        }
+    }
+
+    fn ends(rings: &Rings<At>, slot: usize) -> Vec<UnixMillis> {
+        rings.get(slot).iter().map(|a| a.0).collect()
+    }
+
+    #[test]
+    fn each_ring_keeps_its_newest_in_order_apart_from_the_others() {
+        let mut rings = Rings::new(3);
+        rings.push_empty();
+        rings.push_empty();
+        for end in [30, 10, 20, 20, 40] {
+            rings.insert(0, At(end));
+        }
+        rings.insert(1, At(5));
+        // Full, and older than everything kept: not kept.
+        rings.insert(0, At(1));
+        assert_eq!(ends(&rings, 0), vec![20, 30, 40]);
+        assert_eq!(ends(&rings, 1), vec![5]);
+        rings.clear(0);
+        assert_eq!(ends(&rings, 0), Vec::<UnixMillis>::new());
+        rings.insert(0, At(7));
+        rings.retain(&[false, true]);
+        assert_eq!(ends(&rings, 0), vec![5]);
+        assert!(rings.get(1).is_empty());
+        // Slots that do not exist hold nothing and take nothing.
+        rings.insert(9, At(1));
+        assert!(rings.get(9).is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn a_ring_holds_the_newest_distinct_ends_in_order(
+            ends_in in prop::collection::vec(0u64..40, 0..60),
+            capacity in 1usize..8,
+        ) {
+            let mut rings = Rings::new(capacity);
+            rings.push_empty();
+            let mut reference: Vec<u64> = Vec::new();
+            for end in ends_in {
+                rings.insert(0, At(end));
+                // What a sorted list of distinct ends cut to its newest
+                // `capacity` would hold, inserting one at a time.
+                if !reference.contains(&end) {
+                    reference.push(end);
+                    reference.sort_unstable();
+                    if reference.len() > capacity {
+                        reference.remove(0);
+                    }
+                }
+            }
+            prop_assert_eq!(ends(&rings, 0), reference);
+        }
+
+        #[test]
+        fn a_kept_window_is_the_window_within_f32s_precision(
+            median in 0.0f64..60_000.0,
+            spread in 0.0f64..1.0,
+            jitter in 0.0f64..100.0,
+            sent in 1u32..1_000,
+            received in 0u32..1_000,
+        ) {
+            let received = received.min(sent);
+            let rtt = RttStats {
+                min: median * (1.0 - spread),
+                median,
+                p90: median + spread,
+                p99: median + 2.0 * spread,
+                max: median + 3.0 * spread,
+                jitter,
+            };
+            let Ok(window) = PairWindow::new(1_000, sent, received, rtt) else {
+                return Ok(());
+            };
+            let back = KeptWindow::of(&window).window();
+            prop_assert_eq!((back.end, back.sent, back.received), (1_000, sent, received));
+            prop_assert_eq!(back.rtt.is_some(), window.rtt.is_some());
+            if let (Some(kept), Some(sent_rtt)) = (back.rtt, window.rtt) {
+                for (kept, sent) in [
+                    (kept.min, sent_rtt.min), (kept.median, sent_rtt.median), (kept.p90, sent_rtt.p90),
+                    (kept.p99, sent_rtt.p99), (kept.max, sent_rtt.max), (kept.jitter, sent_rtt.jitter),
+                ] {
+                    prop_assert!(is_kept_as(kept, sent), "{} kept as {}", sent, kept);
+                }
+                prop_assert!(kept.min <= kept.median && kept.median <= kept.p90);
+                prop_assert!(kept.p90 <= kept.p99 && kept.p99 <= kept.max);
+            }
+            // Kept again, it is the same: saves and restores are stable.
+            prop_assert_eq!(KeptWindow::of(&back), KeptWindow::of(&window));
+        }
+    }
+}
