@@ -133,6 +133,18 @@ impl pb::agent_session_server::AgentSession for SessionService {
     }
 }
 
+/// A 64-bit hash of a peer set's wire form: two sets that differ have the
+/// same one with a chance of one in 2^64.
+fn fingerprint(peers: &[pb::Peer]) -> u64 {
+    use prost::Message;
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    for peer in peers {
+        peer.encode_to_vec().hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
 /// Whether a stream's error is the client's message (too large, not
 /// protobuf), not the client going away.
 fn sent_something_bad(status: &Status) -> bool {
@@ -158,7 +170,10 @@ async fn serve_session(
     // not send a thousand sets each, and only when the set changed.
     let mut peer_set_due = true;
     let mut next_peer_set = tokio::time::Instant::now();
-    let mut last_peer_set: Option<Vec<pb::Peer>> = None;
+    // What the last set sent was, as a fingerprint of its wire form: a
+    // copy of the set would cost each session kilobytes (at 5,000
+    // sessions, tens of megabytes) to answer "did it change?".
+    let mut last_peer_set: Option<u64> = None;
     // Bounded sets rotate: a new set at each step (when the next step
     // begins is known once a set was sent).
     let mut next_epoch = tokio::time::Instant::now() + NO_STEP_YET;
@@ -186,11 +201,12 @@ async fn serve_session(
                 let now = now_ms();
                 next_epoch = tokio::time::Instant::now() + members.until_next_epoch(&node, now);
                 let peers = members.peer_set(&node, members.epoch(&node, now));
-                if last_peer_set.as_ref() == Some(&peers) {
+                let fingerprint = fingerprint(&peers);
+                if last_peer_set == Some(fingerprint) {
                     continue;
                 }
                 shared.work.peer_set_size.observe(peers.len() as f64);
-                last_peer_set = Some(peers.clone());
+                last_peer_set = Some(fingerprint);
                 if down.send(message(collector_message::Body::PeerSet(pb::PeerSet { peers }))).await.is_err() {
                     break;
                 }
@@ -283,4 +299,31 @@ async fn end_replaced(
             "replaced by a newer agent instance of node {node}"
         ))))
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(name: &str, address: &str) -> pb::Peer {
+        pb::Peer {
+            name: name.into(),
+            address: address.into(),
+            ..pb::Peer::default()
+        }
+    }
+
+    #[test]
+    fn a_peer_set_that_changed_in_any_way_has_another_fingerprint() {
+        let set = [peer("a", "10.0.0.1"), peer("b", "10.0.0.2")];
+        assert_eq!(fingerprint(&set), fingerprint(&set.clone()));
+        let moved = [peer("a", "10.0.0.1"), peer("b", "10.0.0.3")];
+        let reordered = [peer("b", "10.0.0.2"), peer("a", "10.0.0.1")];
+        let fewer = [peer("a", "10.0.0.1")];
+        // Field boundaries count: "ab" + "" is not "a" + "b".
+        let shifted = [peer("a", "10.0.0.1b"), peer("", "10.0.0.2")];
+        for other in [&moved[..], &reordered, &fewer, &shifted, &[]] {
+            assert_ne!(fingerprint(&set), fingerprint(other), "{other:?}");
+        }
+    }
 }
