@@ -162,6 +162,7 @@ impl pb::scores_server::Scores for ScoresService {
         let network = network_of(&request.network)?;
         let page_size = usize::try_from(request.page_size).unwrap_or(usize::MAX);
         let version = snapshot.version;
+        let kept = Arc::clone(&snapshot);
         // A page of a large matrix takes milliseconds to cut: off the
         // threads that serve sessions.
         let cut = tokio::task::spawn_blocking(move || {
@@ -193,6 +194,7 @@ impl pb::scores_server::Scores for ScoresService {
                 .collect();
         }
         if let Some(offset) = next {
+            self.snapshots.keep_for_paging(&kept);
             page.next_page_token = PageToken { version, offset }.to_string();
         }
         Ok(Response::new(page))

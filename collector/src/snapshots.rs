@@ -154,12 +154,25 @@ impl Snapshot {
     }
 }
 
-/// Snapshots kept after they are replaced, so that a reader paging
-/// through one can finish it: a page token names its snapshot's version.
-/// Three give a reader two builds' time (at least two seconds on a large
-/// cluster) for the pages of a version; each kept snapshot of 5,000 nodes
-/// holds about 100 MB.
+/// Snapshots kept after they are replaced for readers paging through
+/// them: a page token names its snapshot's version. A snapshot is kept
+/// only once a reader was given a token for it, and only while pages of
+/// it are asked for (within [`PAGE_IDLE`] of the last), at most this many
+/// at once: each snapshot of 5,000 nodes holds about 170 MB, and keeping
+/// the last few published whether anyone paged them or not held half a
+/// gigabyte there.
 pub const KEPT_FOR_PAGING: usize = 3;
+
+/// A snapshot kept for paging is let go this long after its last page
+/// was asked for (its reader then starts again).
+pub const PAGE_IDLE: Duration = Duration::from_secs(10);
+
+/// A snapshot kept for a reader paging through it.
+#[derive(Debug)]
+struct Paged {
+    snapshot: Arc<Snapshot>,
+    last_page: Instant,
+}
 
 /// The latest snapshot and what spaces the builds.
 #[derive(Debug)]
@@ -168,8 +181,8 @@ pub struct Snapshots {
     /// How long the last build took, in microseconds, readable without
     /// waiting for a build under way.
     last_took_us: AtomicU64,
-    /// The last few published, newest last, for paging.
-    recent: std::sync::Mutex<VecDeque<Arc<Snapshot>>>,
+    /// Snapshots readers are paging through, oldest first.
+    paged: std::sync::Mutex<VecDeque<Paged>>,
     /// Held while building: one build at a time.
     building: Mutex<BuildTiming>,
     /// The network coordinates of the last pass
@@ -206,7 +219,7 @@ impl Snapshots {
         let snapshot = Arc::new(snapshot);
         Self {
             last_took_us: AtomicU64::new(micros(started.elapsed())),
-            recent: std::sync::Mutex::new(VecDeque::from([Arc::clone(&snapshot)])),
+            paged: std::sync::Mutex::new(VecDeque::new()),
             latest: Latest::from_arc(Arc::clone(&snapshot)),
             building: Mutex::new(BuildTiming {
                 ended: Some(Instant::now()),
@@ -326,18 +339,43 @@ impl Snapshots {
         if let Some(since) = since {
             work.snapshot_delay.observe(since.elapsed().as_secs_f64());
         }
-        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
-        recent.push_back(Arc::clone(&snapshot));
-        while recent.len() > KEPT_FOR_PAGING {
-            recent.pop_front();
-        }
+        self.paged
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|paged| paged.last_page.elapsed() < PAGE_IDLE);
         snapshot
     }
 
-    /// A snapshot published lately, by its version.
+    /// Keeps `snapshot` for a reader that was given a token to its next
+    /// page (the oldest kept one goes past [`KEPT_FOR_PAGING`]).
+    pub fn keep_for_paging(&self, snapshot: &Arc<Snapshot>) {
+        let mut paged = self.paged.lock().unwrap_or_else(PoisonError::into_inner);
+        let last_page = Instant::now();
+        if let Some(kept) = paged
+            .iter_mut()
+            .find(|p| p.snapshot.version == snapshot.version)
+        {
+            kept.last_page = last_page;
+            return;
+        }
+        paged.push_back(Paged {
+            snapshot: Arc::clone(snapshot),
+            last_page,
+        });
+        while paged.len() > KEPT_FOR_PAGING {
+            paged.pop_front();
+        }
+    }
+
+    /// A snapshot kept for paging, by its version: its next page asked for.
     pub fn by_version(&self, version: u64) -> Option<Arc<Snapshot>> {
-        let recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
-        recent.iter().rev().find(|s| s.version == version).cloned()
+        let mut paged = self.paged.lock().unwrap_or_else(PoisonError::into_inner);
+        let kept = paged
+            .iter_mut()
+            .rev()
+            .find(|p| p.snapshot.version == version)?;
+        kept.last_page = Instant::now();
+        Some(Arc::clone(&kept.snapshot))
     }
 }
 
@@ -488,5 +526,57 @@ mod tests {
             "the builder waited {:?}",
             started.elapsed()
         );
+    }
+
+    #[tokio::test]
+    async fn only_snapshots_a_reader_pages_through_are_kept_and_only_a_few() {
+        let state = Ingest::new(CollectorState::new(ModelConfig::default(), Vec::new()));
+        let snapshots = Snapshots::new(&state.state(), 1_000);
+        let work = WorkMetrics::default();
+        let mut published = Vec::new();
+        for (i, node) in ["n1", "n2", "n3", "n4", "n5"].into_iter().enumerate() {
+            let version = join(&state, node);
+            tokio::time::sleep(MAX_GAP).await;
+            let now = 1_000 * (i as u64 + 2);
+            let seen = snapshots
+                .current(&state, version, || now, &work, Patience::Reader)
+                .await;
+            assert_eq!(seen.version, version);
+            published.push(seen);
+        }
+        // Published but never paged: none is kept.
+        assert!(
+            published
+                .iter()
+                .all(|s| snapshots.by_version(s.version).is_none())
+        );
+        // Paged: kept, the newest few of those paged.
+        for paged in &published {
+            snapshots.keep_for_paging(paged);
+        }
+        let kept: Vec<bool> = published
+            .iter()
+            .map(|s| snapshots.by_version(s.version).is_some())
+            .collect();
+        assert_eq!(kept, [false, false, true, true, true]);
+        assert_eq!(KEPT_FOR_PAGING, 3);
+        // Pages asked for again keep theirs; idle ones are let go at the
+        // next publication.
+        let last = &published[4];
+        snapshots.paged.lock().unwrap().iter_mut().for_each(|p| {
+            if p.snapshot.version != last.version {
+                p.last_page -= PAGE_IDLE;
+            }
+        });
+        let version = join(&state, "n6");
+        tokio::time::sleep(MAX_GAP).await;
+        snapshots
+            .current(&state, version, || 9_000, &work, Patience::Reader)
+            .await;
+        let kept: Vec<bool> = published
+            .iter()
+            .map(|s| snapshots.by_version(s.version).is_some())
+            .collect();
+        assert_eq!(kept, [false, false, false, false, true]);
     }
 }

@@ -360,3 +360,62 @@ async fn a_follower_that_pauses_catches_up_on_the_same_stream() {
     shutdown.cancel();
     collector.wait().await;
 }
+
+/// A reader paging through the matrix while it changes gets every page of
+/// the version it started on (the collector keeps that snapshot for it),
+/// and a token to a version nobody kept is refused with a clear status.
+#[tokio::test]
+async fn a_reader_pages_through_one_version_while_the_matrix_changes() {
+    let shutdown = CancellationToken::new();
+    let collector = collector_with(Default::default(), &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let (names, mut sessions) = fleet(&url).await;
+    let mut client = ScoresClient::connect(url.clone()).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut request = pb::MatrixRequest {
+        page_size: 500,
+        ..Default::default()
+    };
+    let first = client
+        .get_matrix(request.clone())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        !first.next_page_token.is_empty(),
+        "3,540 pairs in pages of 500"
+    );
+    let mut pairs = first.pairs.len();
+    let mut token = first.next_page_token.clone();
+    let mut seq = 2;
+    while !token.is_empty() {
+        // Every pair changes, and new snapshots are published, between
+        // two pages.
+        feed(&mut sessions, &names, seq).await;
+        seq += 1;
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        request.page_token = token;
+        let page = client
+            .get_matrix(request.clone())
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(page.version, first.version, "every page of one version");
+        pairs += page.pairs.len();
+        token = page.next_page_token;
+    }
+    assert_eq!(pairs, 60 * 59);
+    assert!(seq > 5, "the matrix changed {} times while paged", seq - 2);
+    let now = client
+        .get_matrix(pb::MatrixRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(now.version > first.version);
+    // A version nobody is paging through is not kept.
+    request.page_token = format!("{}:500", now.version + 1_000);
+    let status = client.get_matrix(request).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Aborted, "{status:?}");
+    shutdown.cancel();
+    collector.wait().await;
+}
