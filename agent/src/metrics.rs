@@ -40,6 +40,7 @@ pub fn exposition(counters: &Counters) -> String {
     let get = Counters::get;
     let mut registry = Registry::with_prefix("netaware_agent");
     netaware_runtime::build_info::register_build_info(&mut registry);
+    netaware_runtime::http::register_refusals(&mut registry);
     for (name, help, value) in [
         (
             "probe_errors",

@@ -538,6 +538,7 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
     );
     let collector = registry.sub_registry_with_prefix("collector");
     netaware_runtime::build_info::register_build_info(collector);
+    netaware_runtime::http::register_refusals(collector);
     collector.register(
         "connections_refused",
         "gRPC connections closed before any request, by reason: too_many (--max-connections), too_many_from_client (--max-connections-per-client), silent (sent too little within 10 s)",

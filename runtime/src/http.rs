@@ -7,17 +7,23 @@
 //! has [`HANDSHAKE_TIMEOUT`] to finish its TLS handshake and to send a
 //! request's headers, so one that connects and says nothing holds no task
 //! for long; and at most [`MAX_CONNECTIONS`] are served at once, beyond
-//! which new ones are closed at once (counted in a warning), so that a
+//! which new ones are closed at once (with a warning), so that a
 //! flood of idle connections cannot take the descriptors that scrapes and
 //! kube-scheduler's calls need. axum's own `serve` has neither limit.
+//! Every connection a limit closes is counted by reason in the process's
+//! `…_http_connections_refused_total` ([`register_refusals`]).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -33,6 +39,64 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most connections served at once on one endpoint (a Prometheus or two,
 /// kube-scheduler's calls and a few people: far fewer).
 pub const MAX_CONNECTIONS: usize = 512;
+
+/// Why a limit closed an HTTP connection.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+pub enum Refusal {
+    /// [`ConnectionLimits::max_connections`] were open.
+    TooMany,
+    /// Its TLS handshake did not end within the header timeout.
+    TlsHandshake,
+    /// Its request's headers did not come within the header timeout.
+    HeaderTimeout,
+}
+
+impl Refusal {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TooMany => "too_many",
+            Self::TlsHandshake => "tls_handshake",
+            Self::HeaderTimeout => "header_timeout",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    reason: &'static str,
+}
+
+/// Connections closed by a limit, by reason, over every endpoint of the
+/// process (one process serves one or two).
+static REFUSED: LazyLock<Family<RefusalLabels, Counter>> = LazyLock::new(Family::default);
+
+/// How many connections the limits closed for `reason` so far.
+pub fn refused(reason: Refusal) -> u64 {
+    REFUSED
+        .get_or_create(&RefusalLabels {
+            reason: reason.as_str(),
+        })
+        .get()
+}
+
+fn count(reason: Refusal) {
+    REFUSED
+        .get_or_create(&RefusalLabels {
+            reason: reason.as_str(),
+        })
+        .inc();
+}
+
+/// Registers the count of connections the limits closed, as
+/// `http_connections_refused_total{reason}` under `registry`'s prefix.
+pub fn register_refusals(registry: &mut Registry) {
+    registry.register(
+        "http_connections_refused",
+        "HTTP connections closed by the endpoints' limits, by reason: too_many (past the cap of connections at once), tls_handshake and header_timeout (not done within 10 s)",
+        REFUSED.clone(),
+    );
+}
 
 /// How long open connections get to finish after shutdown starts.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -93,6 +157,7 @@ pub async fn serve_within(
         };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             tracing::warn!(%peer, max = limits.max_connections, "too many HTTP connections: closed a new one");
+            count(Refusal::TooMany);
             continue;
         };
         let acceptor = acceptor.clone();
@@ -107,7 +172,10 @@ pub async fn serve_within(
             match tokio::time::timeout(limits.header_timeout, acceptor.accept(stream)).await {
                 Ok(Ok(stream)) => serve_connection(stream, app, watcher, peer, limits).await,
                 Ok(Err(err)) => tracing::debug!(%peer, %err, "TLS handshake refused"),
-                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                Err(_) => {
+                    tracing::debug!(%peer, "TLS handshake timed out");
+                    count(Refusal::TlsHandshake);
+                }
             }
         });
     }
@@ -133,6 +201,9 @@ async fn serve_connection<S>(
         .header_read_timeout(limits.header_timeout)
         .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
     if let Err(err) = watcher.watch(connection).await {
+        if err.is_timeout() {
+            count(Refusal::HeaderTimeout);
+        }
         tracing::debug!(%peer, %err, "HTTP connection ended with an error");
     }
 }
@@ -182,6 +253,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_silent_connection_is_closed_after_the_header_timeout() {
         let (addr, _shutdown) = endpoint(SHORT).await;
+        let before = refused(Refusal::HeaderTimeout);
         // Before the connect: the server's clock starts at its accept,
         // which may come before this task runs again after connecting.
         let started = std::time::Instant::now();
@@ -193,11 +265,14 @@ mod tests {
             started.elapsed()
         );
         assert!(get(addr).await.ends_with("ok"));
+        // Counted (other tests of this process may count theirs too).
+        assert!(refused(Refusal::HeaderTimeout) > before);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn connections_beyond_the_cap_are_closed_and_the_held_ones_are_served() {
         let (addr, _shutdown) = endpoint(LONG).await;
+        let before = refused(Refusal::TooMany);
         let mut held = Vec::new();
         for _ in 0..LONG.max_connections {
             let mut stream = TcpStream::connect(addr).await.unwrap();
@@ -210,6 +285,7 @@ mod tests {
         let mut extra = TcpStream::connect(addr).await.unwrap();
         let read = read_to_close(&mut extra).await;
         assert!(read.is_empty(), "{}", String::from_utf8_lossy(&read));
+        assert!(refused(Refusal::TooMany) > before);
         for mut stream in held {
             stream
                 .write_all(b"host: x\r\nconnection: close\r\n\r\n")

@@ -55,6 +55,7 @@ impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("netaware_scheduler");
         netaware_runtime::build_info::register_build_info(&mut registry);
+        netaware_runtime::http::register_refusals(&mut registry);
         let requests = Family::<OutcomeLabels, Counter>::default();
         registry.register(
             "requests",
