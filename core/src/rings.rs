@@ -1,19 +1,18 @@
 //! The recent windows of every pair of the matrix, in one flat vector of
 //! plain structs: each pair owns `capacity` consecutive places, holding its
-//! windows oldest first. No pair has a heap allocation of its own, and a
-//! window's RTT figures are kept as `f32`: at 320,000 measured pairs this
-//! is what makes a pair cost a few hundred bytes rather than a kilobyte
-//! (BENCHMARKS.md, "The collector's shared snapshot at scale").
+//! windows oldest first. No pair has a heap allocation of its own; with
+//! the matrix keeping a window's RTT figures as `f32`, at 320,000 measured
+//! pairs this is what makes a pair cost a few hundred bytes rather than a
+//! kilobyte (BENCHMARKS.md, "What a measured pair costs in memory").
 //!
 //! `f32` keeps 24 bits of mantissa: a figure comes back within a relative
 //! 6e-8 of what the agent sent (0.06 ns of a 1 ms RTT, 4 us of the
-//! longest RTT the matrix takes). Rounding is monotonic, so quantiles stay
-//! in order. A pair's summary is worked out from the kept figures, so the
-//! snapshot, the saves and a restored state all read the same numbers.
+//! longest RTT the matrix takes): [`RELATIVE_ERROR`]. Rounding is
+//! monotonic, so quantiles stay in order. A pair's summary is worked out
+//! from the kept figures, so the snapshot, the saves and a restored state
+//! all read the same numbers.
 
 use crate::UnixMillis;
-use crate::matrix::{PairWindow, RttStats};
-use crate::transport::{Transport, TransportSet};
 
 /// How far a kept RTT figure may be from the one recorded, relative to it
 /// (half of `f32`'s epsilon: rounding to nearest).
@@ -115,88 +114,6 @@ impl<T: Ended> Rings<T> {
     }
 }
 
-/// A probe window as a ring keeps it: [`PairWindow`] in 48 bytes rather
-/// than 80.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(crate) struct KeptWindow {
-    end: UnixMillis,
-    sent: u32,
-    received: u32,
-    /// min, median, p90, p99, max, jitter.
-    rtt: [f32; 6],
-    answered: bool,
-    probe: Transport,
-    filtered: TransportSet,
-}
-
-impl Ended for KeptWindow {
-    fn end(&self) -> UnixMillis {
-        self.end
-    }
-}
-
-impl KeptWindow {
-    /// The window, its figures rounded to `f32`.
-    pub(crate) fn of(window: &PairWindow) -> Self {
-        let rtt = window.rtt.unwrap_or_default();
-        Self {
-            end: window.end,
-            sent: window.sent,
-            received: window.received,
-            rtt: [rtt.min, rtt.median, rtt.p90, rtt.p99, rtt.max, rtt.jitter].map(|v| v as f32),
-            answered: window.rtt.is_some(),
-            probe: window.probe,
-            filtered: window.filtered,
-        }
-    }
-
-    /// When it ended.
-    pub(crate) fn end(&self) -> UnixMillis {
-        self.end
-    }
-
-    /// Probes sent.
-    pub(crate) fn sent(&self) -> u32 {
-        self.sent
-    }
-
-    /// Replies received.
-    pub(crate) fn received(&self) -> u32 {
-        self.received
-    }
-
-    /// Its transport.
-    pub(crate) fn probe(&self) -> Transport {
-        self.probe
-    }
-
-    /// The window as kept.
-    pub(crate) fn window(&self) -> PairWindow {
-        let [min, median, p90, p99, max, jitter] = self.rtt.map(f64::from);
-        PairWindow {
-            end: self.end,
-            sent: self.sent,
-            received: self.received,
-            rtt: self.answered.then_some(RttStats {
-                min,
-                median,
-                p90,
-                p99,
-                max,
-                jitter,
-            }),
-            probe: self.probe,
-            filtered: self.filtered,
-        }
-    }
-}
-
-impl Ended for crate::matrix::OneWayWindow {
-    fn end(&self) -> UnixMillis {
-        self.end
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,43 +177,6 @@ mod tests {
                 }
             }
             prop_assert_eq!(ends(&rings, 0), reference);
-        }
-
-        #[test]
-        fn a_kept_window_is_the_window_within_f32s_precision(
-            median in 0.0f64..60_000.0,
-            spread in 0.0f64..1.0,
-            jitter in 0.0f64..100.0,
-            sent in 1u32..1_000,
-            received in 0u32..1_000,
-        ) {
-            let received = received.min(sent);
-            let rtt = RttStats {
-                min: median * (1.0 - spread),
-                median,
-                p90: median + spread,
-                p99: median + 2.0 * spread,
-                max: median + 3.0 * spread,
-                jitter,
-            };
-            let Ok(window) = PairWindow::new(1_000, sent, received, rtt) else {
-                return Ok(());
-            };
-            let back = KeptWindow::of(&window).window();
-            prop_assert_eq!((back.end, back.sent, back.received), (1_000, sent, received));
-            prop_assert_eq!(back.rtt.is_some(), window.rtt.is_some());
-            if let (Some(kept), Some(sent_rtt)) = (back.rtt, window.rtt) {
-                for (kept, sent) in [
-                    (kept.min, sent_rtt.min), (kept.median, sent_rtt.median), (kept.p90, sent_rtt.p90),
-                    (kept.p99, sent_rtt.p99), (kept.max, sent_rtt.max), (kept.jitter, sent_rtt.jitter),
-                ] {
-                    prop_assert!(is_kept_as(kept, sent), "{} kept as {}", sent, kept);
-                }
-                prop_assert!(kept.min <= kept.median && kept.median <= kept.p90);
-                prop_assert!(kept.p90 <= kept.p99 && kept.p99 <= kept.max);
-            }
-            // Kept again, it is the same: saves and restores are stable.
-            prop_assert_eq!(KeptWindow::of(&back), KeptWindow::of(&window));
         }
     }
 }
