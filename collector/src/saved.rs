@@ -250,9 +250,7 @@ impl Probed {
         Self {
             sent: window.sent,
             received: window.received,
-            rtt_ms: window
-                .rtt
-                .map(|r| [r.min, r.median, r.p90, r.p99, r.max, r.jitter]),
+            rtt_ms: window.rtt.map(|r| r.to_array()),
             probe: transport_place(window.probe),
             filtered: window
                 .filtered
@@ -263,15 +261,7 @@ impl Probed {
 
     /// The window of these figures ending at `end`, checked.
     fn checked(&self, end: UnixMillis) -> Result<PairWindow, String> {
-        let [min, median, p90, p99, max, jitter] = self.rtt_ms.unwrap_or_default();
-        let rtt = RttStats {
-            min,
-            median,
-            p90,
-            p99,
-            max,
-            jitter,
-        };
+        let rtt = RttStats::from_array(self.rtt_ms.unwrap_or_default());
         if self.received > 0 && self.rtt_ms.is_none() {
             return Err("a window with replies but no RTT".into());
         }

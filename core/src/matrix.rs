@@ -40,6 +40,33 @@ pub struct RttStats {
     pub jitter: f64,
 }
 
+impl RttStats {
+    /// The figures from an array in their order: min, median, p90, p99,
+    /// max, jitter (as windows are saved and kept).
+    pub fn from_array([min, median, p90, p99, max, jitter]: [f64; 6]) -> Self {
+        Self {
+            min,
+            median,
+            p90,
+            p99,
+            max,
+            jitter,
+        }
+    }
+
+    /// The figures as an array, in [`RttStats::from_array`]'s order.
+    pub fn to_array(&self) -> [f64; 6] {
+        [
+            self.min,
+            self.median,
+            self.p90,
+            self.p99,
+            self.max,
+            self.jitter,
+        ]
+    }
+}
+
 /// One window of probes from src to dst, checked.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PairWindow {
@@ -300,7 +327,7 @@ impl KeptWindow {
             end: window.end,
             sent: window.sent,
             received: window.received,
-            rtt: [rtt.min, rtt.median, rtt.p90, rtt.p99, rtt.max, rtt.jitter].map(|v| v as f32),
+            rtt: rtt.to_array().map(|v| v as f32),
             answered: window.rtt.is_some(),
             probe: window.probe,
             filtered: window.filtered,
@@ -329,19 +356,13 @@ impl KeptWindow {
 
     /// The window as kept.
     pub(crate) fn window(&self) -> PairWindow {
-        let [min, median, p90, p99, max, jitter] = self.rtt.map(f64::from);
         PairWindow {
             end: self.end,
             sent: self.sent,
             received: self.received,
-            rtt: self.answered.then_some(RttStats {
-                min,
-                median,
-                p90,
-                p99,
-                max,
-                jitter,
-            }),
+            rtt: self
+                .answered
+                .then(|| RttStats::from_array(self.rtt.map(f64::from))),
             probe: self.probe,
             filtered: self.filtered,
         }
