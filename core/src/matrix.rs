@@ -10,7 +10,7 @@ use foldhash::HashMap;
 
 use crate::UnixMillis;
 use crate::chunked::SharedChunks;
-use crate::rings::{Ended, Rings};
+use crate::rings::{Ended, Rings, seven_digits};
 use crate::transport::{Transport, TransportSet};
 
 /// Longest RTT the matrix accepts, in milliseconds: anything above is a
@@ -634,13 +634,17 @@ fn summarize(
             .map(KeptWindow::window)
             .filter_map(|w| w.rtt.map(|rtt| (f64::from(w.received), rtt)))
     };
-    let rtt_median_ms = weighted_median(answered().map(|(w, rtt)| (w, rtt.median)));
-    let rtt_p99_ms = answered().map(|(_, rtt)| rtt.p99).reduce(f64::max);
+    let rtt_median_ms =
+        weighted_median(answered().map(|(w, rtt)| (w, rtt.median))).map(seven_digits);
+    let rtt_p99_ms = answered()
+        .map(|(_, rtt)| rtt.p99)
+        .reduce(f64::max)
+        .map(seven_digits);
     // A median, as for the RTT: the delay term adds the jitter to the
     // median RTT, and a mean would let one window's 50 ms outlier outweigh
     // every quiet window of the pair (seen in the lab while throughput
     // tests queue at a node). The worst window stays in the p99.
-    let jitter_ms = weighted_median(answered().map(|(w, rtt)| (w, rtt.jitter)));
+    let jitter_ms = weighted_median(answered().map(|(w, rtt)| (w, rtt.jitter))).map(seven_digits);
     let expected: u64 = one_way.iter().map(|w| u64::from(w.expected)).sum();
     let arrived: u64 = one_way.iter().map(|w| u64::from(w.received)).sum();
     let newest = windows.last().map(KeptWindow::window);

@@ -7,16 +7,31 @@
 //!
 //! `f32` keeps 24 bits of mantissa: a figure comes back within a relative
 //! 6e-8 of what the agent sent (0.06 ns of a 1 ms RTT, 4 us of the
-//! longest RTT the matrix takes): [`RELATIVE_ERROR`]. Rounding is
-//! monotonic, so quantiles stay in order. A pair's summary is worked out
-//! from the kept figures, so the snapshot, the saves and a restored state
-//! all read the same numbers.
+//! longest RTT the matrix takes). Rounding is monotonic, so quantiles stay
+//! in order. A pair's summary is worked out from the kept figures, so the
+//! snapshot, the saves and a restored state all read the same numbers; its
+//! RTT figures are given to seven significant digits ([`seven_digits`]),
+//! so that a figure sent as 0.2 ms reads 0.2, not 0.20000000298, and stay
+//! within [`RELATIVE_ERROR`] of what was sent.
 
 use crate::UnixMillis;
 
-/// How far a kept RTT figure may be from the one recorded, relative to it
-/// (half of `f32`'s epsilon: rounding to nearest).
-pub const RELATIVE_ERROR: f64 = f32::EPSILON as f64 / 2.0;
+/// How far a kept RTT figure may be from the one recorded, relative to it:
+/// `f32`'s rounding (half its epsilon, 6e-8) and seven significant digits
+/// (5e-7).
+pub const RELATIVE_ERROR: f64 = f32::EPSILON as f64 / 2.0 + 5e-7;
+
+/// `x` to seven significant digits: what `f32` keeps, written back as the
+/// shortest decimal such a figure is sent as.
+pub fn seven_digits(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let exponent = x.abs().log10().floor() as i32;
+    let scale = 10f64.powi(6 - exponent);
+    let rounded = (x * scale).round() / scale;
+    if rounded.is_finite() { rounded } else { x }
+}
 
 /// Whether `kept` is `recorded` as the matrix keeps it: within
 /// [`RELATIVE_ERROR`].
@@ -155,7 +170,22 @@ mod tests {
         assert!(rings.get(9).is_empty());
     }
 
+    #[test]
+    fn a_figure_kept_as_f32_reads_as_it_was_sent() {
+        for sent in [0.2, 0.9, 0.1, 0.35, 1.5, 0.123_456_7, 59_999.99, 0.000_8] {
+            let kept = f64::from(sent as f32);
+            assert_eq!(seven_digits(kept), sent, "{kept}");
+        }
+        assert_eq!(seven_digits(0.0), 0.0);
+    }
+
     proptest! {
+        #[test]
+        fn seven_digits_stay_within_the_stated_error(x in 1e-6f64..60_000.0) {
+            let kept = f64::from(x as f32);
+            prop_assert!(is_kept_as(seven_digits(kept), x));
+        }
+
         #[test]
         fn a_ring_holds_the_newest_distinct_ends_in_order(
             ends_in in prop::collection::vec(0u64..40, 0..60),
