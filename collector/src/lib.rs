@@ -294,6 +294,8 @@ impl Collector {
             source,
         })?;
 
+        limit_open_files(&config.connections);
+
         // Taken before the state is read, held by the saver to its last save.
         let state_lock = match &config.state {
             Some(saving) => Some(persist::prepare(&saving.dir).map_err(ConfigError::from)?),
@@ -495,6 +497,30 @@ impl Collector {
     /// Waits until both servers have stopped.
     pub async fn wait(mut self) {
         while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+/// Descriptors the collector holds besides its agents' connections: HTTP
+/// connections (at most 512), watchers, the state's files.
+const OTHER_FILES: u64 = 1024;
+
+/// Raises the limit on open files as far as it goes, and warns when it
+/// still holds fewer connections than `--max-connections`: past it, accepts
+/// fail with "too many open files" and the state's saves with them.
+fn limit_open_files(connections: &ConnectionLimits) {
+    let (limit, error) = netaware_runtime::open_files::raise_to_hard_limit();
+    if let Some(err) = error {
+        tracing::warn!(%err, "raising the limit on open files");
+    }
+    let needed = connections.max_total as u64 + OTHER_FILES;
+    if !limit.allows(needed) {
+        let soft = limit.soft.unwrap_or(u64::MAX);
+        tracing::warn!(
+            open_files = soft,
+            max_connections = connections.max_total,
+            agents_at_most = soft.saturating_sub(OTHER_FILES),
+            "the limit on open files holds fewer connections than --max-connections: raise the container's nofile limit"
+        );
     }
 }
 

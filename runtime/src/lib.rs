@@ -29,6 +29,7 @@ pub mod events;
 pub mod http;
 pub mod latest;
 pub mod node_labels;
+pub mod open_files;
 pub mod retry;
 pub mod tls;
 pub mod tls_server;

@@ -78,6 +78,14 @@ pub async fn run(options: &LoadOptions, shutdown: CancellationToken) -> anyhow::
         .ok()
         .filter(|ms| (100..=600_000).contains(ms))
         .context("--window must be between 100 ms and 10 min")?;
+    // A connection per simulated agent: each a file.
+    let (limit, _) = netaware_runtime::open_files::raise_to_hard_limit();
+    anyhow::ensure!(
+        limit.allows(options.agents as u64 + 64),
+        "{} agents need as many open files, and this process may open {:?}: raise `ulimit -n`",
+        options.agents,
+        limit.soft
+    );
     let fleet = Arc::new(Fleet::new(
         options.agents,
         options.peers,
