@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use netaware_core::peers::{self, PeerBound};
+use netaware_core::peers::{self, PeerBound, PeerIndex};
 use netaware_proto::v1::Peer;
 
 /// Members are copied again at most this often, however fast nodes join;
@@ -28,6 +28,9 @@ pub struct Members {
     /// Each node's entries on its other networks (a dual-stack node's
     /// other family), by the index of `nodes`.
     pub other_networks: Vec<Vec<Peer>>,
+    /// `nodes` prepared for choosing peers among them, once per copy
+    /// rather than once per session.
+    index: PeerIndex,
 }
 
 impl Members {
@@ -35,6 +38,11 @@ impl Members {
     /// network only.
     pub fn new(version: u64, max_peers: usize, rotation: Duration, nodes: Vec<Peer>) -> Self {
         let other_networks = vec![Vec::new(); nodes.len()];
+        let candidates: Vec<peers::Candidate<'_>> = nodes
+            .iter()
+            .map(|p| (p.name.as_str(), p.zone.as_str()))
+            .collect();
+        let index = PeerIndex::new(&candidates);
         Self {
             version,
             copied: Instant::now(),
@@ -42,6 +50,7 @@ impl Members {
             rotation,
             nodes,
             other_networks,
+            index,
         }
     }
 
@@ -86,24 +95,15 @@ impl Members {
     /// on the primary network, and each of those again on every other
     /// network that both are on.
     pub fn peer_set(&self, node: &str, epoch: u64) -> Vec<Peer> {
-        let candidates: Vec<peers::Candidate<'_>> = self
-            .nodes
-            .iter()
-            .map(|p| (p.name.as_str(), p.zone.as_str()))
-            .collect();
-        let zone = candidates
-            .iter()
-            .find(|(name, _)| *name == node)
-            .map_or("", |(_, zone)| zone);
+        let zone = self.index.zone_of(node).unwrap_or("");
         let bound = PeerBound {
             max: self.max_peers,
             epoch,
         };
-        let chosen = peers::choose(node, zone, &candidates, bound);
+        let chosen = self.index.choose(node, zone, bound);
         let mine = self
-            .nodes
-            .iter()
-            .position(|p| p.name == node)
+            .index
+            .position(node)
             .map_or(&[][..], |i| self.other_networks[i].as_slice());
         let mut set: Vec<Peer> = chosen.iter().map(|&i| self.nodes[i].clone()).collect();
         for &i in &chosen {

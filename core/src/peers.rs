@@ -24,8 +24,6 @@
 //! fault localisation judge it by).
 //! Choosing is pure: the epoch comes from the caller's clock.
 
-use std::collections::BTreeMap;
-
 /// A candidate peer: its name and zone.
 pub type Candidate<'a> = (&'a str, &'a str);
 
@@ -83,135 +81,229 @@ pub fn choose(
     candidates: &[Candidate<'_>],
     bound: PeerBound,
 ) -> Vec<usize> {
-    let others = candidates.iter().filter(|c| c.0 != node).count();
-    if bound.max == 0 || others <= bound.max {
-        return (0..candidates.len())
-            .filter(|&i| candidates[i].0 != node)
+    PeerIndex::new(candidates).choose(node, zone, bound)
+}
+
+/// Candidates prepared once for choosing the peers of many nodes: in name
+/// order and grouped by zone. Choosing among 20,000 candidates then looks
+/// nothing up by comparing names and sorts nothing but the few it keeps,
+/// where [`choose`] alone does both for every call (a collector choosing
+/// every agent's set after a membership change spent most of a core on
+/// it).
+#[derive(Debug, Clone, Default)]
+pub struct PeerIndex {
+    /// Each candidate's name, by index.
+    names: Vec<String>,
+    /// Candidate indices by name.
+    by_name: Vec<usize>,
+    /// Each zone's name and its candidates in name order, by zone name.
+    zones: Vec<(String, Vec<usize>)>,
+    /// Each candidate's zone, as an index into `zones`.
+    zone_of: Vec<usize>,
+}
+
+impl PeerIndex {
+    /// The index of `candidates`; choices name candidates by their index
+    /// in this slice.
+    pub fn new(candidates: &[Candidate<'_>]) -> Self {
+        let mut by_name: Vec<usize> = (0..candidates.len()).collect();
+        by_name.sort_by_key(|&i| candidates[i].0);
+        let mut zone_names: Vec<&str> = candidates.iter().map(|c| c.1).collect();
+        zone_names.sort_unstable();
+        zone_names.dedup();
+        let mut zones: Vec<(String, Vec<usize>)> = zone_names
+            .iter()
+            .map(|&z| (z.to_owned(), Vec::new()))
             .collect();
-    }
-    let mut ring: Vec<usize> = Vec::new();
-    let mut zones: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (i, candidate) in candidates.iter().enumerate() {
-        if candidate.1 == zone {
-            ring.push(i);
-        } else {
-            zones.entry(candidate.1).or_default().push(i);
+        let mut zone_of = vec![0; candidates.len()];
+        for &i in &by_name {
+            let zone = zone_names.binary_search(&candidates[i].1).unwrap_or(0);
+            zone_of[i] = zone;
+            zones[zone].1.push(i);
+        }
+        Self {
+            names: candidates.iter().map(|c| c.0.to_owned()).collect(),
+            by_name,
+            zones,
+            zone_of,
         }
     }
-    let mut chosen = other_zone_peers(node, zone, candidates, &zones, bound);
-    // At least one zone mate, however small the bound: fault localisation
-    // and node health need a node's links inside its zone.
-    let has_mates = ring.iter().any(|&i| candidates[i].0 != node);
-    chosen.truncate(bound.max - usize::from(has_mates));
-    let room = bound.max - chosen.len().min(bound.max);
-    chosen.splice(
-        0..0,
-        zone_peers(node, candidates, &mut ring, room, bound.epoch),
-    );
-    // Room the zone left (a small zone) goes to more nodes of other zones.
-    let spare = bound.max.saturating_sub(chosen.len());
-    if spare > 0 {
-        let mut more = extra_other_zone_peers(node, candidates, &zones, &chosen, spare, bound);
-        chosen.append(&mut more);
-    }
-    chosen
-}
 
-/// The zone mates `node` probes: all while they fit in `room`, else the
-/// `room` at this epoch's offsets on the ring of the zone in name order.
-fn zone_peers(
-    node: &str,
-    candidates: &[Candidate<'_>],
-    ring: &mut [usize],
-    room: usize,
-    epoch: u64,
-) -> Vec<usize> {
-    ring.sort_unstable_by_key(|&i| candidates[i].0);
-    let Some(me) = ring.iter().position(|&i| candidates[i].0 == node) else {
-        // Not a member (yet): any `room` of them, by hash.
-        let keyed = ring
+    /// How many candidates there are.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The index of the candidate named `node`, if there is one.
+    pub fn position(&self, node: &str) -> Option<usize> {
+        let at = self
+            .by_name
+            .partition_point(|&i| self.names[i].as_str() < node);
+        self.by_name
+            .get(at)
+            .copied()
+            .filter(|&i| self.names[i] == node)
+    }
+
+    /// The zone of the candidate named `node`, if there is one.
+    pub fn zone_of(&self, node: &str) -> Option<&str> {
+        let i = self.position(node)?;
+        Some(self.zones[self.zone_of[i]].0.as_str())
+    }
+
+    /// The indices of the peers `node` (in `zone`) probes: every other
+    /// candidate when the bound is 0 or covers them, else at most
+    /// `bound.max` of them (module docs).
+    pub fn choose(&self, node: &str, zone: &str, bound: PeerBound) -> Vec<usize> {
+        let is_node = |i: usize| self.names[i] == node;
+        let me = self.position(node);
+        let others = self.len() - me.map_or(0, |_| self.named(node));
+        if bound.max == 0 || others <= bound.max {
+            return (0..self.len()).filter(|&i| !is_node(i)).collect();
+        }
+        let own = self
+            .zones
+            .binary_search_by(|(z, _)| z.as_str().cmp(zone))
+            .ok();
+        let ring: &[usize] = own.map_or(&[], |z| self.zones[z].1.as_slice());
+        let other_zones: Vec<usize> = (0..self.zones.len()).filter(|&z| Some(z) != own).collect();
+        let key = RendezvousKey::new(node, bound.epoch);
+        let mut chosen = self.other_zone_peers(node, zone, &other_zones, key, bound);
+        // At least one zone mate, however small the bound: fault localisation
+        // and node health need a node's links inside its zone.
+        let has_mates = ring.iter().any(|&i| !is_node(i));
+        chosen.truncate(bound.max - usize::from(has_mates));
+        let room = bound.max - chosen.len().min(bound.max);
+        chosen.splice(0..0, self.zone_peers(node, ring, room, key, bound.epoch));
+        // Room the zone left (a small zone) goes to more nodes of other zones.
+        let spare = bound.max.saturating_sub(chosen.len());
+        if spare > 0 {
+            let mut more = self.extra_other_zone_peers(&other_zones, &chosen, spare, key);
+            chosen.append(&mut more);
+        }
+        chosen
+    }
+
+    /// How many candidates are named `node`.
+    fn named(&self, node: &str) -> usize {
+        let from = self
+            .by_name
+            .partition_point(|&i| self.names[i].as_str() < node);
+        let to = self
+            .by_name
+            .partition_point(|&i| self.names[i].as_str() <= node);
+        to - from
+    }
+
+    /// The zone mates `node` probes: all while they fit in `room`, else the
+    /// `room` at this epoch's offsets on the ring of the zone in name order.
+    fn zone_peers(
+        &self,
+        node: &str,
+        ring: &[usize],
+        room: usize,
+        key: RendezvousKey,
+        epoch: u64,
+    ) -> Vec<usize> {
+        let Some(me) = ring.iter().position(|&i| self.names[i] == node) else {
+            // Not a member (yet): any `room` of them, by hash.
+            let keyed = ring.iter().map(|&i| (key.weight(&self.names[i]), i));
+            return smallest(keyed.collect(), room);
+        };
+        let size = ring.len();
+        let mates = size - 1;
+        if mates <= room {
+            return (1..size).map(|offset| ring[(me + offset) % size]).collect();
+        }
+        // Offsets 1..=mates, this epoch's block of `room` of them.
+        let start = (epoch % mates as u64) as usize * room;
+        (0..room)
+            .map(|t| {
+                let offset = (start + t) % mates + 1;
+                ring[(me + offset) % size]
+            })
+            .collect()
+    }
+
+    /// A few nodes of each other zone (all zones, or a rotating share of
+    /// them when there are hundreds), chosen by rendezvous hashing with the
+    /// epoch.
+    fn other_zone_peers(
+        &self,
+        node: &str,
+        zone: &str,
+        other_zones: &[usize],
+        key: RendezvousKey,
+        bound: PeerBound,
+    ) -> Vec<usize> {
+        let per_zone = bound.per_other_zone(other_zones.len());
+        let mut reached: Vec<(u64, usize)> = other_zones
             .iter()
-            .map(|&i| (rendezvous(node, candidates[i].0, epoch), i));
-        return smallest(keyed.collect(), room);
-    };
-    let size = ring.len();
-    let mates = size - 1;
-    if mates <= room {
-        return (1..size).map(|offset| ring[(me + offset) % size]).collect();
-    }
-    // Offsets 1..=mates, this epoch's block of `room` of them.
-    let start = (epoch % mates as u64) as usize * room;
-    (0..room)
-        .map(|t| {
-            let offset = (start + t) % mates + 1;
-            ring[(me + offset) % size]
-        })
-        .collect()
-}
-
-/// A few nodes of each other zone (all zones, or a rotating share of them
-/// when there are hundreds), chosen by rendezvous hashing with the epoch.
-fn other_zone_peers(
-    node: &str,
-    zone: &str,
-    candidates: &[Candidate<'_>],
-    zones: &BTreeMap<&str, Vec<usize>>,
-    bound: PeerBound,
-) -> Vec<usize> {
-    let per_zone = bound.per_other_zone(zones.len());
-    let mut reached: Vec<(u64, &str)> = zones
-        .keys()
-        .map(|&z| (rendezvous(node, z, bound.epoch) ^ rendezvous(zone, z, 0), z))
-        .collect();
-    let reach = bound.zones_reached(zones.len());
-    reached.sort_unstable();
-    reached.truncate(reach);
-    reached.sort_unstable_by_key(|&(_, z)| z);
-    let mut chosen = Vec::new();
-    for (_, z) in reached {
-        let keyed = zones[z]
-            .iter()
-            .map(|&i| (rendezvous(node, candidates[i].0, bound.epoch), i));
-        chosen.extend(smallest(keyed.collect(), per_zone));
-    }
-    chosen.truncate(bound.max);
-    chosen
-}
-
-/// `spare` more nodes of other zones, not yet in `taken`, one of each zone
-/// a round.
-fn extra_other_zone_peers(
-    node: &str,
-    candidates: &[Candidate<'_>],
-    zones: &BTreeMap<&str, Vec<usize>>,
-    taken: &[usize],
-    spare: usize,
-    bound: PeerBound,
-) -> Vec<usize> {
-    let mut groups: Vec<std::vec::IntoIter<usize>> = zones
-        .values()
-        .map(|group| {
-            let keyed = group
+            .map(|&z| {
+                let name = self.zones[z].0.as_str();
+                (
+                    rendezvous(node, name, bound.epoch) ^ rendezvous(zone, name, 0),
+                    z,
+                )
+            })
+            .collect();
+        let reach = bound.zones_reached(other_zones.len());
+        reached.sort_unstable();
+        reached.truncate(reach);
+        // Zones are indexed in name order.
+        reached.sort_unstable_by_key(|&(_, z)| z);
+        let mut chosen = Vec::new();
+        for (_, z) in reached {
+            let keyed = self.zones[z]
+                .1
                 .iter()
-                .filter(|i| !taken.contains(i))
-                .map(|&i| (rendezvous(node, candidates[i].0, bound.epoch), i));
-            smallest(keyed.collect(), spare).into_iter()
-        })
-        .collect();
-    let mut more = Vec::new();
-    while more.len() < spare {
-        let before = more.len();
-        for group in &mut groups {
-            if more.len() == spare {
+                .map(|&i| (key.weight(&self.names[i]), i));
+            chosen.extend(smallest(keyed.collect(), per_zone));
+        }
+        chosen.truncate(bound.max);
+        chosen
+    }
+
+    /// `spare` more nodes of other zones, not yet in `taken`, one of each
+    /// zone a round.
+    fn extra_other_zone_peers(
+        &self,
+        other_zones: &[usize],
+        taken: &[usize],
+        spare: usize,
+        key: RendezvousKey,
+    ) -> Vec<usize> {
+        let mut groups: Vec<std::vec::IntoIter<usize>> = other_zones
+            .iter()
+            .map(|&z| {
+                let keyed = self.zones[z]
+                    .1
+                    .iter()
+                    .filter(|i| !taken.contains(i))
+                    .map(|&i| (key.weight(&self.names[i]), i));
+                smallest(keyed.collect(), spare).into_iter()
+            })
+            .collect();
+        let mut more = Vec::new();
+        while more.len() < spare {
+            let before = more.len();
+            for group in &mut groups {
+                if more.len() == spare {
+                    break;
+                }
+                more.extend(group.next());
+            }
+            if more.len() == before {
                 break;
             }
-            more.extend(group.next());
         }
-        if more.len() == before {
-            break;
-        }
+        more
     }
-    more
 }
 
 /// The `max` smallest of `keyed`, in order, without sorting the rest.
@@ -227,22 +319,45 @@ fn smallest(mut keyed: Vec<(u64, usize)>, max: usize) -> Vec<usize> {
     keyed.into_iter().map(|(_, i)| i).collect()
 }
 
-/// Rendezvous weight of `b` for `a` in `epoch`: FNV-1a over both names and
-/// the epoch, so that every (node, epoch) ranks the candidates differently
-/// and stably while membership changes.
-fn rendezvous(a: &str, b: &str, epoch: u64) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in a
-        .bytes()
-        .chain([0xff])
-        .chain(b.bytes())
-        .chain([0xff])
-        .chain(epoch.to_le_bytes())
-    {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
+/// A chooser's side of the rendezvous weights in one epoch: the weight of
+/// `b` for `a` is FNV-1a over `a`, `b` and the epoch, so that every (node,
+/// epoch) ranks the candidates differently, and stably while membership
+/// changes (a candidate's weight depends on its own name alone). The hash
+/// of `a` is taken once, not once per candidate.
+#[derive(Debug, Clone, Copy)]
+struct RendezvousKey {
+    /// FNV-1a's state after `a` and its separator.
+    after_chooser: u64,
+    epoch: u64,
+}
+
+impl RendezvousKey {
+    fn new(chooser: &str, epoch: u64) -> Self {
+        Self {
+            after_chooser: fnv(FNV_OFFSET, chooser.bytes().chain([0xff])),
+            epoch,
+        }
     }
-    hash
+
+    /// The weight of the candidate named `peer`.
+    fn weight(self, peer: &str) -> u64 {
+        let tail = peer.bytes().chain([0xff]).chain(self.epoch.to_le_bytes());
+        fnv(self.after_chooser, tail)
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a from `state` over `bytes`.
+fn fnv(state: u64, bytes: impl IntoIterator<Item = u8>) -> u64 {
+    bytes.into_iter().fold(state, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Rendezvous weight of `b` for `a` in `epoch`.
+fn rendezvous(a: &str, b: &str, epoch: u64) -> u64 {
+    RendezvousKey::new(a, epoch).weight(b)
 }
 
 #[cfg(test)]
@@ -266,6 +381,37 @@ mod tests {
 
     fn bound(max: usize, epoch: u64) -> PeerBound {
         PeerBound { max, epoch }
+    }
+
+    #[test]
+    fn a_weight_is_fnv_over_both_names_and_the_epoch() {
+        let whole: Vec<u8> = [&b"n1"[..], &[0xff], b"n22", &[0xff], &7u64.to_le_bytes()].concat();
+        assert_eq!(rendezvous("n1", "n22", 7), fnv(FNV_OFFSET, whole));
+        assert_ne!(rendezvous("n1", "n22", 7), rendezvous("n1", "n22", 8));
+        assert_ne!(rendezvous("n1", "n22", 7), rendezvous("n12", "n2", 7));
+    }
+
+    #[test]
+    fn an_index_finds_nodes_and_their_zones_and_chooses_as_often_as_asked() {
+        let c = cluster(50, 3);
+        let v = view(&c);
+        let index = PeerIndex::new(&v);
+        assert_eq!(index.len(), 50);
+        assert_eq!(index.position("n17"), Some(17));
+        assert_eq!(index.zone_of("n17"), Some("z2"));
+        assert_eq!(index.position("n170"), None);
+        assert_eq!(index.zone_of(""), None);
+        for node in ["n0", "n17", "n49"] {
+            let zone = index.zone_of(node).unwrap();
+            for epoch in 0..3 {
+                let chosen = index.choose(node, zone, bound(10, epoch));
+                assert_eq!(chosen, choose(node, zone, &v, bound(10, epoch)));
+                assert_eq!(chosen.len(), 10);
+            }
+        }
+        // A node the index does not hold still gets a set, of others.
+        let outsider = index.choose("x", "z1", bound(10, 0));
+        assert_eq!(outsider.len(), 10);
     }
 
     #[test]
