@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use foldhash::{HashMap, HashMapExt};
+use foldhash::HashMap;
 use std::sync::OnceLock;
 
 use crate::coordinates::{Coordinate, Coordinates};
@@ -113,15 +113,20 @@ pub fn own_terms(config: &ScoreConfig, measured: &MeasuredTerms) -> Terms {
 #[derive(Debug, Clone, Default)]
 pub struct ScoredMatrix {
     nodes: Vec<NodeView>,
+    /// Sorted by (src, dst), so that a node's outgoing pairs lie together
+    /// and a pair is found by a binary search among its source's: no index
+    /// of every pair (a hash map would cost some 40 bytes a pair).
     pairs: Vec<ScoredPair>,
     node_index: HashMap<String, usize>,
-    pair_index: HashMap<(usize, usize), usize>,
-    /// Per node, the indices of the pairs it probes and of those probing it,
-    /// so that placement walks a node's links instead of looking up every
-    /// possible pair (5,000 candidates times 64 peers would be 640,000
-    /// lookups per call).
-    outgoing: Vec<Vec<usize>>,
-    incoming: Vec<Vec<usize>>,
+    /// Per node, where its outgoing pairs start in `pairs` (one more entry
+    /// than nodes, the last the number of pairs), and the indices of the
+    /// pairs probing it (`incoming` from `incoming_start[n]` to
+    /// `incoming_start[n + 1]`): placement walks a node's links instead of
+    /// looking up every possible pair (5,000 candidates times 64 peers
+    /// would be 640,000 lookups per call).
+    outgoing_start: Vec<u32>,
+    incoming_start: Vec<u32>,
+    incoming: Vec<u32>,
     /// Each node's zone, as an index into `zone_names`.
     zone_of: Vec<usize>,
     /// Whether each node runs an agent: read for every candidate, so kept
@@ -261,21 +266,13 @@ impl ScoredMatrix {
             .enumerate()
             .map(|(i, n)| (n.info.name.clone(), i))
             .collect();
-        let mut pair_index = HashMap::with_capacity(pairs.len());
-        let pairs: Vec<ScoredPair> = pairs
-            .into_iter()
-            .filter(|p| p.src < nodes.len() && p.dst < nodes.len() && p.src != p.dst)
-            .filter(|p| {
-                let next = pair_index.len();
-                pair_index.insert((p.src, p.dst), next).is_none()
-            })
-            .collect();
-        let mut outgoing = vec![Vec::new(); nodes.len()];
-        let mut incoming = vec![Vec::new(); nodes.len()];
-        for (i, pair) in pairs.iter().enumerate() {
-            outgoing[pair.src].push(i);
-            incoming[pair.dst].push(i);
-        }
+        let mut pairs = pairs;
+        pairs.retain(|p| p.src < nodes.len() && p.dst < nodes.len() && p.src != p.dst);
+        // Stable, so that of repeated pairs the first is the one kept.
+        pairs.sort_by_key(|p| (p.src, p.dst));
+        pairs.dedup_by_key(|p| (p.src, p.dst));
+        pairs.shrink_to_fit();
+        let links = Links::of(nodes.len(), &pairs);
         let (zone_of, zone_names) = zones_of(nodes.iter().map(|n| n.info.zone.as_str()));
         let estimates = ZoneEstimates::of(zone_names.len(), |i| zone_of[i], &pairs, &fallback);
         let agents = nodes
@@ -287,9 +284,9 @@ impl ScoredMatrix {
             nodes,
             pairs,
             node_index,
-            pair_index,
-            outgoing,
-            incoming,
+            outgoing_start: links.outgoing_start,
+            incoming_start: links.incoming_start,
+            incoming: links.incoming,
             zone_of,
             zone_names,
             estimates,
@@ -300,29 +297,22 @@ impl ScoredMatrix {
         }
     }
 
-    /// The pairs `node` probes.
+    /// The pairs `node` probes, by the probed node's index.
     pub fn outgoing(&self, node: usize) -> impl Iterator<Item = &ScoredPair> {
-        self.outgoing
-            .get(node)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
-            .iter()
-            .map(|&i| &self.pairs[i])
+        self.outgoing_of(node).iter()
+    }
+
+    fn outgoing_of(&self, node: usize) -> &[ScoredPair] {
+        let range = Links::range(&self.outgoing_start, node);
+        self.pairs.get(range).unwrap_or_default()
     }
 
     /// The measured pairs `node` probes and the measured pairs probing it.
     pub fn links(&self, node: usize) -> impl Iterator<Item = &ScoredPair> {
-        let out = self
-            .outgoing
-            .get(node)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let inc = self
-            .incoming
-            .get(node)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        out.iter().chain(inc).map(|&i| &self.pairs[i])
+        let range = Links::range(&self.incoming_start, node);
+        let incoming = self.incoming.get(range).unwrap_or_default();
+        let incoming = incoming.iter().map(|&i| &self.pairs[i as usize]);
+        self.outgoing(node).chain(incoming)
     }
 
     /// The same matrix with the zones (and regions) that `place` gives,
@@ -427,7 +417,9 @@ impl ScoredMatrix {
 
     /// The measured pair src -> dst by indices.
     pub fn pair(&self, src: usize, dst: usize) -> Option<&ScoredPair> {
-        self.pair_index.get(&(src, dst)).map(|&i| &self.pairs[i])
+        let outgoing = self.outgoing_of(src);
+        let found = outgoing.binary_search_by_key(&dst, |pair| pair.dst);
+        found.ok().map(|i| &outgoing[i])
     }
 
     /// The estimate for the pair src -> dst, nobody probing it.
@@ -574,6 +566,55 @@ impl ScoredMatrix {
 }
 
 /// Each name's index among the sorted distinct names, and those names.
+/// Where each node's links lie among pairs sorted by (src, dst).
+struct Links {
+    outgoing_start: Vec<u32>,
+    incoming_start: Vec<u32>,
+    incoming: Vec<u32>,
+}
+
+impl Links {
+    /// The links of `nodes` nodes over `pairs`, sorted by (src, dst) with
+    /// every index below `nodes`.
+    fn of(nodes: usize, pairs: &[ScoredPair]) -> Self {
+        // Pair indices fit 32 bits: a matrix of 4 billion pairs would not
+        // fit in memory.
+        let index = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
+        let mut outgoing_start = vec![0u32; nodes + 1];
+        let mut incoming_start = vec![0u32; nodes + 1];
+        for pair in pairs {
+            outgoing_start[pair.src + 1] += 1;
+            incoming_start[pair.dst + 1] += 1;
+        }
+        for node in 0..nodes {
+            outgoing_start[node + 1] += outgoing_start[node];
+            incoming_start[node + 1] += incoming_start[node];
+        }
+        // Each node's probing pairs in the order of `pairs`, so by source.
+        let mut next = incoming_start.clone();
+        let mut incoming = vec![0u32; pairs.len()];
+        for (i, pair) in pairs.iter().enumerate() {
+            let slot = &mut next[pair.dst];
+            incoming[*slot as usize] = index(i);
+            *slot += 1;
+        }
+        Self {
+            outgoing_start,
+            incoming_start,
+            incoming,
+        }
+    }
+
+    /// The range of `node`'s entries under `start`; empty for an unknown
+    /// node.
+    fn range(start: &[u32], node: usize) -> std::ops::Range<usize> {
+        match (start.get(node), start.get(node + 1)) {
+            (Some(&from), Some(&to)) => from as usize..to as usize,
+            _ => 0..0,
+        }
+    }
+}
+
 fn zones_of<'a>(zones: impl Iterator<Item = &'a str> + Clone) -> (Vec<usize>, Vec<String>) {
     let names: Vec<String> = zones
         .clone()
@@ -762,6 +803,41 @@ pub(crate) mod tests {
             m.pair_or_estimate(a2, a1).unwrap().terms.delay_source,
             Source::ZoneAverage
         );
+    }
+
+    #[test]
+    fn pairs_from_elsewhere_are_found_in_any_order_the_first_of_a_repeat_kept() {
+        let m = scored(
+            &[("a1", "a"), ("a2", "a"), ("a3", "a")],
+            &[("a1", "a2", 1.0, 0.0), ("a3", "a1", 2.0, 0.0)],
+            10_000,
+        );
+        let mut pairs: Vec<ScoredPair> = m.pairs().iter().rev().cloned().collect();
+        let mut repeat = pairs[0].clone();
+        repeat.quality = 0.123;
+        pairs.push(repeat);
+        let mut outside = pairs[0].clone();
+        outside.dst = 7;
+        pairs.push(outside);
+        let mut to_itself = pairs[0].clone();
+        to_itself.dst = to_itself.src;
+        pairs.push(to_itself);
+        let read = ScoredMatrix::from_parts(m.nodes().to_vec(), pairs, m.fallback());
+        assert_eq!(read.pairs().len(), 2);
+        for pair in m.pairs() {
+            assert_eq!(read.pair(pair.src, pair.dst), Some(pair));
+        }
+        assert_eq!(read.pair(1, 0), None);
+        assert_eq!(read.pair(9, 0), None);
+        // a1 probes a2 and is probed by a3; a2 is only probed.
+        let ends = |node: usize| -> Vec<(usize, usize)> {
+            read.links(node).map(|p| (p.src, p.dst)).collect()
+        };
+        assert_eq!(ends(0), [(0, 1), (2, 0)]);
+        assert_eq!(ends(1), [(0, 1)]);
+        assert_eq!(read.outgoing(2).count(), 1);
+        assert_eq!(read.outgoing(9).count(), 0);
+        assert_eq!(read.links(9).count(), 0);
     }
 
     #[test]
