@@ -268,10 +268,14 @@ impl ScoredMatrix {
             .collect();
         let mut pairs = pairs;
         pairs.retain(|p| p.src < nodes.len() && p.dst < nodes.len() && p.src != p.dst);
-        // Stable, so that of repeated pairs the first is the one kept.
-        pairs.sort_by_key(|p| (p.src, p.dst));
-        pairs.dedup_by_key(|p| (p.src, p.dst));
-        pairs.shrink_to_fit();
+        // Pairs scored here or received from a collector come in order:
+        // sorting them again would take a buffer of half their size.
+        if !pairs.is_sorted_by(|a, b| (a.src, a.dst) < (b.src, b.dst)) {
+            // Stable, so that of repeated pairs the first is the one kept.
+            pairs.sort_by_key(|p| (p.src, p.dst));
+            pairs.dedup_by_key(|p| (p.src, p.dst));
+            pairs.shrink_to_fit();
+        }
         let links = Links::of(nodes.len(), &pairs);
         let (zone_of, zone_names) = zones_of(nodes.iter().map(|n| n.info.zone.as_str()));
         let estimates = ZoneEstimates::of(zone_names.len(), |i| zone_of[i], &pairs, &fallback);
