@@ -161,8 +161,7 @@ impl PeerIndex {
     /// `bound.max` of them (module docs).
     pub fn choose(&self, node: &str, zone: &str, bound: PeerBound) -> Vec<usize> {
         let is_node = |i: usize| self.names[i] == node;
-        let me = self.position(node);
-        let others = self.len() - me.map_or(0, |_| self.named(node));
+        let others = self.len() - self.named(node);
         if bound.max == 0 || others <= bound.max {
             return (0..self.len()).filter(|&i| !is_node(i)).collect();
         }
@@ -210,7 +209,9 @@ impl PeerIndex {
         key: RendezvousKey,
         epoch: u64,
     ) -> Vec<usize> {
-        let Some(me) = ring.iter().position(|&i| self.names[i] == node) else {
+        // The ring is in name order.
+        let found = ring.binary_search_by(|&i| self.names[i].as_str().cmp(node));
+        let Ok(me) = found else {
             // Not a member (yet): any `room` of them, by hash.
             let keyed = ring.iter().map(|&i| (key.weight(&self.names[i]), i));
             return smallest(keyed.collect(), room);

@@ -260,13 +260,16 @@ impl ScoredMatrix {
     /// received from the collector), and works out the estimates of the
     /// pairs not among them with `fallback`. Pairs whose indices are out of
     /// range, from a node to itself, or repeated are left out.
-    pub fn from_parts(nodes: Vec<NodeView>, pairs: Vec<ScoredPair>, fallback: Fallback) -> Self {
+    pub fn from_parts(
+        nodes: Vec<NodeView>,
+        mut pairs: Vec<ScoredPair>,
+        fallback: Fallback,
+    ) -> Self {
         let node_index = nodes
             .iter()
             .enumerate()
             .map(|(i, n)| (n.info.name.clone(), i))
             .collect();
-        let mut pairs = pairs;
         pairs.retain(|p| p.src < nodes.len() && p.dst < nodes.len() && p.src != p.dst);
         // Pairs scored here or received from a collector come in order:
         // sorting them again would take a buffer of half their size.
