@@ -25,6 +25,7 @@ use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::lateness::LinkLateness;
 use crate::link::{Drop, Link, Verdict};
 use crate::topology::LinkProfile;
 
@@ -42,7 +43,7 @@ const MAX_PACKET: usize = 65_536;
 const PRIORITY: libc::c_int = 10;
 
 /// What the emulator has done, counted.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Stats {
     /// Packets delivered.
     pub forwarded: AtomicU64,
@@ -61,9 +62,26 @@ pub struct Stats {
     pub late_ns_total: AtomicU64,
     /// Largest lateness of a delayed packet (ns).
     pub late_ns_max: AtomicU64,
+    /// The lateness of each link's delayed packets, link by link.
+    pub links: LinkLateness,
 }
 
 impl Stats {
+    /// Counters for `links` links, all zero.
+    fn new(links: usize) -> Self {
+        Self {
+            forwarded: AtomicU64::new(0),
+            dropped_loss: AtomicU64::new(0),
+            dropped_queue: AtomicU64::new(0),
+            dropped_outside: AtomicU64::new(0),
+            write_errors: AtomicU64::new(0),
+            delayed: AtomicU64::new(0),
+            late_ns_total: AtomicU64::new(0),
+            late_ns_max: AtomicU64::new(0),
+            links: LinkLateness::new(links),
+        }
+    }
+
     /// Mean lateness of delayed packets, in microseconds.
     pub fn mean_lateness_us(&self) -> f64 {
         let delayed = self.delayed.load(Relaxed);
@@ -102,7 +120,7 @@ impl Emulator {
     /// profile from port src to port dst.
     pub fn start(ports: Vec<Port>, links: Vec<LinkProfile>) -> std::io::Result<Self> {
         let (control, commands) = mpsc::channel();
-        let stats = Arc::new(Stats::default());
+        let stats = Arc::new(Stats::new(links.len()));
         let thread_stats = Arc::clone(&stats);
         let thread = std::thread::Builder::new()
             .name("lab-emulator".into())
@@ -137,6 +155,8 @@ impl std::ops::Drop for Emulator {
 struct InFlight {
     due: u64,
     order: u64,
+    /// Its link, `src * ports + dst`.
+    link: usize,
     port: usize,
     packet: Vec<u8>,
 }
@@ -286,6 +306,7 @@ impl Forwarder {
                 self.queue.push(Reverse(InFlight {
                     due,
                     order: self.order,
+                    link: src * n + dst,
                     port: dst,
                     packet: packet.to_vec(),
                 }));
@@ -303,12 +324,13 @@ impl Forwarder {
             let Some(Reverse(next)) = self.queue.pop() else {
                 break;
             };
-            self.count_lateness(now - next.due);
+            self.count_lateness(next.link, now - next.due);
             self.write(next.port, &next.packet);
         }
     }
 
-    fn count_lateness(&self, late_ns: u64) {
+    fn count_lateness(&self, link: usize, late_ns: u64) {
+        self.stats.links.count(link, late_ns);
         self.stats.delayed.fetch_add(1, Relaxed);
         self.stats.late_ns_total.fetch_add(late_ns, Relaxed);
         self.stats.late_ns_max.fetch_max(late_ns, Relaxed);

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::emulator::{Emulator, Port, Stats};
+use crate::lateness::Lateness;
 use crate::netns;
 use crate::topology::{CONTROL_HOST, Faults, HostSpec, LinkProfile, NetworkSpec, Topology};
 use crate::tun;
@@ -327,6 +328,26 @@ impl Lab {
     /// The emulator's counters.
     pub fn stats(&self) -> Option<&Stats> {
         self.emulator.as_ref().map(Emulator::stats)
+    }
+
+    /// How late the emulator has let the delayed packets from `src` to
+    /// `dst` go on the primary network (empty without an emulator): read
+    /// twice and take [`Lateness::since`] for a stretch of time.
+    pub fn lateness(&self, src: &str, dst: &str) -> Result<Lateness, LabError> {
+        let ports = self.ports();
+        let port = |name: &str| {
+            self.host(name)?;
+            Ok::<_, LabError>(
+                ports
+                    .iter()
+                    .position(|(network, host)| network.is_none() && host.name == name),
+            )
+        };
+        let (src, dst) = (port(src)?, port(dst)?);
+        Ok(match (self.stats(), src, dst) {
+            (Some(stats), Some(src), Some(dst)) => stats.links.of(src * ports.len() + dst),
+            _ => Lateness::default(),
+        })
     }
 
     /// Every port's network and host, in the emulator's order: every

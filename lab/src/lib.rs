@@ -13,7 +13,8 @@
 //! - [`topology`]: the file format, the shipped topologies, the paths.
 //! - [`link`]: one direction of a link, pure.
 //! - [`tun`], [`netns`]: the kernel plumbing.
-//! - [`emulator`]: the forwarding thread.
+//! - [`emulator`]: the forwarding thread, and [`lateness`]: how late it
+//!   let each link's packets go.
 //! - [`forger`]: a host that answers echo requests ahead of time, and
 //!   [`lying_reflector`]: a STAMP reflector that claims false holds, for
 //!   the tests of what a lying node can do.
@@ -25,6 +26,7 @@
 pub mod emulator;
 pub mod forger;
 mod lab;
+pub mod lateness;
 pub mod link;
 pub mod lying_reflector;
 pub mod netns;
