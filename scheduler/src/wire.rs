@@ -9,6 +9,7 @@
 //! sent them.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -72,15 +73,60 @@ pub struct NodeListOut {
     pub items: Vec<Value>,
 }
 
-/// One entry of the answer to /prioritize.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct HostPriority {
+/// One entry of the answer to /prioritize, borrowing its node's name.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct HostPriority<'a> {
     /// Node name.
     #[serde(rename = "Host")]
-    pub host: String,
+    pub host: &'a str,
     /// 0 to [`MAX_EXTENDER_PRIORITY`].
     #[serde(rename = "Score")]
     pub score: i64,
+}
+
+/// The answer to /prioritize (a HostPriorityList) for `scores`, as JSON,
+/// the same as serde_json writes for a list of [`HostPriority`].
+///
+/// Written by hand into one buffer sized for it: through serde this was
+/// 540 instructions a candidate, a third of what the decision costs, at
+/// 5,000 candidates. A node's name is a DNS subdomain (lower-case letters,
+/// digits, '-' and '.'), which JSON takes as it is; any other name is
+/// escaped by serde_json.
+pub fn host_priorities_json(scores: &[(&str, i64)]) -> Vec<u8> {
+    // A name and its score take some 30 bytes besides the name.
+    let size = scores
+        .iter()
+        .map(|(host, _)| host.len() + 30)
+        .sum::<usize>()
+        + 2;
+    let mut json = Vec::with_capacity(size);
+    json.push(b'[');
+    for (i, &(host, score)) in scores.iter().enumerate() {
+        if i > 0 {
+            json.push(b',');
+        }
+        json.extend_from_slice(br#"{"Host":"#);
+        write_name(&mut json, host);
+        json.extend_from_slice(br#","Score":"#);
+        // Writing to a Vec cannot fail.
+        let _ = write!(json, "{score}");
+        json.push(b'}');
+    }
+    json.push(b']');
+    json
+}
+
+/// `name` as a JSON string.
+fn write_name(json: &mut Vec<u8>, name: &str) {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'.';
+    if name.bytes().all(plain) {
+        json.push(b'"');
+        json.extend_from_slice(name.as_bytes());
+        json.push(b'"');
+    } else {
+        // Writing a string to a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *json, name);
+    }
 }
 
 /// What kube-scheduler sends to /bind.
@@ -139,4 +185,39 @@ pub fn object_labels(object: &Value) -> BTreeMap<String, String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn the_priorities_written_by_hand_are_what_serde_writes(
+            scores in proptest::collection::vec((".{0,12}", any::<i64>()), 0..8),
+        ) {
+            let borrowed: Vec<(&str, i64)> =
+                scores.iter().map(|(host, score)| (host.as_str(), *score)).collect();
+            let list: Vec<HostPriority<'_>> = borrowed
+                .iter()
+                .map(|&(host, score)| HostPriority { host, score })
+                .collect();
+            let by_hand = host_priorities_json(&borrowed);
+            prop_assert_eq!(
+                String::from_utf8(by_hand).unwrap(),
+                serde_json::to_string(&list).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn node_names_are_written_plain_and_others_escaped() {
+        let json = host_priorities_json(&[("node-1.zone-a", 10), ("a\"b\n", -1)]);
+        assert_eq!(
+            String::from_utf8(json).unwrap(),
+            r#"[{"Host":"node-1.zone-a","Score":10},{"Host":"a\"b\n","Score":-1}]"#
+        );
+        assert_eq!(host_priorities_json(&[]), b"[]");
+    }
 }
