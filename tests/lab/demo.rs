@@ -194,6 +194,16 @@ fn goodputs(report: &str) -> Vec<(String, String, Option<f64>)> {
         .collect()
 }
 
+/// The lowest goodput a healthy pair may read, as a share of its link's
+/// rate: above the slow host's 50 Mbit/s on the slowest healthy link.
+const HEALTHY_FLOOR: f64 = 0.6;
+
+/// The default topology's rate between two healthy hosts (Mbit/s): 200
+/// inside a zone, 100 between zones.
+fn link_rate(src: &str, dst: &str) -> f64 {
+    if src[..1] == dst[..1] { 200.0 } else { 100.0 }
+}
+
 #[test]
 fn lab_demo_measures_every_pair_goodput_and_shows_the_slow_host() {
     if !netaware_testkit::have_root("lab demo goodput") {
@@ -257,14 +267,33 @@ fn lab_demo_measures_every_pair_goodput_and_shows_the_slow_host() {
             (false, true) => assert!(goodput > 0.0, "{src} -> {dst}: {goodput} Mbit/s"),
             // 200 Mbit/s inside a zone, 100 between zones (96.5% payload).
             (false, false) => {
-                let rate = if src[..1] == dst[..1] { 200.0 } else { 100.0 };
+                let rate = link_rate(src, dst);
                 assert!(
-                    (0.8 * rate..=rate).contains(&goodput),
+                    (HEALTHY_FLOOR * rate..=rate).contains(&goodput),
                     "{src} -> {dst}: {goodput} Mbit/s on a {rate} Mbit/s link"
                 );
             }
         }
     }
+    // Each test is one 2 s transfer through the user-space emulator, and
+    // this VM's hypervisor takes 10 to 37% of its CPU for tens of seconds
+    // at a time while a lab runs (docs/lab.md): a pair tested then reads
+    // low (77 Mbit/s on a 100 Mbit/s link has been seen). So each healthy
+    // pair must stand clear of the slow host's 50 Mbit/s, and their
+    // median within 20% of the links' rates: the agents' goodput against
+    // iperf3's, pair by pair, is held to 5% in tests/throughput_lab.rs.
+    let mut healthy: Vec<f64> = pairs
+        .iter()
+        .filter(|(src, dst, _)| ![src, dst].iter().any(|h| *h == "b2" || *h == "a3"))
+        .filter_map(|(src, dst, goodput)| Some(goodput.as_ref()? / link_rate(src, dst)))
+        .collect();
+    healthy.sort_by(f64::total_cmp);
+    let median = healthy[healthy.len() / 2];
+    assert!(
+        median >= 0.8,
+        "healthy pairs' median goodput {:.0}% of their links' rates:\n{output}",
+        median * 100.0
+    );
     // The report names the lossy NIC planted on a3 as what it is.
     let faults = output
         .rsplit("== Faults\n")
