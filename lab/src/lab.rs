@@ -334,13 +334,25 @@ impl Lab {
     /// `dst` go on the primary network (empty without an emulator): read
     /// twice and take [`Lateness::since`] for a stretch of time.
     pub fn lateness(&self, src: &str, dst: &str) -> Result<Lateness, LabError> {
+        self.lateness_on(None, src, dst)
+    }
+
+    /// The same on the primary network (`None`) or on the topology's
+    /// further network number `k` (empty where `src` or `dst` has no port
+    /// on it).
+    pub fn lateness_on(
+        &self,
+        on: Option<usize>,
+        src: &str,
+        dst: &str,
+    ) -> Result<Lateness, LabError> {
         let ports = self.ports();
         let port = |name: &str| {
             self.host(name)?;
             Ok::<_, LabError>(
                 ports
                     .iter()
-                    .position(|(network, host)| network.is_none() && host.name == name),
+                    .position(|(network, host)| *network == on && host.name == name),
             )
         };
         let (src, dst) = (port(src)?, port(dst)?);

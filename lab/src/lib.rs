@@ -14,7 +14,8 @@
 //! - [`link`]: one direction of a link, pure.
 //! - [`tun`], [`netns`]: the kernel plumbing.
 //! - [`emulator`]: the forwarding thread, and [`lateness`]: how late it
-//!   let each link's packets go.
+//!   let each link's packets go; [`fitness`]: when that leaves a reading
+//!   fit to judge, and how repeated readings decide.
 //! - [`forger`]: a host that answers echo requests ahead of time, and
 //!   [`lying_reflector`]: a STAMP reflector that claims false holds, for
 //!   the tests of what a lying node can do.
@@ -24,6 +25,7 @@
 //!   left behind by a process that died are removed at the next start.
 
 pub mod emulator;
+pub mod fitness;
 pub mod forger;
 mod lab;
 pub mod lateness;
