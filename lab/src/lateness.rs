@@ -117,6 +117,33 @@ impl Lateness {
         })?;
         Some((bucket as f64 + 0.5) * BUCKET_NS as f64 / 1e6)
     }
+
+    /// The median of a round trip's lateness (ms, bucket middles summed):
+    /// one packet of this link out and one of `back`'s in return, drawn
+    /// independently; `None` when either has no packet. Not the sum of
+    /// the two medians: when a quarter of each link's packets leave late,
+    /// close to half of the round trips hold a late packet, and their
+    /// median is in the tail that neither link's median shows.
+    pub fn round_trip_median_ms(&self, back: &Lateness) -> Option<f64> {
+        let (out_packets, back_packets) = (self.packets(), back.packets());
+        if out_packets == 0 || back_packets == 0 {
+            return None;
+        }
+        let mut sums = vec![0u128; self.counts.len() + back.counts.len()];
+        for (i, &out) in self.counts.iter().enumerate().filter(|(_, c)| **c > 0) {
+            for (j, &back) in back.counts.iter().enumerate().filter(|(_, c)| **c > 0) {
+                sums[i + j] += u128::from(out) * u128::from(back);
+            }
+        }
+        let middle = (u128::from(out_packets) * u128::from(back_packets)).div_ceil(2);
+        let mut seen = 0;
+        let buckets = sums.iter().position(|&count| {
+            seen += count;
+            seen >= middle
+        })?;
+        // Each of the two packets sits in the middle of its bucket.
+        Some((buckets as f64 + 1.0) * BUCKET_NS as f64 / 1e6)
+    }
 }
 
 #[cfg(test)]
@@ -151,6 +178,27 @@ mod tests {
         assert_eq!(links.of(9).packets(), 0);
         links.count(9, 1);
         assert_eq!(links.of(3).packets(), 0);
+    }
+
+    #[test]
+    fn a_round_trips_median_lies_in_the_tail_when_many_packets_of_each_way_are_late() {
+        let links = LinkLateness::new(2);
+        // Each way: 7 packets on time (5 us), 3 late by 500 us.
+        for link in [0, 1] {
+            (0..7).for_each(|_| links.count(link, 5_000));
+            (0..3).for_each(|_| links.count(link, 500_000));
+        }
+        let (out, back) = (links.of(0), links.of(1));
+        assert_eq!(out.median_ms(), Some(0.005));
+        // 49% of the round trips have both packets on time, 51% one or
+        // two late: the median round trip carries one late packet.
+        assert_eq!(out.round_trip_median_ms(&back), Some(0.51));
+        // With one late packet in ten each way, the median is on time.
+        let quiet = LinkLateness::new(1);
+        (0..9).for_each(|_| quiet.count(0, 5_000));
+        quiet.count(0, 500_000);
+        assert_eq!(quiet.of(0).round_trip_median_ms(&quiet.of(0)), Some(0.01));
+        assert_eq!(out.round_trip_median_ms(&Lateness::default()), None);
     }
 
     #[test]

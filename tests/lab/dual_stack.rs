@@ -96,15 +96,18 @@ fn dual_stack_accuracy_by_family_and_transport() {
         )
         .unwrap();
         wait_for_every_network(&system, &NETWORKS, |_| true);
-        let Round { matrices, overhead } =
-            fresh_round(&system, &[(NETWORKS[0], None), (NETWORKS[1], None)]);
+        let Round {
+            matrices,
+            conditions,
+            ..
+        } = fresh_round(&system, &[(NETWORKS[0], None), (NETWORKS[1], None)]);
         for (network, matrix) in NETWORKS.iter().zip(&matrices) {
             let errors: Vec<f64> = matrix
                 .pairs
                 .iter()
                 .map(|p| {
                     let (rtt, _) = system.lab().round_trip(&p.src, &p.dst).unwrap();
-                    p.rtt_median_ms.unwrap() - (rtt + overhead)
+                    p.rtt_median_ms.unwrap() - (rtt + conditions.overhead)
                 })
                 .collect();
             eprintln!(

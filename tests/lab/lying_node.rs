@@ -108,18 +108,19 @@ fn a_node_that_answers_ahead_of_the_probes_is_seen_at_its_true_distance() {
     }
 }
 
-/// The count of reflectors' hold claims an agent's /metrics says it cut.
 /// The primary matrix of fresh windows, and the emulator's own overhead
 /// over their seconds, as ping sees it on the control link (neither liar
 /// touches it): some 0.1 ms on a quiet machine, more on a loaded one.
 fn fresh_primary_matrix(system: &LabSystem) -> (f64, MatrixJson) {
     let Round {
         mut matrices,
-        overhead,
+        conditions,
+        ..
     } = fresh_round(system, &[("primary", None)]);
-    (overhead, matrices.remove(0))
+    (conditions.overhead, matrices.remove(0))
 }
 
+/// The count of reflectors' hold claims an agent's /metrics says it cut.
 fn holds_cut(metrics: &str) -> f64 {
     netaware_testkit::metrics::sample(metrics, "netaware_agent_udp_holds_cut_total").unwrap_or(0.0)
 }

@@ -9,10 +9,13 @@ use std::time::{Duration, Instant};
 use netaware::json::{MatrixJson, PairJson};
 use netaware::lab_system::{AgentTiming, LabSystem};
 use netaware_core::pair_rtt::RttBasis;
+use netaware_lab::fitness::{MAX_TRIES, Tries, Verdict};
 use netaware_lab::{Families, Faults, LinkProfile, Topology, root_or_skip};
 use serde::Deserialize;
 
-use crate::overhead::{Conditions, MAX_OVERHEAD_MS, RoundConditions, overhead_now, overhead_while};
+use crate::overhead::{
+    Conditions, MAX_OVERHEAD_MS, UdpHolds, overhead_now, overhead_while, watched,
+};
 
 const TIMING: AgentTiming = AgentTiming::FAST;
 
@@ -311,39 +314,31 @@ fn reflector_hold_ms(system: &LabSystem, workers: &[String], transport: &str) ->
     if transport != "udp" {
         return 0.0;
     }
-    let (mut left_s, mut probes) = (0.0, 0.0);
-    for worker in workers {
-        let metrics = system.agent_metrics(worker).expect("the agent's metrics");
-        let sample = |name: &str| netaware_testkit::metrics::sample(&metrics, name);
-        left_s += sample("netaware_agent_udp_hold_left_seconds_total").expect("hold left");
-        probes += sample("netaware_agent_probes_sent_total{transport=\"udp\"}").expect("probes");
-    }
-    left_s * 1e3 / probes.max(1.0)
+    UdpHolds::read(system, workers).pooled_ms(&UdpHolds::none(workers.len()))
 }
 
 /// The agent's RTT for each pair in `matrix`, beside `pinged` (in the
-/// order of `pairs`) and the truth plus `overhead`.
+/// order of `pairs`) and the truth under the round's `conditions`.
 fn rtt_readings<'p>(
     system: &LabSystem,
     matrix: &MatrixJson,
     pairs: &[(&'p str, &'p str)],
     pinged: &[f64],
-    overhead: f64,
-    lateness: &[f64],
+    conditions: &Conditions,
 ) -> Vec<RttReading<'p>> {
     pairs
         .iter()
         .zip(pinged)
-        .zip(lateness)
-        .map(|((&(src, dst), &ping), &lateness)| RttReading {
+        .enumerate()
+        .map(|(i, (&(src, dst), &ping))| RttReading {
             src,
             dst,
             agent: pair(matrix, src, dst)
                 .rtt_median_ms
                 .unwrap_or_else(|| panic!("{src} -> {dst}: no RTT")),
             ping,
-            expected: system.lab().round_trip(src, dst).unwrap().0 + overhead + lateness,
-            overhead,
+            expected: conditions.truth(i, system.lab().round_trip(src, dst).unwrap().0),
+            overhead: conditions.overhead,
         })
         .collect()
 }
@@ -612,18 +607,18 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
     // of seconds at a time while a lab runs: the emulator's packets then
     // leave late, and ping and the agents wait at random moments. So the
     // truth takes in the emulator's own lateness on each pair's links over
-    // the round (see `RoundConditions`), a round where the lab was unfit
+    // the round (see `Conditions`), a round where the lab was unfit
     // (its overhead or its late packets beyond bounds) judges nothing, and
     // the whole reading is taken again until it can judge (pinged, then
     // read from a matrix whose every window began after that ping did),
-    // up to `MAX_ROUNDS`: the bias over every pair on the median of the
+    // up to `MAX_TRIES`: the bias over every pair on the median of the
     // rounds that can judge it, each pair on the median of its own tries.
     // Each fails when two of its tries are off.
     let hold_ms = reflector_hold_ms(system, workers, transport);
     let biases = |rounds: &[Round<'_>]| -> Vec<MeanError> {
         rounds
             .iter()
-            .filter(|round| round.fit() && round.readings.len() == all_pairs.len())
+            .filter(|round| round.conditions.fit() && round.readings.len() == all_pairs.len())
             .map(|round| MeanError::of(&round.readings))
             .collect()
     };
@@ -632,27 +627,26 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
         let within = biases.iter().filter(|b| b.within(hold_ms)).count();
         judged >= 2 && 2 * within != judged
     };
-    let tries = |rounds: &[Round<'_>]| -> Vec<Vec<Option<String>>> {
-        let mut tries = vec![Vec::new(); all_pairs.len()];
-        for round in rounds.iter().filter(|round| round.fit()) {
+    // Each pair's tries, and what each found.
+    let tries = |rounds: &[Round<'_>]| -> Vec<(Tries, Vec<String>)> {
+        let mut tries = vec![(Tries::default(), Vec::new()); all_pairs.len()];
+        for round in rounds.iter().filter(|round| round.conditions.fit()) {
             for reading in &round.readings {
                 if let Some(i) = all_pairs
                     .iter()
                     .position(|&pair| pair == (reading.src, reading.dst))
                 {
-                    tries[i].push(reading.off());
+                    let off = reading.off();
+                    tries[i].0.push(off.is_some());
+                    tries[i].1.push(off.unwrap_or_else(|| "ok".into()));
                 }
             }
         }
         tries
     };
-    let offs = |tries: &[Option<String>]| tries.iter().filter(|t| t.is_some()).count();
-    let decided = |tries: &[Option<String>]| {
-        let off = offs(tries);
-        off >= 2 || tries.len() - off >= 2
-    };
+    let decided = |(tries, _): &(Tries, Vec<String>)| tries.verdict() != Verdict::Undecided;
     let mut rounds = vec![first, read_round(system, network, &all_pairs, Fresh::After)];
-    while rounds.len() < MAX_ROUNDS {
+    while rounds.len() < MAX_TRIES {
         let again: Vec<(&str, &str)> = if bias_decided(&biases(&rounds)) {
             all_pairs
                 .iter()
@@ -670,7 +664,7 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
     }
     for (number, round) in rounds.iter().enumerate() {
         let bias = MeanError::of(&round.readings);
-        let fit = if round.fit() {
+        let fit = if round.conditions.fit() {
             ""
         } else {
             " (unfit: judges nothing)"
@@ -712,11 +706,14 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
     let failures: Vec<String> = all_pairs
         .iter()
         .zip(&tries)
-        .filter(|(_, tries)| offs(tries) >= 2 || !decided(tries))
-        .map(|((src, dst), tries)| {
-            let offs: Vec<&str> = tries.iter().map(|t| t.as_deref().unwrap_or("ok")).collect();
-            let verdict = if decided(tries) { "" } else { "undecided: " };
-            format!("{src} -> {dst}: {verdict}{}", offs.join("; then "))
+        .filter(|(_, (tries, _))| tries.verdict() != Verdict::Holds)
+        .map(|((src, dst), (tries, found))| {
+            let verdict = if tries.verdict() == Verdict::Off {
+                ""
+            } else {
+                "undecided: "
+            };
+            format!("{src} -> {dst}: {verdict}{}", found.join("; then "))
         })
         .collect();
     assert!(
@@ -728,34 +725,10 @@ fn accuracy_on(system: &LabSystem, transport: &str, network: &str, workers: &[St
     );
 }
 
-/// The most rounds of readings a lab's accuracy is judged on: a bad
-/// stretch of the machine lasts tens of seconds, a round some ten to
-/// fifteen, and the rounds in a bad stretch judge nothing.
-const MAX_ROUNDS: usize = 8;
-
-/// The largest share of a round's delayed packets that may leave
-/// [`LATE_MS`](crate::overhead::LATE_MS) late or more for the round to
-/// judge. Read in the accuracy labs: 0 to 10% in rounds where the agents,
-/// ping and the truth agreed (0 to 14% of the CPU time stolen), 22 to 23%
-/// in rounds where the agents read a few pairs 0.3 to 0.6 ms high and ping
-/// did not (24 to 25% stolen).
-const MAX_LATE_SHARE: f64 = 0.12;
-
 /// One round of readings and what the lab did meanwhile.
 struct Round<'p> {
     readings: Vec<RttReading<'p>>,
     conditions: Conditions,
-    overhead: f64,
-}
-
-impl Round<'_> {
-    /// Whether the lab was fit to judge anything in this round: the
-    /// emulator's overhead within [`MAX_OVERHEAD_MS`] and few of its
-    /// packets late.
-    fn fit(&self) -> bool {
-        (0.0..MAX_OVERHEAD_MS).contains(&self.overhead)
-            && self.conditions.late_share <= MAX_LATE_SHARE
-    }
 }
 
 /// When a round reads the agents' medians after its pings.
@@ -776,8 +749,8 @@ fn read_round<'p>(
     fresh: Fresh,
 ) -> Round<'p> {
     let since = Instant::now();
-    let conditions = RoundConditions::start(system, pairs);
-    let (overhead, (pinged, matrix)) = overhead_while(system, || {
+    let links: Vec<_> = pairs.iter().map(|&(src, dst)| (None, src, dst)).collect();
+    let (conditions, (pinged, matrix)) = watched(system, &links, || {
         let pinged = ping_pairs(system, network, pairs);
         if fresh == Fresh::After {
             std::thread::sleep(
@@ -786,19 +759,10 @@ fn read_round<'p>(
         }
         (pinged, system.matrix_of_network(network).unwrap())
     });
-    let conditions = conditions.finish(system);
-    let readings = rtt_readings(
-        system,
-        &matrix,
-        pairs,
-        &pinged,
-        overhead,
-        &conditions.beyond_control,
-    );
+    let readings = rtt_readings(system, &matrix, pairs, &pinged, &conditions);
     Round {
         readings,
         conditions,
-        overhead,
     }
 }
 

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use netaware::lab_system::LabSystem;
+use netaware_lab::fitness::{CpuTimes, LATE_MS, MAX_LATE_SHARE};
 use netaware_lab::lateness::Lateness;
 use netaware_lab::topology::CONTROL_HOST;
 
@@ -69,29 +70,26 @@ pub(crate) fn overhead_now(system: &LabSystem) -> f64 {
     overhead_while(system, || std::thread::sleep(Duration::from_secs(1))).0
 }
 
-/// What the machine and the emulator did over one round of readings:
-/// the lateness of each pair's packets beyond the control link's, the
-/// share of the pairs' delayed packets that left late, and the share of
-/// the machine's CPU time its hypervisor took.
-///
-/// The overhead above is read on the control link, lateness included; a
-/// pair whose links the emulator served later (a longer delay is slept
-/// through, a short one spun) spent that much longer on the wire, and
-/// its truth is the configured delay, the overhead and this difference
-/// ([`netaware_lab::lateness`]). The steal is why the emulator runs late:
-/// this virtual machine's vCPUs are taken from it for tens of seconds at
-/// a time (10 to 33% of its time has been read while a lab runs, none
-/// when idle), and then the emulator, ping and the agents all wait at
-/// random moments of the round trips they time.
-pub(crate) struct RoundConditions<'p> {
-    pairs: Vec<(&'p str, &'p str)>,
-    before: Vec<(Lateness, Lateness)>,
-    cpu_before: CpuTimes,
-}
+/// A link pair of a lab: the network (`None` for the primary, or the
+/// topology's further network number) and the two hosts.
+pub(crate) type LabPair<'p> = (Option<usize>, &'p str, &'p str);
 
-/// What one round's conditions were.
+/// What the machine and the emulator did over one round of readings:
+/// the emulator's overhead on the control link, the lateness of each
+/// pair's packets beyond the control link's, the share of the pairs'
+/// delayed packets that left late, and the share of the machine's CPU
+/// time its hypervisor took.
+///
+/// The overhead is read on the control link, lateness included; a pair
+/// whose links the emulator served later (a longer delay is slept
+/// through, a short one spun) spent that much longer on the wire, and its
+/// truth is the configured delay, the overhead and this difference
+/// ([`netaware_lab::lateness`]). The steal is why the emulator runs late
+/// ([`netaware_lab::fitness`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Conditions {
+    /// The emulator's overhead over the round (ms), from [`overhead_while`].
+    pub(crate) overhead: f64,
     /// Each pair's lateness beyond the control link's (ms), in the order
     /// of the pairs.
     pub(crate) beyond_control: Vec<f64>,
@@ -102,111 +100,141 @@ pub(crate) struct Conditions {
     pub(crate) steal: f64,
 }
 
+impl Conditions {
+    /// Whether the lab was fit to judge anything in this round: the
+    /// emulator's overhead within [`MAX_OVERHEAD_MS`] and few of its
+    /// packets late ([`MAX_LATE_SHARE`]).
+    pub(crate) fn fit(&self) -> bool {
+        (0.0..MAX_OVERHEAD_MS).contains(&self.overhead) && self.late_share <= MAX_LATE_SHARE
+    }
+
+    /// The truth of pair number `i` of the round, configured `rtt` (ms):
+    /// that, the overhead, and the pair's lateness beyond the control
+    /// link's.
+    pub(crate) fn truth(&self, i: usize, rtt: f64) -> f64 {
+        rtt + self.overhead + self.beyond_control.get(i).copied().unwrap_or(0.0)
+    }
+}
+
 impl std::fmt::Display for Conditions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{:.1}% of the emulator's delayed packets {LATE_MS} ms late or more, {:.1}% of the CPU time stolen",
+            "the emulator's overhead {:.3} ms, {:.1}% of its delayed packets {LATE_MS} ms late or more, {:.1}% of the CPU time stolen",
+            self.overhead,
             self.late_share * 100.0,
-            self.steal * 100.0
+            self.steal * 100.0,
         )
     }
 }
 
-/// How late a packet counts as late (ms): above what waking the
-/// emulator's thread costs on a quiet machine.
-pub(crate) const LATE_MS: f64 = 0.1;
-
 /// The host the control link's overhead is pinged from.
 const CONTROL_PINGER: &str = "a1";
 
-impl<'p> RoundConditions<'p> {
-    /// Starts counting for `pairs`.
-    pub(crate) fn start(system: &LabSystem, pairs: &[(&'p str, &'p str)]) -> Self {
-        let mut pairs = pairs.to_vec();
-        pairs.push((CONTROL_PINGER, CONTROL_HOST));
-        let before = round_trip_lateness(system, &pairs);
-        Self {
-            pairs,
-            before,
-            cpu_before: CpuTimes::now(),
-        }
-    }
-
-    /// What was counted since the start.
-    pub(crate) fn finish(&self, system: &LabSystem) -> Conditions {
-        let now = round_trip_lateness(system, &self.pairs);
-        let since: Vec<(Lateness, Lateness)> = now
-            .iter()
-            .zip(&self.before)
-            .map(|((out, back), (out_before, back_before))| {
-                (out.since(out_before), back.since(back_before))
-            })
-            .collect();
-        let median = |lateness: &Lateness| lateness.median_ms().unwrap_or(0.0);
-        let mut round_trips: Vec<f64> = since
-            .iter()
-            .map(|(out, back)| median(out) + median(back))
-            .collect();
-        let control = round_trips.pop().unwrap_or(0.0);
-        let all = since[..since.len() - 1]
-            .iter()
-            .fold(Lateness::default(), |all, (out, back)| {
-                all.merged(out).merged(back)
-            });
-        Conditions {
-            beyond_control: round_trips.iter().map(|pair| pair - control).collect(),
-            late_share: all.share_at_least_ms(LATE_MS),
-            steal: CpuTimes::now().steal_since(&self.cpu_before),
-        }
-    }
+/// Runs `reading` while pinging the control link and counting the
+/// emulator's lateness on `pairs`: what `reading` returned, and the
+/// round's [`Conditions`].
+pub(crate) fn watched<T>(
+    system: &LabSystem,
+    pairs: &[LabPair<'_>],
+    reading: impl FnOnce() -> T,
+) -> (Conditions, T) {
+    let mut links = pairs.to_vec();
+    links.push((None, CONTROL_PINGER, CONTROL_HOST));
+    let (before, cpu_before) = (round_trip_lateness(system, &links), CpuTimes::now());
+    let (overhead, value) = overhead_while(system, reading);
+    let since: Vec<(Lateness, Lateness)> = round_trip_lateness(system, &links)
+        .iter()
+        .zip(&before)
+        .map(|((out, back), (out_before, back_before))| {
+            (out.since(out_before), back.since(back_before))
+        })
+        .collect();
+    let mut round_trips: Vec<f64> = since
+        .iter()
+        .map(|(out, back)| out.round_trip_median_ms(back).unwrap_or(0.0))
+        .collect();
+    let control = round_trips.pop().unwrap_or(0.0);
+    let all = since[..since.len() - 1]
+        .iter()
+        .fold(Lateness::default(), |all, (out, back)| {
+            all.merged(out).merged(back)
+        });
+    let conditions = Conditions {
+        overhead,
+        beyond_control: round_trips.iter().map(|pair| pair - control).collect(),
+        late_share: all.share_at_least_ms(LATE_MS),
+        steal: CpuTimes::now().steal_since(&cpu_before),
+    };
+    (conditions, value)
 }
 
 /// Each pair's two links' lateness as counted so far.
-fn round_trip_lateness(system: &LabSystem, pairs: &[(&str, &str)]) -> Vec<(Lateness, Lateness)> {
+fn round_trip_lateness(system: &LabSystem, pairs: &[LabPair<'_>]) -> Vec<(Lateness, Lateness)> {
     let lab = system.lab();
     pairs
         .iter()
-        .map(|&(src, dst)| {
+        .map(|&(on, src, dst)| {
             (
-                lab.lateness(src, dst).unwrap(),
-                lab.lateness(dst, src).unwrap(),
+                lab.lateness_on(on, src, dst).unwrap(),
+                lab.lateness_on(on, dst, src).unwrap(),
             )
         })
         .collect()
 }
 
-/// The machine's CPU time so far, from /proc/stat (in its ticks).
-struct CpuTimes {
-    steal: u64,
-    total: u64,
-}
+/// What each agent's UDP probes have had left in their round trips by
+/// the peers' STAMP reflectors so far, beyond the hold a prober takes out
+/// (`MAX_HOLD_TAKEN_OUT`), as the agents count it: seconds left and UDP
+/// probes sent, per worker. A reflector is an agent, and on a loaded
+/// machine it answers late; the round trip keeps what lies beyond the
+/// bound by design (a claim beyond it may be a lie), so a UDP pair's
+/// truth takes it in.
+pub(crate) struct UdpHolds(Vec<(f64, f64)>);
 
-impl CpuTimes {
-    fn now() -> Self {
-        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        // cpu user nice system idle iowait irq softirq steal guest guest_nice
-        let ticks: Vec<u64> = stat
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .split_whitespace()
-            .skip(1)
-            .take(8)
-            .map(|t| t.parse().unwrap_or(0))
-            .collect();
-        Self {
-            steal: ticks.get(7).copied().unwrap_or(0),
-            total: ticks.iter().sum(),
+impl UdpHolds {
+    /// The counters of `workers`, in their order.
+    pub(crate) fn read(system: &LabSystem, workers: &[String]) -> Self {
+        Self(
+            workers
+                .iter()
+                .map(|worker| {
+                    let metrics = system.agent_metrics(worker).expect("the agent's metrics");
+                    let sample = |name: &str| netaware_testkit::metrics::sample(&metrics, name);
+                    (
+                        sample("netaware_agent_udp_hold_left_seconds_total").expect("hold left"),
+                        sample("netaware_agent_probes_sent_total{transport=\"udp\"}")
+                            .expect("UDP probes sent"),
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    /// Nothing counted, for `workers` workers.
+    pub(crate) fn none(workers: usize) -> Self {
+        Self(vec![(0.0, 0.0); workers])
+    }
+
+    /// What worker number `i`'s UDP probes since `before` had left in
+    /// them, per probe (ms); 0 without a UDP probe.
+    pub(crate) fn per_probe_ms(&self, before: &UdpHolds, i: usize) -> f64 {
+        let ((left, probes), (left_before, probes_before)) = (self.0[i], before.0[i]);
+        let probes = probes - probes_before;
+        if probes > 0.0 {
+            (left - left_before) * 1e3 / probes
+        } else {
+            0.0
         }
     }
 
-    fn steal_since(&self, before: &CpuTimes) -> f64 {
-        let total = self.total.saturating_sub(before.total);
-        if total == 0 {
-            0.0
-        } else {
-            self.steal.saturating_sub(before.steal) as f64 / total as f64
+    /// The same over every worker's UDP probes together.
+    pub(crate) fn pooled_ms(&self, before: &UdpHolds) -> f64 {
+        let (mut left, mut probes) = (0.0, 0.0);
+        for ((now_left, now_probes), (left_before, probes_before)) in self.0.iter().zip(&before.0) {
+            left += now_left - left_before;
+            probes += now_probes - probes_before;
         }
+        left * 1e3 / probes.max(1.0)
     }
 }

@@ -6,9 +6,10 @@
 
 use std::time::Duration;
 
+use netaware_lab::fitness::{MAX_TRIES, Tries, Verdict};
 use netaware_lab::root_or_skip;
 
-use crate::overhead::overhead_while;
+use crate::overhead::watched;
 use crate::per_network::{
     PAIR_TOLERANCE_MS, every_network_holds_to_its_truth, start_lab, wait_for_every_network,
 };
@@ -26,20 +27,29 @@ fn each_network_follows_its_own_truth_and_placement_by_it_follows_that_network()
     let rail = lab.topology().network_number("rail-0");
     wait_for_every_network(&system, &NETWORKS, |_| true);
 
-    // Ping itself over rail-0 (the address on net1), against rail-0's
-    // truth plus the emulator's overhead over the same seconds: the lab
+    // Ping itself over rail-0 (the address on net1), timed on the wire,
+    // against rail-0's truth plus what the lab added over the same seconds
+    // (its overhead and lateness), on the median of its tries: the lab
     // routes the rail apart from the primary network.
     let c2_on_rail = lab.host("c2").unwrap().spec.networks[0].to_string();
-    let (overhead, mut pinged) = overhead_while(&system, || {
-        lab.ping("a1", &c2_on_rail, 20, Duration::from_millis(20))
-            .unwrap()
-    });
-    pinged.sort_by(f64::total_cmp);
     let (rail_rtt, _) = lab.round_trip_on(rail, "a1", "c2").unwrap();
-    let ping_on_rail = pinged[pinged.len() / 2];
-    assert!(
-        (ping_on_rail - rail_rtt - overhead).abs() <= PAIR_TOLERANCE_MS,
-        "ping a1 -> c2 over rail-0: {ping_on_rail} ms, configured {rail_rtt} ms, overhead {overhead} ms"
+    let (mut tries, mut readings) = (Tries::default(), Vec::new());
+    while tries.verdict() == Verdict::Undecided && readings.len() < MAX_TRIES {
+        let (conditions, mut pinged) = watched(&system, &[(rail, "a1", "c2")], || {
+            lab.ping_on_the_wire("a1", &c2_on_rail, 20, Duration::from_millis(20))
+                .unwrap()
+        });
+        pinged.sort_by(f64::total_cmp);
+        let ping = pinged[pinged.len() / 2];
+        let truth = conditions.truth(0, rail_rtt);
+        tries.push((ping - truth).abs() > PAIR_TOLERANCE_MS);
+        readings.push(format!("{ping:.3} ms, truth {truth:.3} ms, {conditions}"));
+    }
+    assert_eq!(
+        tries.verdict(),
+        Verdict::Holds,
+        "ping a1 -> c2 over rail-0, configured {rail_rtt} ms:\n{}",
+        readings.join("\n")
     );
 
     // Each network's pairs against its own truth, and each network's
