@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use netaware::lab_system::LabSystem;
-use netaware_lab::fitness::{CpuTimes, LATE_MS, MAX_LATE_SHARE};
+use netaware_lab::fitness::{CpuTimes, LATE_MS, lab_fit};
 use netaware_lab::lateness::Lateness;
 use netaware_lab::topology::CONTROL_HOST;
 
@@ -98,14 +98,17 @@ pub(crate) struct Conditions {
     pub(crate) late_share: f64,
     /// The share of the CPU time that the hypervisor took.
     pub(crate) steal: f64,
+    /// Whether the emulator kept time well enough over the round
+    /// ([`netaware_lab::fitness::lab_fit`]).
+    pub(crate) emulator_fit: bool,
 }
 
 impl Conditions {
     /// Whether the lab was fit to judge anything in this round: the
     /// emulator's overhead within [`MAX_OVERHEAD_MS`] and few of its
-    /// packets late ([`MAX_LATE_SHARE`]).
+    /// packets late ([`netaware_lab::fitness::MAX_LATE_SHARE`]).
     pub(crate) fn fit(&self) -> bool {
-        (0.0..MAX_OVERHEAD_MS).contains(&self.overhead) && self.late_share <= MAX_LATE_SHARE
+        (0.0..MAX_OVERHEAD_MS).contains(&self.overhead) && self.emulator_fit
     }
 
     /// The truth of pair number `i` of the round, configured `rtt` (ms):
@@ -165,6 +168,7 @@ pub(crate) fn watched<T>(
         beyond_control: round_trips.iter().map(|pair| pair - control).collect(),
         late_share: all.share_at_least_ms(LATE_MS),
         steal: CpuTimes::now().steal_since(&cpu_before),
+        emulator_fit: lab_fit(&all),
     };
     (conditions, value)
 }
