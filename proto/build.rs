@@ -16,6 +16,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         out_dir.join("netaware_descriptor.bin"),
         prost::Message::encode_to_vec(&descriptors),
     )?;
-    tonic_prost_build::configure().compile_fds(descriptors)?;
+    // Buffers that start small (see `codec.rs`): a collector holds a stream
+    // per node.
+    tonic_prost_build::configure()
+        .codec_path("crate::codec::SmallBuffers")
+        .compile_fds(descriptors)?;
     Ok(())
 }

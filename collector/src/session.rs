@@ -8,6 +8,7 @@ use std::sync::Arc;
 use netaware_proto::v1 as pb;
 use netaware_proto::v1::{agent_message, collector_message};
 use tokio::sync::mpsc;
+use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -15,7 +16,7 @@ use netaware_runtime::clock::now_ms;
 use tokio_util::sync::CancellationToken;
 
 use crate::ResponseStream;
-use crate::agents::Agents;
+use crate::agents::{Agents, SessionSender};
 use crate::ingest::Ingest;
 use crate::metrics::{NodeLabels, Refusal, WorkMetrics};
 use crate::node_places::NodePlaces;
@@ -129,7 +130,9 @@ impl pb::agent_session_server::AgentSession for SessionService {
         tracing::info!(%node, zone = %hello.zone, "agent session opened");
         let (down, down_rx) = mpsc::channel(256);
         tokio::spawn(serve_session(shared, node, hello.instance, inbound, down));
-        Ok(Response::new(Box::pin(ReceiverStream::new(down_rx))))
+        Ok(Response::new(Box::pin(
+            ReceiverStream::new(down_rx).map(|item| *item),
+        )))
     }
 }
 
@@ -159,7 +162,7 @@ async fn serve_session(
     node: String,
     instance: u64,
     mut inbound: Streaming<pb::AgentMessage>,
-    down: mpsc::Sender<Result<pb::CollectorMessage, Status>>,
+    down: SessionSender,
 ) {
     // A newer session of the same node replaces this one (and this one
     // ends any older).
@@ -178,11 +181,11 @@ async fn serve_session(
     // begins is known once a set was sent).
     let mut next_epoch = tokio::time::Instant::now() + NO_STEP_YET;
     let by_node = NodeLabels { node: node.clone() };
-    let message = |body| Ok(pb::CollectorMessage { body: Some(body) });
+    let message = |body| Box::new(Ok(pb::CollectorMessage { body: Some(body) }));
     loop {
         tokio::select! {
             () = shared.shutdown.cancelled() => {
-                let _ = down.send(Err(Status::unavailable("collector shutting down"))).await;
+                let _ = down.send(Box::new(Err(Status::unavailable("collector shutting down")))).await;
                 break;
             }
             () = replaced.cancelled() => {
@@ -216,7 +219,7 @@ async fn serve_session(
                     Ok(Some(pb::AgentMessage { body: Some(agent_message::Body::Window(window)) })) => window,
                     Ok(Some(_)) => {
                         shared.work.refused(Refusal::OutOfOrder);
-                        let _ = down.send(Err(Status::invalid_argument("only windows may follow the hello"))).await;
+                        let _ = down.send(Box::new(Err(Status::invalid_argument("only windows may follow the hello")))).await;
                         break;
                     }
                     Ok(None) => break,
@@ -225,7 +228,7 @@ async fn serve_session(
                         // limit says so).
                         tracing::warn!(%node, %status, "session ended: a message could not be read");
                         shared.work.refused(Refusal::StreamError);
-                        let _ = down.send(Err(status)).await;
+                        let _ = down.send(Box::new(Err(status))).await;
                         break;
                     }
                     Err(status) => {
@@ -287,17 +290,13 @@ async fn serve_session(
 /// Ends a session that a newer agent instance of its node replaced: its
 /// windows are no longer taken (they stay unacked with the agent, which
 /// says hello again to send them under its own mark).
-async fn end_replaced(
-    shared: &SessionService,
-    node: &str,
-    down: &mpsc::Sender<Result<pb::CollectorMessage, Status>>,
-) {
+async fn end_replaced(shared: &SessionService, node: &str, down: &SessionSender) {
     tracing::warn!(%node, "agent session replaced by a newer agent instance of the node");
     shared.work.refused(Refusal::Replaced);
     let _ = down
-        .send(Err(Status::aborted(format!(
+        .send(Box::new(Err(Status::aborted(format!(
             "replaced by a newer agent instance of node {node}"
-        ))))
+        )))))
         .await;
 }
 
