@@ -198,6 +198,16 @@ fn goodputs(report: &str) -> Vec<(String, String, Option<f64>)> {
 /// rate: above the slow host's 50 Mbit/s on the slowest healthy link.
 const HEALTHY_FLOOR: f64 = 0.6;
 
+/// What the slow host's 50 Mbit/s on the wire carries as TCP payload.
+const SLOW_PAYLOAD_MBPS: f64 = 48.3;
+
+/// The median of `values` (the upper one of an even count).
+fn median_of(mut values: Vec<f64>) -> f64 {
+    assert!(!values.is_empty(), "no values to take the median of");
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
 /// The default topology's rate between two healthy hosts (Mbit/s): 200
 /// inside a zone, 100 between zones.
 fn link_rate(src: &str, dst: &str) -> f64 {
@@ -257,9 +267,10 @@ fn lab_demo_measures_every_pair_goodput_and_shows_the_slow_host() {
         let slow = src == "b2" || dst == "b2";
         let lossy = src == "a3" || dst == "a3";
         match (slow, lossy) {
-            // 50 Mbit/s on the wire is 48.3 Mbit/s of TCP payload.
+            // The slow host's cap holds for every pair; its floor is held
+            // by the slow pairs' median below, as the healthy pairs' is.
             (true, false) => assert!(
-                (41.0..=50.0).contains(&goodput),
+                (HEALTHY_FLOOR * SLOW_PAYLOAD_MBPS..=50.0).contains(&goodput),
                 "{src} -> {dst}: {goodput} Mbit/s"
             ),
             // 5% loss holds TCP well below the link's rate.
@@ -279,20 +290,33 @@ fn lab_demo_measures_every_pair_goodput_and_shows_the_slow_host() {
     // this VM's hypervisor takes 10 to 37% of its CPU for tens of seconds
     // at a time while a lab runs (docs/lab.md): a pair tested then reads
     // low (77 Mbit/s on a 100 Mbit/s link has been seen). So each healthy
-    // pair must stand clear of the slow host's 50 Mbit/s, and their
-    // median within 20% of the links' rates: the agents' goodput against
+    // pair must stand clear of the slow host's 50 Mbit/s, each pair at 60%
+    // of its rate or more, and each kind's median close to its rate (a
+    // link's shaping is what the medians check): the agents' goodput against
     // iperf3's, pair by pair, is held to 5% in tests/throughput_lab.rs.
-    let mut healthy: Vec<f64> = pairs
+    let healthy: Vec<f64> = pairs
         .iter()
         .filter(|(src, dst, _)| ![src, dst].iter().any(|h| *h == "b2" || *h == "a3"))
         .filter_map(|(src, dst, goodput)| Some(goodput.as_ref()? / link_rate(src, dst)))
         .collect();
-    healthy.sort_by(f64::total_cmp);
-    let median = healthy[healthy.len() / 2];
+    let median = median_of(healthy);
     assert!(
         median >= 0.8,
         "healthy pairs' median goodput {:.0}% of their links' rates:\n{output}",
         median * 100.0
+    );
+    // The same for the slow host's pairs: their median within 15% of the
+    // payload its 50 Mbit/s carries (one of them has read 40 Mbit/s while
+    // the hypervisor took the CPU).
+    let slow: Vec<f64> = pairs
+        .iter()
+        .filter(|(src, dst, _)| (src == "b2" || dst == "b2") && src != "a3" && dst != "a3")
+        .filter_map(|(_, _, goodput)| *goodput)
+        .collect();
+    let slow_median = median_of(slow);
+    assert!(
+        slow_median >= 0.85 * SLOW_PAYLOAD_MBPS,
+        "the slow host's pairs' median goodput {slow_median:.1} Mbit/s:\n{output}"
     );
     // The report names the lossy NIC planted on a3 as what it is.
     let faults = output
