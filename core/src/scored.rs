@@ -191,47 +191,57 @@ impl ScoredMatrix {
             .collect();
         let node = |id: NodeId| by_id.get(id as usize).copied().flatten();
         let (zone_of, zone_names) = zones_of(entries.iter().map(|e| e.info.zone.as_str()));
-        let mut measured_pairs: Vec<(usize, usize, PairSummary)> = readings
+        // The pairs kept, sorted, as (src, dst, position among the
+        // readings): the scored pairs are then built once, in order, with no
+        // copy of every pair's figures in between (at 320,000 pairs each
+        // such copy is tens of megabytes the allocator keeps afterwards).
+        let mut order: Vec<(usize, usize, usize)> = readings
             .pairs
             .iter()
-            .filter_map(|&(src, dst, summary)| {
+            .enumerate()
+            .filter_map(|(at, &(src, dst, _))| {
                 let (src, dst) = (node(src)?, node(dst)?);
                 let from_agent = entries[src].info.kind == NodeKind::Agent;
-                (from_agent && src != dst).then_some((src, dst, summary))
+                (from_agent && src != dst).then_some((src, dst, at))
             })
             .collect();
-        measured_pairs.sort_unstable_by_key(|(src, dst, _)| (*src, *dst));
+        order.sort_unstable();
+        // Each pair's own terms, added up by zone pair on the way: a pair's
+        // missing terms fall back to its zone pair's averages, known once
+        // every pair is read.
         let mut averages = ZoneAverages::new(zone_names.len());
-        let measured: Vec<(usize, usize, PairSummary, Option<u64>, bool, MeasuredTerms)> =
-            measured_pairs
-                .into_iter()
-                .map(|(src, dst, summary)| {
-                    let src_entry = entries[src];
-                    let max_age = STALE_AFTER_WINDOWS * src_entry.window_ms;
-                    let age_ms = summary.last_end.map(|end| now.saturating_sub(end));
-                    let stale =
-                        src_entry.agent_stale(now) || age_ms.is_none_or(|age| age > max_age);
-                    let terms = config.measured_terms(&summary, !stale, now);
-                    averages.add(zone_of[src], zone_of[dst], &terms);
-                    (src, dst, summary, age_ms, stale, terms)
-                })
-                .collect();
-        let fallback = config.fallback();
-        let pairs: Vec<ScoredPair> = measured
-            .into_iter()
-            .map(|(src, dst, summary, age_ms, stale, measured)| {
-                let terms = averages.fill(zone_of[src], zone_of[dst], &measured, &fallback);
-                ScoredPair {
-                    src,
-                    dst,
-                    summary,
-                    age_ms,
-                    stale,
-                    quality: fallback.quality(&terms),
-                    terms,
-                }
+        let mut pairs: Vec<ScoredPair> = Vec::with_capacity(order.len());
+        pairs.extend(order.iter().filter_map(|&(src, dst, at)| {
+            let &(_, _, summary) = readings.pairs.get(at)?;
+            let src_entry = entries[src];
+            let max_age = STALE_AFTER_WINDOWS * src_entry.window_ms;
+            let age_ms = summary.last_end.map(|end| now.saturating_sub(end));
+            let stale = src_entry.agent_stale(now) || age_ms.is_none_or(|age| age > max_age);
+            let measured = config.measured_terms(&summary, !stale, now);
+            averages.add(zone_of[src], zone_of[dst], &measured);
+            // Nothing yet: the terms are filled in below.
+            let unknown = (0.0, Source::Unknown);
+            let terms = Terms::of(unknown, unknown, unknown, false);
+            Some(ScoredPair {
+                src,
+                dst,
+                summary,
+                age_ms,
+                stale,
+                quality: 0.0,
+                terms,
             })
-            .collect();
+        }));
+        drop(order);
+        let fallback = config.fallback();
+        for pair in &mut pairs {
+            // Worked out again rather than kept from the first pass: it is a
+            // few arithmetic operations, and keeping it would take 56 bytes
+            // a pair.
+            let measured = config.measured_terms(&pair.summary, !pair.stale, now);
+            pair.terms = averages.fill(zone_of[pair.src], zone_of[pair.dst], &measured, &fallback);
+            pair.quality = fallback.quality(&pair.terms);
+        }
 
         let mut has_fresh_data = vec![false; entries.len()];
         for pair in &pairs {
