@@ -10,16 +10,10 @@ use netaware::commands::Command;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
-    // A process on every node stays in small pages (the allocator would
-    // take huge ones; the collector keeps them), from before the command
-    // line is parsed: parsing it is the first large allocation.
-    let first = std::env::args_os().nth(1);
-    if first
-        .as_deref()
-        .is_some_and(|c| c == "agent" || c == "reflect")
-    {
-        netaware_agent::huge_pages::turn_off();
-    }
+    // Every process of the binary stays in small pages (the allocator
+    // would take huge ones), from before the command line is parsed:
+    // parsing it is the first large allocation.
+    netaware_agent::huge_pages::turn_off();
     let cli = Cli::from_invocation();
     let command = cli.command;
     // The services log what they do; the tools only warn.

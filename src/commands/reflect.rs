@@ -21,7 +21,6 @@ pub struct ReflectArgs {
 
 /// Answers probes until a signal; says how many.
 pub async fn run(args: ReflectArgs) -> anyhow::Result<()> {
-    netaware_agent::huge_pages::turn_off();
     let shutdown = netaware_runtime::shutdown_on_signal()?;
     let counters = Arc::new(Counters::default());
     let mut tasks = tokio::task::JoinSet::new();
