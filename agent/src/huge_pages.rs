@@ -4,11 +4,10 @@
 //! large snapshots) asks the kernel for transparent huge pages on its
 //! arenas, so that a few small allocations pin 2 MiB each. An agent, which
 //! runs on every node, sat at 20.6 MB resident instead of 12.2 MB; the
-//! collector at 5,000 agents held some 150 MB more, its connections'
-//! buffers and its snapshots' short-lived vectors spread over huge pages
-//! (BENCHMARKS.md). So every process of the binary turns huge pages off for
-//! itself (`PR_SET_THP_DISABLE`) as it starts. It lives in the agent, the
-//! crate that talks to the kernel.
+//! collector at 5,000 agents sampled 90 to 140 MB more at its lowest and
+//! up to 260 MB more at its highest (BENCHMARKS.md). So every process of
+//! the binary turns huge pages off for itself (`PR_SET_THP_DISABLE`) as it
+//! starts. It lives in the agent, the crate that talks to the kernel.
 
 // Unsafe is allowed here only for the kernel interface: prctl(PR_SET_THP_DISABLE).
 #![allow(unsafe_code)]
