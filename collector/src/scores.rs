@@ -91,7 +91,7 @@ impl ScoresService {
         tx: &mpsc::Sender<Result<pb::MatrixUpdate, Status>>,
         mut snapshot: Arc<Snapshot>,
         mut pages: follow::Pages,
-        network: &Network,
+        (network, form): (&Network, follow::PairForm),
         peer: &str,
     ) -> Option<Arc<Snapshot>> {
         loop {
@@ -116,6 +116,7 @@ impl ScoresService {
                         pages = follow::full_state(
                             snapshot.versioned_of(network)?,
                             follow::WATCH_PAGE_BYTES,
+                            form,
                         );
                     }
                     permit
@@ -331,6 +332,7 @@ impl pb::scores_server::Scores for ScoresService {
             ms => Duration::from_millis(u64::from(ms)).max(MIN_WATCH_INTERVAL),
         };
         let network = network_of(&request.network)?;
+        let form = follow::PairForm::of(&request);
         placer_of(&*self.snapshot().await, &network)?;
         let watching = self
             .watchers
@@ -376,11 +378,12 @@ impl pb::scores_server::Scores for ScoresService {
                     // (the follower asks again, and hears NOT_FOUND).
                     let now = now.versioned_of(&followed)?;
                     Some(match &before {
-                        None => follow::full_state(now, follow::WATCH_PAGE_BYTES),
+                        None => follow::full_state(now, follow::WATCH_PAGE_BYTES, form),
                         Some(before) => follow::delta(
                             before.versioned_of(&followed)?,
                             now,
                             follow::WATCH_PAGE_BYTES,
+                            form,
                         ),
                     })
                 });
@@ -389,7 +392,7 @@ impl pb::scores_server::Scores for ScoresService {
                 };
                 drop(build_permit);
                 let Some(snapshot) = shared
-                    .send_pages(&tx, snapshot, pages, &network, &peer)
+                    .send_pages(&tx, snapshot, pages, (&network, form), &peer)
                     .await
                 else {
                     return;

@@ -15,10 +15,12 @@ use netaware_core::fault_marks::FaultMarks;
 use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::network::Network;
 use netaware_core::placement::{PlacementConfig, PlacementOverrides, Placer};
+use netaware_core::score::Fallback;
 use netaware_core::scored::ScoredMatrix;
 use netaware_core::scored_pair::ScoredPair;
 use prost::Message;
 
+use crate::compact::{self, CompactError};
 use crate::convert;
 use crate::v1 as pb;
 
@@ -55,6 +57,27 @@ impl<'a> MatrixFilter<'a> {
     }
 }
 
+/// How a watch stream's pairs go on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairForm {
+    /// As [`pb::Pair`]: every figure named and whole, readable alone.
+    Full,
+    /// As [`pb::CompactPair`] ([`compact`]): the same figures, bit for bit,
+    /// in about a third of the bytes, for a follower that holds the nodes.
+    Compact,
+}
+
+impl PairForm {
+    /// The form a watch request asks for.
+    pub fn of(request: &pb::WatchRequest) -> Self {
+        if request.compact {
+            PairForm::Compact
+        } else {
+            PairForm::Full
+        }
+    }
+}
+
 /// A scored matrix at a state version and instant: what GetMatrix's pages
 /// and WatchMatrix's updates are cut from. Pairs go to the wire form as
 /// each page is cut, so that the whole matrix is never held twice.
@@ -87,6 +110,16 @@ impl Versioned<'_> {
             |n| self.name(n),
             self.at,
         )
+    }
+
+    /// The compact form of pair `index`; `fallback` is what the follower
+    /// makes of the update's weights.
+    fn compact_pair(&self, index: usize, fallback: &Fallback) -> pb::CompactPair {
+        let pair = &self.scored.pairs()[index];
+        // Its ends go as numbers: no names to copy.
+        let wire = convert::pair_to_wire(pair, self.network, |_| "", self.at);
+        let number = |node: usize| u32::try_from(node).unwrap_or(u32::MAX);
+        compact::pack(&wire, number(pair.src), number(pair.dst), fallback)
     }
 
     fn key(&self, pair: &ScoredPair) -> pb::PairKey {
@@ -139,15 +172,15 @@ fn kept(matrix: Versioned<'_>, filter: MatrixFilter<'_>) -> (Vec<usize>, Vec<boo
     }
 }
 
-/// Wire pairs from `pairs` while they fit one page: at most `max_pairs`
-/// (within 1 and [`MAX_PAGE_PAIRS`]) and `max_bytes` with `taken` bytes of
-/// the page already used (by the nodes of a first page).
-fn fill_page(
-    pairs: impl Iterator<Item = pb::Pair>,
+/// Wire pairs (of either form) from `pairs` while they fit one page: at
+/// most `max_pairs` (within 1 and [`MAX_PAGE_PAIRS`]) and `max_bytes` with
+/// `taken` bytes of the page already used (by the nodes of a first page).
+fn fill_page<P: Message>(
+    pairs: impl Iterator<Item = P>,
     max_pairs: usize,
     max_bytes: usize,
     taken: usize,
-) -> Vec<pb::Pair> {
+) -> Vec<P> {
     let mut bytes = taken;
     let mut page = Vec::new();
     for pair in pairs.take(max_pairs.clamp(1, MAX_PAGE_PAIRS)) {
@@ -306,16 +339,27 @@ pub struct Pages {
     next_page: u32,
     page_bytes: usize,
     finished: bool,
+    /// The form of the pairs, with what a compact pair's quality is
+    /// checked against: the weights as the follower will read them.
+    form: PairForm,
+    fallback: Fallback,
 }
 
 impl Pages {
     fn new(
-        head: pb::MatrixUpdate,
+        mut head: pb::MatrixUpdate,
         pairs: PairList,
         removed: Vec<pb::PairKey>,
         page_bytes: usize,
+        (form, network): (PairForm, &Network),
     ) -> Self {
+        if form == PairForm::Compact {
+            head.network = convert::network_to_wire(network);
+        }
+        let fallback = convert::fallback_from_wire(convert::WireSettings::of_update(&head));
         Self {
+            form,
+            fallback,
             head,
             pairs,
             removed,
@@ -348,14 +392,20 @@ impl Pages {
             self.next_removed = end;
         } else {
             let taken = if first { page.encoded_len() } else { 0 };
-            let pairs = &self.pairs;
-            page.pairs = fill_page(
-                (self.next_pair..pairs.len()).map(|i| matrix.pair(pairs.get(i))),
-                MAX_PAGE_PAIRS,
-                self.page_bytes,
-                taken,
-            );
-            self.next_pair += page.pairs.len();
+            let (pairs, fallback) = (&self.pairs, &self.fallback);
+            let indices = (self.next_pair..pairs.len()).map(|i| pairs.get(i));
+            self.next_pair += match self.form {
+                PairForm::Full => {
+                    let wire = indices.map(|i| matrix.pair(i));
+                    page.pairs = fill_page(wire, MAX_PAGE_PAIRS, self.page_bytes, taken);
+                    page.pairs.len()
+                }
+                PairForm::Compact => {
+                    let wire = indices.map(|i| matrix.compact_pair(i, fallback));
+                    page.compact_pairs = fill_page(wire, MAX_PAGE_PAIRS, self.page_bytes, taken);
+                    page.compact_pairs.len()
+                }
+            };
         }
         page.page = self.next_page;
         self.next_page = self.next_page.saturating_add(1);
@@ -389,6 +439,8 @@ fn light_head(head: &pb::MatrixUpdate) -> pb::MatrixUpdate {
         references: None,
         placement: None,
         placement_faults: Vec::new(),
+        compact_pairs: Vec::new(),
+        network: head.network.clone(),
     }
 }
 
@@ -413,24 +465,28 @@ fn head(
         references: fallback.references,
         placement: fallback.placement,
         placement_faults: convert::fault_marks_to_wire(matrix.faults, matrix.network),
+        compact_pairs: Vec::new(),
+        network: String::new(),
     }
 }
 
 /// A whole matrix as a watch update: base version 0, in pages of at most
-/// `page_bytes` (the first may hold more when its nodes alone do).
-pub fn full_state(matrix: Versioned<'_>, page_bytes: usize) -> Pages {
+/// `page_bytes` (the first may hold more when its nodes alone do), its
+/// pairs in `form`.
+pub fn full_state(matrix: Versioned<'_>, page_bytes: usize, form: PairForm) -> Pages {
     Pages::new(
         head(matrix, 0, Some(matrix.wire_nodes(|_| true))),
         PairList::All(matrix.scored.pairs().len()),
         Vec::new(),
         page_bytes,
+        (form, matrix.network),
     )
 }
 
 /// What turns `old` into `new` as a watch update, in pages of at most
-/// `page_bytes` cut from `new`: the pairs that are new or changed, those
-/// gone, and the nodes when they changed.
-pub fn delta(old: Versioned<'_>, new: Versioned<'_>, page_bytes: usize) -> Pages {
+/// `page_bytes` cut from `new`: the pairs that are new or changed (in
+/// `form`), those gone, and the nodes when they changed.
+pub fn delta(old: Versioned<'_>, new: Versioned<'_>, page_bytes: usize, form: PairForm) -> Pages {
     let (before, after) = (old.scored, new.scored);
     // Two snapshots number their nodes differently once nodes come or go.
     let in_before: Vec<Option<usize>> = after
@@ -473,6 +529,7 @@ pub fn delta(old: Versioned<'_>, new: Versioned<'_>, page_bytes: usize) -> Pages
         PairList::Listed(changed),
         removed,
         page_bytes,
+        (form, new.network),
     )
 }
 
@@ -497,6 +554,9 @@ pub enum FollowError {
         /// The page that was due.
         expected: u32,
     },
+    /// A compact pair that does not unpack.
+    #[error(transparent)]
+    Compact(#[from] CompactError),
 }
 
 /// Whether an update is whole yet.
@@ -580,10 +640,25 @@ impl Follower {
         self.generated_unix_ms = first.generated_unix_ms;
         self.settings = convert::WireSettings::of_update(first);
         self.faults.clone_from(&first.placement_faults);
+        let network = first.network.clone();
         // The nodes, settings and removals are read: `first` is no longer
         // borrowed past here.
+        let fallback = convert::fallback_from_wire(self.settings);
         for page in pages {
             for pair in page.pairs {
+                self.pairs
+                    .insert((pair.src.clone(), pair.dst.clone()), pair);
+            }
+            for compact in &page.compact_pairs {
+                let pair = match compact::unpack(compact, &self.nodes, &network, &fallback) {
+                    Ok(pair) => pair,
+                    Err(err) => {
+                        // Half an update is no matrix: hold none, and start
+                        // over from the full state of a new watch.
+                        *self = Self::default();
+                        return Err(err.into());
+                    }
+                };
                 self.pairs
                     .insert((pair.src.clone(), pair.dst.clone()), pair);
             }
@@ -746,12 +821,28 @@ mod tests {
 
     /// A full state's pages of the usual size, all at once.
     fn full_state(matrix: Versioned<'_>) -> Vec<pb::MatrixUpdate> {
-        super::full_state(matrix, MAX_PAGE_BYTES).all(matrix)
+        full_state_in(matrix, PairForm::Full)
+    }
+
+    fn full_state_in(matrix: Versioned<'_>, form: PairForm) -> Vec<pb::MatrixUpdate> {
+        super::full_state(matrix, MAX_PAGE_BYTES, form).all(matrix)
     }
 
     /// A delta's pages of the usual size, all at once.
     fn delta(old: Versioned<'_>, new: Versioned<'_>) -> Vec<pb::MatrixUpdate> {
-        super::delta(old, new, MAX_PAGE_BYTES).all(new)
+        delta_in(old, new, PairForm::Full)
+    }
+
+    fn delta_in(old: Versioned<'_>, new: Versioned<'_>, form: PairForm) -> Vec<pb::MatrixUpdate> {
+        super::delta(old, new, MAX_PAGE_BYTES, form).all(new)
+    }
+
+    /// The pairs of a wire matrix in their bytes, in order: what two reads
+    /// of the same matrix share bit for bit.
+    fn pair_bytes(pairs: &[pb::Pair]) -> Vec<Vec<u8>> {
+        let mut pairs: Vec<&pb::Pair> = pairs.iter().collect();
+        pairs.sort_by(|a, b| (&a.src, &a.dst).cmp(&(&b.src, &b.dst)));
+        pairs.iter().map(|pair| pair.encode_to_vec()).collect()
     }
 
     fn apply_all(
@@ -774,7 +865,11 @@ mod tests {
                 1..8,
             ),
             dropped in prop::collection::vec(any::<bool>(), 8),
+            compact in any::<bool>(),
         ) {
+            let form = if compact { PairForm::Compact } else { PairForm::Full };
+            let full_state = |at| full_state_in(at, form);
+            let delta = |old, new| delta_in(old, new, form);
             let matrices: Vec<pb::Matrix> = states
                 .iter()
                 .enumerate()
@@ -810,6 +905,47 @@ mod tests {
             let names = |nodes: &[pb::Node]| nodes.iter().map(|n| (n.name.clone(), n.zone.clone())).collect::<Vec<_>>();
             prop_assert_eq!(names(&follower.matrix().nodes), names(&want.nodes));
             prop_assert_eq!(follower.placement(), PLACEMENT);
+        }
+
+        /// A follower of a compact watch holds, pair for pair and bit for
+        /// bit, what a fresh read of the same version gives.
+        #[test]
+        fn a_compact_follower_holds_what_a_fresh_read_gives(
+            states in prop::collection::vec(
+                (1usize..8, prop::collection::vec((0usize..8, 0usize..8, any::<u8>()), 0..30)),
+                1..5,
+            ),
+        ) {
+            let matrices: Vec<pb::Matrix> = states
+                .iter()
+                .enumerate()
+                .map(|(i, (nodes, pairs))| matrix(i as u64 + 1, *nodes, pairs))
+                .collect();
+            let scored: Vec<ScoredMatrix> = matrices.iter().map(scored).collect();
+            let at = |i: usize| versioned(&matrices[i], &scored[i]);
+            let mut follower = Follower::new();
+            apply_all(&mut follower, full_state_in(at(0), PairForm::Compact)).unwrap();
+            for i in 1..matrices.len() {
+                apply_all(&mut follower, delta_in(at(i - 1), at(i), PairForm::Compact)).unwrap();
+                // Ages move on in a fresh read; a delta leaves a pair whose
+                // figures did not change at the age it was sent with.
+                let fresh = full_state(at(i));
+                let mut reader = Follower::new();
+                apply_all(&mut reader, fresh).unwrap();
+                let ageless = |pairs: Vec<pb::Pair>| pairs.into_iter().map(|p| pb::Pair { age_s: 0.0, ..p }).collect::<Vec<_>>();
+                prop_assert_eq!(
+                    pair_bytes(&ageless(follower.matrix().pairs)),
+                    pair_bytes(&ageless(reader.matrix().pairs))
+                );
+            }
+            // A full state of the last version: every figure, ages included.
+            let last = matrices.len() - 1;
+            let mut compact = Follower::new();
+            apply_all(&mut compact, full_state_in(at(last), PairForm::Compact)).unwrap();
+            let (fresh, _) = page(at(last), MatrixFilter::All, 0, 0);
+            prop_assert_eq!(pair_bytes(&compact.matrix().pairs), pair_bytes(&fresh.pairs));
+            let rebuilt = compact.scored();
+            prop_assert_eq!(rebuilt.pairs(), scored[last].pairs());
         }
 
         /// Pages of any filter put together are the filtered matrix.
@@ -958,7 +1094,7 @@ mod tests {
         // A watch stream's pages: the same pairs, every page after the
         // first under the smaller size, numbered in order.
         let at = versioned(&big, &big_scored);
-        let small = super::full_state(at, WATCH_PAGE_BYTES).all(at);
+        let small = super::full_state(at, WATCH_PAGE_BYTES, PairForm::Full).all(at);
         assert!(small.len() > 4 * pages.len(), "{} pages", small.len());
         assert!(
             small[1..]

@@ -1,14 +1,17 @@
 //! The netaware.v1 wire protocol: the agent session stream and the Scores
 //! service, generated from `proto/netaware/v1/*.proto` at build time
 //! ([`v1`]), the one mapping between those types and the core's
-//! ([`convert`]), the codec of every client and server ([`codec`]), the pages and deltas that carry a matrix of any size
-//! ([`follow`]), and agent messages of a bounded size ([`parts`]).
+//! ([`convert`]), the codec of every client and server ([`codec`]), the
+//! pages and deltas that carry a matrix of any size ([`follow`]), a watch's
+//! pairs in their compact form ([`compact`]), and agent messages of a
+//! bounded size ([`parts`]).
 //!
 //! The generated code and its mapping live together so that every crate
 //! speaks the same types, the .proto files stay the single source of truth,
 //! and no two crates map the same message in two ways.
 
 pub mod codec;
+pub mod compact;
 pub mod convert;
 pub mod follow;
 pub mod parts;

@@ -222,6 +222,110 @@ async fn fleet(url: &str) -> (Vec<String>, Vec<(String, Session)>) {
     (names, sessions)
 }
 
+/// A watch's stream and the follower of it: the bytes of its first
+/// update (a full state) and the follower once that update is applied.
+async fn followed(
+    url: &str,
+    compact: bool,
+) -> (tonic::Streaming<pb::MatrixUpdate>, Follower, usize) {
+    let mut watch = ScoresClient::connect(url.to_owned())
+        .await
+        .unwrap()
+        .watch_matrix(pb::WatchRequest {
+            min_interval_ms: 100,
+            compact,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut follower = Follower::new();
+    let mut bytes = 0;
+    loop {
+        let update = watch.next().await.unwrap().unwrap();
+        bytes += prost::Message::encoded_len(&update);
+        let other_form = if compact {
+            &update.pairs.len()
+        } else {
+            &update.compact_pairs.len()
+        };
+        assert_eq!(*other_form, 0, "pairs in the form asked for only");
+        if follower.apply(update).unwrap() == Progress::Complete {
+            return (watch, follower, bytes);
+        }
+    }
+}
+
+/// Takes updates until the follower is at `version`.
+async fn follow_to(
+    watch: &mut tonic::Streaming<pb::MatrixUpdate>,
+    follower: &mut Follower,
+    version: u64,
+) {
+    while follower.version() < version {
+        let update = watch.next().await.unwrap().unwrap();
+        follower.apply(update).unwrap();
+    }
+}
+
+/// A compact watch and a full one of the same collector carry the same
+/// matrix, bit for bit, the compact one in well under half the bytes.
+#[tokio::test]
+async fn a_compact_watch_carries_the_same_matrix_in_fewer_bytes() {
+    let shutdown = CancellationToken::new();
+    let collector = collector_with(Default::default(), &shutdown).await;
+    let url = format!("http://{}", collector.grpc_addr);
+    let (_names, _sessions) = fleet(&url).await;
+    let mut scores = ScoresClient::connect(url.clone()).await.unwrap();
+    let measured = 60 * 59;
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let matrix = scores
+                .get_matrix(pb::MatrixRequest::default())
+                .await
+                .unwrap()
+                .into_inner();
+            if matrix.pairs.len() == measured {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("every pair scored");
+    let (mut full_watch, mut full, full_bytes) = followed(&url, false).await;
+    let (mut compact_watch, mut compact, compact_bytes) = followed(&url, true).await;
+    assert!(
+        compact_bytes * 2 < full_bytes,
+        "compact {compact_bytes} bytes, full {full_bytes}"
+    );
+    // The two may have started a version apart: both at the later one.
+    let version = full.version().max(compact.version());
+    tokio::time::timeout(Duration::from_secs(10), async {
+        follow_to(&mut full_watch, &mut full, version).await;
+        follow_to(&mut compact_watch, &mut compact, version).await;
+    })
+    .await
+    .expect("both followers at the same version");
+    // A pair left alone by a delta keeps the age it was sent with.
+    let figures = |follower: &Follower| {
+        let mut pairs: Vec<Vec<u8>> = follower
+            .matrix()
+            .pairs
+            .into_iter()
+            .map(|pair| prost::Message::encode_to_vec(&pb::Pair { age_s: 0.0, ..pair }))
+            .collect();
+        pairs.sort();
+        pairs
+    };
+    assert_eq!(full.version(), compact.version());
+    assert_eq!(figures(&full).len(), measured);
+    assert_eq!(figures(&compact), figures(&full));
+    assert_eq!(compact.scored().pairs(), full.scored().pairs());
+    shutdown.cancel();
+    collector.wait().await;
+}
+
 /// A watch stream on a connection of its own with HTTP/2's smallest
 /// default windows: the collector can hand it little before it must wait.
 async fn small_window_watch(url: &str) -> tonic::Streaming<pb::MatrixUpdate> {
