@@ -19,6 +19,7 @@
 
 use crate::UnixMillis;
 use crate::matrix::PairSummary;
+use crate::rings::seven_digits;
 
 /// Relative weights of the three terms.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -280,7 +281,9 @@ pub struct Terms {
 }
 
 impl Terms {
-    /// Terms from each one's value and source.
+    /// Terms from each one's value and source, each kept to seven
+    /// significant digits (as the figures are): a score is not known finer,
+    /// and a term so kept goes on a watch stream in 4 bytes rather than 9.
     pub fn of(
         (delay, delay_source): (f64, Source),
         (loss, loss_source): (f64, Source),
@@ -288,9 +291,9 @@ impl Terms {
         dead: bool,
     ) -> Self {
         Self {
-            delay,
-            loss,
-            throughput,
+            delay: seven_digits(delay),
+            loss: seven_digits(loss),
+            throughput: seven_digits(throughput),
             delay_source,
             loss_source,
             throughput_source,
@@ -364,6 +367,14 @@ mod tests {
             throughput_source: Source::Unknown,
             dead: m.dead,
         })
+    }
+
+    #[test]
+    fn terms_are_kept_to_seven_digits() {
+        let third = (1.0 / 3.0, Source::Measured);
+        let terms = Terms::of(third, (0.25, Source::Measured), third, false);
+        assert_eq!(terms.delay, 0.333_333_3);
+        assert_eq!(terms.loss, 0.25);
     }
 
     #[test]

@@ -100,17 +100,19 @@ impl Slot {
         1 << self as u32
     }
 
+    /// Set where the figure is a double's bits: above the bits of the
+    /// common case, so that `present` takes 3 bytes then.
     fn raw_bit(self) -> u64 {
-        1 << (32 + self as u32)
+        1 << (16 + self as u32)
     }
 }
 
 /// Bit of `present`: the loss ratio is there as lost probes over samples.
-const LOSS_AS_COUNT: u64 = 1 << 31;
+const LOSS_AS_COUNT: u64 = 1 << 15;
 /// Every bit of `present` that means something.
 const KNOWN_PRESENT: u64 = {
     let slots = (1 << SLOTS.len()) - 1;
-    slots | LOSS_AS_COUNT | (slots << 32)
+    slots | LOSS_AS_COUNT | (slots << 16)
 };
 
 /// The scales a decimal may have, and what a scale adds to its code.
