@@ -23,8 +23,8 @@ pub enum CompactError {
     /// An end numbered past the update's node list.
     #[error("a compact pair names node {index} of {nodes}")]
     NoSuchNode {
-        /// The number it gave.
-        index: u32,
+        /// The number its step gave.
+        index: i64,
         /// How many nodes the follower holds.
         nodes: usize,
     },
@@ -121,17 +121,32 @@ const MAX_SCALE: i32 = 21;
 /// A decimal's digits stay exact in a double below this.
 const MAX_DIGITS: u64 = 1 << 53;
 
+/// The powers of ten a double holds exactly, 10^0 to 10^22: wider than
+/// the scales a decimal may have.
+const POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// 10^|scale|, exactly.
+fn power_of_ten(scale: i32) -> f64 {
+    POWERS_OF_TEN[scale.unsigned_abs() as usize]
+}
+
 /// `digits` at `scale` decimals, as a double: digits divided by 10^scale,
 /// or multiplied by 10^-scale, so that both operands are exact and the one
 /// rounding is the division's or the product's.
 fn from_decimal(digits: u64, scale: i32) -> f64 {
-    let power = 10f64.powi(scale.abs());
     if scale >= 0 {
-        digits as f64 / power
+        digits as f64 / power_of_ten(scale)
     } else {
-        digits as f64 * power
+        digits as f64 * power_of_ten(scale)
     }
 }
+
+/// Significant digits past which no decimal is tried: 17 give back any
+/// double, but not in the 53 bits a decimal's digits have.
+const MOST_DIGITS: i32 = 17;
 
 /// The shortest decimal that gives back `value` bit for bit, as its code;
 /// `None` when none does (most computed doubles, negatives, infinities).
@@ -139,11 +154,19 @@ fn to_decimal(value: f64) -> Option<u64> {
     if !(value.is_finite() && value >= 0.0) || value.is_sign_negative() {
         return None;
     }
-    (MIN_SCALE..=MAX_SCALE).find_map(|scale| {
+    if value == 0.0 {
+        return Some(0);
+    }
+    // From one significant digit (a step early, should the logarithm round
+    // up at a power of ten) to the most a double needs.
+    let one_digit = -(value.log10().floor() as i32) - 1;
+    let first = one_digit.max(MIN_SCALE);
+    let last = (one_digit + MOST_DIGITS).min(MAX_SCALE);
+    (first..=last).find_map(|scale| {
         let scaled = if scale >= 0 {
-            value * 10f64.powi(scale)
+            value * power_of_ten(scale)
         } else {
-            value / 10f64.powi(-scale)
+            value / power_of_ten(scale)
         };
         let digits = scaled.round();
         if !(0.0..MAX_DIGITS as f64).contains(&digits) {
@@ -180,10 +203,22 @@ impl Packer {
         }
     }
 
+    /// A figure as the shortest decimal that gives it back.
     fn figure(&mut self, slot: Slot, value: Option<f64>) {
+        self.exact(slot, value, to_decimal);
+    }
+
+    /// An age (seconds) as whole milliseconds, where it is some.
+    fn millis(&mut self, slot: Slot, value: Option<f64>) {
+        self.exact(slot, value, to_millis);
+    }
+
+    /// A figure in the form `encode` gives, or its bits where that gives
+    /// none.
+    fn exact(&mut self, slot: Slot, value: Option<f64>, encode: fn(f64) -> Option<u64>) {
         let Some(value) = value else { return };
         self.present |= slot.bit();
-        match to_decimal(value) {
+        match encode(value) {
             Some(code) => self.figures.push(code),
             None => {
                 self.present |= slot.raw_bit();
@@ -191,6 +226,23 @@ impl Packer {
             }
         }
     }
+}
+
+/// Milliseconds as the wire's seconds: how the collector turns a pair's
+/// age to seconds, so that the seconds come back bit for bit.
+fn from_millis(ms: u64) -> Result<f64, CompactError> {
+    Ok(ms as f64 / 1_000.0)
+}
+
+/// The whole milliseconds that give back `seconds`, if any.
+fn to_millis(seconds: f64) -> Option<u64> {
+    if !(seconds.is_finite() && seconds >= 0.0 && seconds < MAX_DIGITS as f64 / 1_000.0) {
+        return None;
+    }
+    let ms = (seconds * 1_000.0).round() as u64;
+    from_millis(ms)
+        .is_ok_and(|back| back.to_bits() == seconds.to_bits())
+        .then_some(ms)
 }
 
 /// What the figures of a packed pair are read back from, slot by slot.
@@ -222,13 +274,25 @@ impl Unpacker<'_> {
     }
 
     fn figure(&mut self, slot: Slot) -> Result<Option<f64>, CompactError> {
+        self.exact(slot, decimal)
+    }
+
+    fn millis(&mut self, slot: Slot) -> Result<Option<f64>, CompactError> {
+        self.exact(slot, from_millis)
+    }
+
+    fn exact(
+        &mut self,
+        slot: Slot,
+        decode: fn(u64) -> Result<f64, CompactError>,
+    ) -> Result<Option<f64>, CompactError> {
         let raw = self.present & slot.raw_bit() != 0;
         self.take(slot)?
             .map(|code| {
                 if raw {
                     Ok(f64::from_bits(code))
                 } else {
-                    decimal(code)
+                    decode(code)
                 }
             })
             .transpose()
@@ -257,11 +321,53 @@ fn lost_probes(ratio: f64, samples: u64) -> Option<u64> {
     ((lost as f64 / samples as f64).to_bits() == ratio.to_bits()).then_some(lost)
 }
 
-/// `pair` in the compact form, its ends numbered `src` and `dst`;
-/// `fallback` is what the follower will make of the update's weights. A
-/// pair without terms comes back with zero terms of an unspecified source
-/// (one cut from a scored matrix always has them).
-pub fn pack(pair: &pb::Pair, src: u32, dst: u32, fallback: &Fallback) -> pb::CompactPair {
+/// A pair's ends as numbers in the update's node list. A page numbers each
+/// compact pair's ends as steps from the pair before it on the page (the
+/// first's from node 0): pages go in order, so most steps of the source
+/// are 0, which takes no byte at all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ends {
+    /// The probing node's number.
+    pub src: u32,
+    /// The probed node's number.
+    pub dst: u32,
+}
+
+impl Ends {
+    /// The steps from `self` to `to`.
+    fn steps_to(self, to: Ends) -> (i32, i32) {
+        let step =
+            |from: u32, to: u32| i32::try_from(i64::from(to) - i64::from(from)).unwrap_or(i32::MAX);
+        (step(self.src, to.src), step(self.dst, to.dst))
+    }
+
+    /// The ends `steps` from `self`, where both are among `nodes` nodes.
+    fn stepped(self, (src, dst): (i32, i32), nodes: usize) -> Result<Ends, CompactError> {
+        let end = |from: u32, step: i32| {
+            let index = i64::from(from) + i64::from(step);
+            u32::try_from(index)
+                .ok()
+                .filter(|&i| (i as usize) < nodes)
+                .ok_or(CompactError::NoSuchNode { index, nodes })
+        };
+        Ok(Ends {
+            src: end(self.src, src)?,
+            dst: end(self.dst, dst)?,
+        })
+    }
+}
+
+/// A transport in the flags: 0 for none, else the wire's value plus 1.
+const PROBE_SHIFT: u32 = 11;
+/// Every bit of the flags that means something.
+const KNOWN_FLAGS: u32 = (1 << 13) - 1;
+
+/// `pair` in the compact form, its ends `ends`, the pair before it on the
+/// page at `before`; `fallback` is what the follower will make of the
+/// update's weights. A pair without terms comes back with zero terms of
+/// an unspecified source, and one probed by a transport the wire does not
+/// know, with none (a pair cut from a scored matrix is neither).
+pub fn pack(pair: &pb::Pair, ends: Ends, before: Ends, fallback: &Fallback) -> pb::CompactPair {
     let terms = pair.terms.unwrap_or_default();
     let mut packer = Packer::default();
     packer.figure(Slot::RttMedian, pair.rtt_median_ms);
@@ -279,7 +385,7 @@ pub fn pack(pair: &pb::Pair, src: u32, dst: u32, fallback: &Fallback) -> pb::Com
         None => {}
     }
     packer.count(Slot::Samples, (pair.samples != 0).then_some(pair.samples));
-    packer.figure(Slot::Age, Some(pair.age_s));
+    packer.millis(Slot::Age, Some(pair.age_s));
     let derived = quality_of(fallback, &terms);
     packer.figure(
         Slot::Quality,
@@ -296,40 +402,41 @@ pub fn pack(pair: &pb::Pair, src: u32, dst: u32, fallback: &Fallback) -> pb::Com
         pair.throughput_retransmits.map(u64::from),
     );
     packer.figure(Slot::ThroughputTcpRtt, pair.throughput_tcp_rtt_ms);
-    packer.figure(Slot::ThroughputAge, pair.throughput_age_s);
+    packer.millis(Slot::ThroughputAge, pair.throughput_age_s);
     let source_bits = |source: i32| u32::try_from(source).unwrap_or(0) & 7;
+    let probe = pair
+        .probe
+        .and_then(|probe| u32::try_from(probe).ok())
+        .filter(|&probe| probe < 3)
+        .map_or(0, |probe| probe + 1);
+    let (src_step, dst_step) = before.steps_to(ends);
     pb::CompactPair {
-        src,
-        dst,
+        src_step,
+        dst_step,
         present: packer.present,
         figures: packer.figures,
         flags: source_bits(terms.delay_source)
             | source_bits(terms.loss_source) << 3
             | source_bits(terms.throughput_source) << 6
             | u32::from(terms.dead) << 9
-            | u32::from(pair.stale) << 10,
-        probe: pair.probe,
+            | u32::from(pair.stale) << 10
+            | probe << PROBE_SHIFT,
         filtered: pair.filtered.clone(),
     }
 }
 
-/// The pair that [`pack`] was given, its ends named from `nodes` and its
-/// network `network`; `fallback` is what the update's weights make.
+/// The pair that [`pack`] was given and its ends, the pair before it on
+/// the page at `before`, its ends named from `nodes` and its network
+/// `network`; `fallback` is what the update's weights make.
 pub fn unpack(
     compact: &pb::CompactPair,
+    before: Ends,
     nodes: &[pb::Node],
     network: &str,
     fallback: &Fallback,
-) -> Result<pb::Pair, CompactError> {
-    let name = |index: u32| {
-        nodes
-            .get(index as usize)
-            .map(|node| node.name.clone())
-            .ok_or(CompactError::NoSuchNode {
-                index,
-                nodes: nodes.len(),
-            })
-    };
+) -> Result<(pb::Pair, Ends), CompactError> {
+    let ends = before.stepped((compact.src_step, compact.dst_step), nodes.len())?;
+    let name = |index: u32| nodes[index as usize].name.clone();
     let present = compact.present;
     if present & !KNOWN_PRESENT != 0 {
         return Err(CompactError::UnknownBits(present));
@@ -352,7 +459,7 @@ pub fn unpack(
         Loss::Lost(lost) => lost as f64 / samples as f64,
         Loss::Ratio(ratio) => ratio,
     });
-    let age_s = figures.figure(Slot::Age)?.unwrap_or(0.0);
+    let age_s = figures.millis(Slot::Age)?.unwrap_or(0.0);
     let quality = figures.figure(Slot::Quality)?;
     let flags = compact.flags;
     let source = |shift: u32| {
@@ -370,12 +477,16 @@ pub fn unpack(
         throughput_source: source(6)?,
         dead: flags & 1 << 9 != 0,
     };
-    if flags >> 11 != 0 {
+    if flags & !KNOWN_FLAGS != 0 {
         return Err(CompactError::BadFlags(flags));
     }
+    let probe = match flags >> PROBE_SHIFT {
+        0 => None,
+        probe => Some(probe as i32 - 1),
+    };
     let pair = pb::Pair {
-        src: name(compact.src)?,
-        dst: name(compact.dst)?,
+        src: name(ends.src),
+        dst: name(ends.dst),
         rtt_median_ms,
         rtt_p99_ms,
         jitter_ms,
@@ -391,8 +502,8 @@ pub fn unpack(
             .count(Slot::ThroughputRetransmits)?
             .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
         throughput_tcp_rtt_ms: figures.figure(Slot::ThroughputTcpRtt)?,
-        throughput_age_s: figures.figure(Slot::ThroughputAge)?,
-        probe: compact.probe,
+        throughput_age_s: figures.millis(Slot::ThroughputAge)?,
+        probe,
         filtered: compact.filtered.clone(),
         network: network.to_owned(),
     };
@@ -402,7 +513,7 @@ pub fn unpack(
             figures: compact.figures.len(),
         });
     }
-    Ok(pair)
+    Ok((pair, ends))
 }
 
 /// A loss ratio as it was packed.
@@ -460,16 +571,24 @@ mod tests {
         (0..5000).map(node).collect()
     }
 
+    const ENDS: Ends = Ends {
+        src: 1234,
+        dst: 4321,
+    };
+    const BEFORE: Ends = Ends { src: 1234, dst: 17 };
+
     fn round_trip(pair: &pb::Pair, fallback: &Fallback) -> pb::Pair {
-        let packed = pack(pair, 1234, 4321, fallback);
-        unpack(&packed, &nodes(), &pair.network, fallback).unwrap()
+        let packed = pack(pair, ENDS, BEFORE, fallback);
+        let (back, ends) = unpack(&packed, BEFORE, &nodes(), &pair.network, fallback).unwrap();
+        assert_eq!(ends, ENDS);
+        back
     }
 
     #[test]
     fn a_measured_pair_comes_back_bit_for_bit_in_under_half_the_bytes() {
         let fallback = Fallback::default();
         let pair = measured(0.234_567_8, 3, 640);
-        let packed = pack(&pair, 1234, 4321, &fallback);
+        let packed = pack(&pair, ENDS, BEFORE, &fallback);
         assert_eq!(
             round_trip(&pair, &fallback).encode_to_vec(),
             pair.encode_to_vec()
@@ -486,7 +605,7 @@ mod tests {
         let fallback = Fallback::default();
         let mut pair = measured(1.5, 0, 64);
         pair.quality = 0.123_456_789_012_345;
-        let packed = pack(&pair, 1234, 4321, &fallback);
+        let packed = pack(&pair, ENDS, BEFORE, &fallback);
         assert_ne!(packed.present & Slot::Quality.bit(), 0);
         assert_eq!(round_trip(&pair, &fallback), pair);
     }
@@ -512,18 +631,27 @@ mod tests {
     #[test]
     fn ends_past_the_node_list_and_short_figures_are_errors() {
         let fallback = Fallback::default();
-        let packed = pack(&measured(0.5, 0, 10), 7, 1, &fallback);
+        let ends = Ends { src: 7, dst: 1 };
+        let packed = pack(&measured(0.5, 0, 10), ends, Ends::default(), &fallback);
         let few = [node(0), node(1)];
         assert_eq!(
-            unpack(&packed, &few, "primary", &fallback),
+            unpack(&packed, Ends::default(), &few, "primary", &fallback),
             Err(CompactError::NoSuchNode { index: 7, nodes: 2 })
+        );
+        // Steps below node 0 name no node either.
+        assert_eq!(
+            Ends::default().stepped((-1, 0), 9),
+            Err(CompactError::NoSuchNode {
+                index: -1,
+                nodes: 9
+            })
         );
         let short = pb::CompactPair {
             figures: packed.figures[1..].to_vec(),
             ..packed.clone()
         };
         assert!(matches!(
-            unpack(&short, &nodes(), "primary", &fallback),
+            unpack(&short, Ends::default(), &nodes(), "primary", &fallback),
             Err(CompactError::ShortOfFigures { .. })
         ));
         let long = pb::CompactPair {
@@ -531,7 +659,7 @@ mod tests {
             ..packed
         };
         assert!(matches!(
-            unpack(&long, &nodes(), "primary", &fallback),
+            unpack(&long, Ends::default(), &nodes(), "primary", &fallback),
             Err(CompactError::TooManyFigures { .. })
         ));
     }
@@ -581,7 +709,7 @@ mod tests {
             stale in any::<bool>(),
             one_way in proptest::option::of(any_figure()),
             throughput in proptest::option::of((any_figure(), proptest::option::of(any::<u32>()), proptest::option::of(any_figure()), any_figure())),
-            probe in proptest::option::of(0i32..4),
+            probe in proptest::option::of(0i32..3),
             filtered in prop::collection::vec(0i32..4, 0..3),
         ) -> pb::Pair {
             let loss_ratio = match odd_loss {
@@ -623,15 +751,18 @@ mod tests {
         /// Whatever comes off the wire, unpacking answers and never panics.
         #[test]
         fn any_compact_pair_unpacks_or_is_refused(
-            src in 0u32..6000,
-            dst in 0u32..6000,
+            src_step in any::<i32>(),
+            dst_step in any::<i32>(),
+            before in (0u32..6000, 0u32..6000),
             present in any::<u64>(),
             figures in prop::collection::vec(any::<u64>(), 0..20),
             flags in any::<u32>(),
         ) {
-            let compact = pb::CompactPair { src, dst, present, figures, flags, ..pb::CompactPair::default() };
-            if let Ok(pair) = unpack(&compact, &nodes(), "primary", &Fallback::default()) {
+            let compact = pb::CompactPair { src_step, dst_step, present, figures, flags, ..pb::CompactPair::default() };
+            let before = Ends { src: before.0, dst: before.1 };
+            if let Ok((pair, ends)) = unpack(&compact, before, &nodes(), "primary", &Fallback::default()) {
                 prop_assert!(pair.terms.is_some());
+                prop_assert!(ends.src < 5000 && ends.dst < 5000);
             }
         }
     }

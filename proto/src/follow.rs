@@ -20,7 +20,7 @@ use netaware_core::scored::ScoredMatrix;
 use netaware_core::scored_pair::ScoredPair;
 use prost::Message;
 
-use crate::compact::{self, CompactError};
+use crate::compact::{self, CompactError, Ends};
 use crate::convert;
 use crate::v1 as pb;
 
@@ -112,14 +112,24 @@ impl Versioned<'_> {
         )
     }
 
-    /// The compact form of pair `index`; `fallback` is what the follower
-    /// makes of the update's weights.
-    fn compact_pair(&self, index: usize, fallback: &Fallback) -> pb::CompactPair {
+    /// The compact form of pair `index` and its ends, the pair before it
+    /// on the page at `before`; `fallback` is what the follower makes of
+    /// the update's weights.
+    fn compact_pair(
+        &self,
+        index: usize,
+        before: Ends,
+        fallback: &Fallback,
+    ) -> (pb::CompactPair, Ends) {
         let pair = &self.scored.pairs()[index];
         // Its ends go as numbers: no names to copy.
         let wire = convert::pair_to_wire(pair, self.network, |_| "", self.at);
         let number = |node: usize| u32::try_from(node).unwrap_or(u32::MAX);
-        compact::pack(&wire, number(pair.src), number(pair.dst), fallback)
+        let ends = Ends {
+            src: number(pair.src),
+            dst: number(pair.dst),
+        };
+        (compact::pack(&wire, ends, before, fallback), ends)
     }
 
     fn key(&self, pair: &ScoredPair) -> pb::PairKey {
@@ -401,7 +411,15 @@ impl Pages {
                     page.pairs.len()
                 }
                 PairForm::Compact => {
-                    let wire = indices.map(|i| matrix.compact_pair(i, fallback));
+                    // Each pair's ends are steps from the one before it on
+                    // the page: a pair cut but left for the next page is
+                    // never sent on this one, so the steps stay right.
+                    let mut before = Ends::default();
+                    let wire = indices.map(|i| {
+                        let (pair, ends) = matrix.compact_pair(i, before, fallback);
+                        before = ends;
+                        pair
+                    });
                     page.compact_pairs = fill_page(wire, MAX_PAGE_PAIRS, self.page_bytes, taken);
                     page.compact_pairs.len()
                 }
@@ -649,9 +667,14 @@ impl Follower {
                 self.pairs
                     .insert((pair.src.clone(), pair.dst.clone()), pair);
             }
+            let mut before = Ends::default();
             for compact in &page.compact_pairs {
-                let pair = match compact::unpack(compact, &self.nodes, &network, &fallback) {
-                    Ok(pair) => pair,
+                let unpacked = compact::unpack(compact, before, &self.nodes, &network, &fallback);
+                let pair = match unpacked {
+                    Ok((pair, ends)) => {
+                        before = ends;
+                        pair
+                    }
                     Err(err) => {
                         // Half an update is no matrix: hold none, and start
                         // over from the full state of a new watch.
