@@ -868,6 +868,21 @@ mod tests {
         pairs.iter().map(|pair| pair.encode_to_vec()).collect()
     }
 
+    /// A matrix's node count and pairs (src, dst, quality), as generated.
+    type State = (usize, Vec<(usize, usize, u8)>);
+
+    /// Matrices of versions 1, 2, ... from what each holds (its nodes and
+    /// pairs), with their scored forms.
+    fn versions(states: &[State]) -> (Vec<pb::Matrix>, Vec<ScoredMatrix>) {
+        let matrices: Vec<pb::Matrix> = states
+            .iter()
+            .enumerate()
+            .map(|(i, (nodes, pairs))| matrix(i as u64 + 1, *nodes, pairs))
+            .collect();
+        let scored = matrices.iter().map(scored).collect();
+        (matrices, scored)
+    }
+
     fn apply_all(
         follower: &mut Follower,
         updates: Vec<pb::MatrixUpdate>,
@@ -893,12 +908,7 @@ mod tests {
             let form = if compact { PairForm::Compact } else { PairForm::Full };
             let full_state = |at| full_state_in(at, form);
             let delta = |old, new| delta_in(old, new, form);
-            let matrices: Vec<pb::Matrix> = states
-                .iter()
-                .enumerate()
-                .map(|(i, (nodes, pairs))| matrix(i as u64 + 1, *nodes, pairs))
-                .collect();
-            let scored: Vec<ScoredMatrix> = matrices.iter().map(scored).collect();
+            let (matrices, scored) = versions(&states);
             let at = |i: usize| versioned(&matrices[i], &scored[i]);
             let mut follower = Follower::new();
             apply_all(&mut follower, full_state(at(0))).unwrap();
@@ -939,12 +949,7 @@ mod tests {
                 1..5,
             ),
         ) {
-            let matrices: Vec<pb::Matrix> = states
-                .iter()
-                .enumerate()
-                .map(|(i, (nodes, pairs))| matrix(i as u64 + 1, *nodes, pairs))
-                .collect();
-            let scored: Vec<ScoredMatrix> = matrices.iter().map(scored).collect();
+            let (matrices, scored) = versions(&states);
             let at = |i: usize| versioned(&matrices[i], &scored[i]);
             let mut follower = Follower::new();
             apply_all(&mut follower, full_state_in(at(0), PairForm::Compact)).unwrap();
