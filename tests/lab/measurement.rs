@@ -874,29 +874,36 @@ fn a_cut_zone_shows_full_loss_and_a_killed_agent_goes_stale() {
             forward > 0.2
         },
     );
-    // Every window kept (6) from after the fault, with one to spare.
-    std::thread::sleep(7 * TIMING.window);
-    let matrix = system.matrix().unwrap_or(matrix);
-    let forward = pair(&matrix, "a1", "a2");
-    let backward = pair(&matrix, "a2", "a1");
-    let (f, b) = (
-        forward.one_way_loss_ratio.unwrap(),
-        backward.one_way_loss_ratio.unwrap(),
-    );
+    // Each figure in three rounds, each over every window kept (6) from
+    // after the round before, with one to spare, judged on the median: a
+    // 99 % interval on one round alone fails a correct run in a hundred,
+    // the median of three some three in ten thousand.
+    let mut rounds = Vec::new();
+    for _ in 0..3 {
+        std::thread::sleep(7 * TIMING.window);
+        let read = system.matrix();
+        let m = read.as_ref().unwrap_or(&matrix);
+        let (forward, backward) = (pair(m, "a1", "a2"), pair(m, "a2", "a1"));
+        rounds.push([
+            forward.one_way_loss_ratio.unwrap(),
+            backward.one_way_loss_ratio.unwrap(),
+            forward.loss_ratio.unwrap(),
+            backward.loss_ratio.unwrap(),
+            forward.samples.min(backward.samples) as f64,
+        ]);
+    }
+    let median = |figure: usize| median_of(rounds.iter().map(|r| r[figure]).collect()).unwrap();
+    let (f, b, samples) = (median(0), median(1), median(4) as u64);
     assert!(
-        in_binomial_interval(f, 0.3, forward.samples),
-        "one-way loss a1 -> a2 {f} over {} probes, configured 0.3",
-        forward.samples
+        in_binomial_interval(f, 0.3, samples),
+        "one-way loss a1 -> a2 {f} (median of {rounds:?}) over {samples} probes, configured 0.3"
     );
     assert!(b < 0.03, "one-way loss a2 -> a1 {b}, configured 0");
-    for p in [forward, backward] {
-        let rt = p.loss_ratio.unwrap();
+    for (figure, direction) in [(2, "a1 -> a2"), (3, "a2 -> a1")] {
+        let rt = median(figure);
         assert!(
-            in_binomial_interval(rt, 0.3, p.samples),
-            "{} -> {}: round-trip loss {rt} over {} probes",
-            p.src,
-            p.dst,
-            p.samples
+            in_binomial_interval(rt, 0.3, samples),
+            "{direction}: round-trip loss {rt} (median of {rounds:?}) over {samples} probes"
         );
     }
 
