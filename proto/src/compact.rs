@@ -253,7 +253,9 @@ struct Unpacker<'a> {
 }
 
 impl Unpacker<'_> {
-    fn take(&mut self, slot: Slot) -> Result<Option<u64>, CompactError> {
+    /// The next figure as it was packed, if its slot is present: a count
+    /// as it is, any other figure for [`Unpacker::exact`] to decode.
+    fn count(&mut self, slot: Slot) -> Result<Option<u64>, CompactError> {
         if self.present & slot.bit() == 0 {
             return Ok(None);
         }
@@ -267,10 +269,6 @@ impl Unpacker<'_> {
             })?;
         self.next += 1;
         Ok(Some(value))
-    }
-
-    fn count(&mut self, slot: Slot) -> Result<Option<u64>, CompactError> {
-        self.take(slot)
     }
 
     fn figure(&mut self, slot: Slot) -> Result<Option<f64>, CompactError> {
@@ -287,7 +285,7 @@ impl Unpacker<'_> {
         decode: fn(u64) -> Result<f64, CompactError>,
     ) -> Result<Option<f64>, CompactError> {
         let raw = self.present & slot.raw_bit() != 0;
-        self.take(slot)?
+        self.count(slot)?
             .map(|code| {
                 if raw {
                     Ok(f64::from_bits(code))
