@@ -11,7 +11,8 @@
 //! - directed pairs never tried come first (so a node that joins is tested
 //!   soon), then the pairs whose last try is oldest;
 //! - a pair that must wait for its nodes reserves them: a pair behind it in
-//!   that order may not take them if that would delay it, so no pair starves.
+//!   that order may not take them if that would delay it, so no pair starves;
+//!   where the tests at once are limited, it reserves a slot the same way.
 //!
 //! The planner only says who tests whom when; the collector's shell adds
 //! the tokens and sends the orders.
@@ -259,9 +260,13 @@ impl Planner {
         // Nodes free now, kept as tests are chosen: counting them for every
         // pair in the queue made a plan over 2,000 nodes take seconds.
         let mut free_now = free_at.values().filter(|&&t| t <= now).count();
+        // Slots kept for waiting pairs ahead that will be ready before a
+        // test ordered now would end: a pair behind may not take them, as
+        // it may not take their nodes.
+        let mut slots_held = 0;
         for ((client, server), _) in queue {
             let ends = [client.as_str(), server.as_str()];
-            if chosen.len() >= room || free_now < 2 {
+            if chosen.len() + slots_held >= room || free_now < 2 {
                 break;
             }
             let held = |node: &str| held_for.get(node).copied().unwrap_or(UnixMillis::MAX);
@@ -282,6 +287,9 @@ impl Planner {
                 }
                 _ => {
                     let ready = ready.max(blocked_until.unwrap_or(0));
+                    if ready < now + self.config.slot_ms {
+                        slots_held += 1;
+                    }
                     for node in ends {
                         let hold = held_for.entry(node).or_insert(ready);
                         *hold = (*hold).min(ready);
@@ -379,6 +387,46 @@ mod tests {
             now += tick;
         }
         all
+    }
+
+    /// The longest any pair waited between two tries (or from when both
+    /// its nodes joined, node `i` at `i * join_gap`, to its first), and how
+    /// many pairs were tried.
+    fn longest_wait(tests: &[PlannedTest], join_gap: u64) -> (u64, usize) {
+        let joined = |node: &str| node[1..].parse::<u64>().unwrap() * join_gap;
+        let mut last: HashMap<(&str, &str), UnixMillis> = HashMap::new();
+        let mut longest = 0;
+        for test in tests {
+            let first_seen = joined(&test.client).max(joined(&test.server));
+            let before = last
+                .insert((&test.client, &test.server), test.start)
+                .unwrap_or(first_seen);
+            longest = longest.max(test.start - before);
+        }
+        (longest, last.len())
+    }
+
+    #[test]
+    fn one_test_at_a_time_keeps_the_slot_for_a_waiting_pair() {
+        // Nodes joining 14 s apart, one test at a time, spacing a little
+        // over a slot: a pair behind the one whose nodes are resting would
+        // take the only slot for 3 s and push it back, again and again,
+        // until a pair waited more than a slot per pair.
+        let mut planner = Planner::new(PlanConfig {
+            max_concurrent: Some(1),
+            ..config(0.8783516922325406)
+        })
+        .unwrap();
+        let nodes = names(6);
+        let pairs = 30;
+        let (spacing, tick, join_gap) = (planner.config().spacing_ms(), 101, 14_322);
+        let tests = simulate(&mut planner, &nodes, join_gap, tick, 450_000);
+        let (longest, tried) = longest_wait(&tests, join_gap);
+        assert_eq!(tried, pairs);
+        assert!(
+            longest <= pairs as u64 * (spacing + tick + 500),
+            "waited {longest} ms"
+        );
     }
 
     #[test]
@@ -488,7 +536,6 @@ mod tests {
             let joined_all = nodes as u64 * join_gap;
             let horizon = joined_all + 3 * pairs as u64 * (spacing + tick + 500);
             let tests = simulate(&mut planner, &names, join_gap, tick, horizon);
-            let joined = |node: &str| node[1..].parse::<u64>().unwrap() * join_gap;
 
             let mut by_node: HashMap<&str, Vec<&PlannedTest>> = HashMap::new();
             for test in &tests {
@@ -515,17 +562,9 @@ mod tests {
 
             // Fair: no pair waits longer than one slot per pair between two
             // tries (or before its first), however the others are served.
-            let longest_wait = pairs as u64 * (spacing + tick + 500);
-            let mut last: HashMap<(&str, &str), UnixMillis> = HashMap::new();
-            for test in &tests {
-                let first_seen = joined(&test.client).max(joined(&test.server));
-                let before = last
-                    .insert((&test.client, &test.server), test.start)
-                    .unwrap_or(first_seen);
-                prop_assert!(test.start - before <= longest_wait, "waited {} ms", test.start - before);
-            }
-            let tries = &last;
-            prop_assert_eq!(tries.len(), pairs, "every pair tried");
+            let (longest, tried) = longest_wait(&tests, join_gap);
+            prop_assert!(longest <= pairs as u64 * (spacing + tick + 500), "waited {} ms", longest);
+            prop_assert_eq!(tried, pairs, "every pair tried");
         }
     }
 }
