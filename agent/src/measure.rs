@@ -16,7 +16,7 @@ use netaware_core::window::{OpenWindow, Probe, Purpose};
 use netaware_proto::convert::peer_window_to_wire;
 use netaware_proto::v1::{Peer, PeerWindow, Window};
 use tokio::sync::{mpsc, watch};
-use tokio::time::{Instant, sleep_until};
+use tokio::time::{Instant, Sleep, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use crate::counters::Counters;
@@ -25,7 +25,7 @@ use crate::node_stats::NodeStatsSampler;
 use crate::pending::ProbeError;
 use crate::probers::Probers;
 use crate::quiet::QuietPeers;
-use crate::schedule::probe_offsets;
+use crate::schedule::{PROBE_BATCH, probe_offsets};
 use crate::transport_choice::{ProbeMode, TransportChoice};
 
 /// Extra time past the probe timeout before a window is closed.
@@ -81,40 +81,55 @@ pub async fn run(
     let mut peer_names = names_by_address(&peers.borrow());
     let mut choice = TransportChoice::new(mode);
 
-    loop {
-        let close_at = started
+    // Armed again only when their instants move, not on every turn of
+    // the loop: a timer armed anew wakes the runtime's driver, a system
+    // call each time, and every probe's result turns the loop.
+    let close_at = |next_to_close: u64| {
+        started
             + Duration::from_millis((next_to_close + 1) * window_ms)
             + timing.probe_timeout
-            + CLOSE_GRACE;
+            + CLOSE_GRACE
+    };
+    let probe_timer = sleep_until(plan.next_at());
+    let close_timer = sleep_until(close_at(next_to_close));
+    tokio::pin!(probe_timer, close_timer);
+
+    loop {
+        rearm(probe_timer.as_mut(), plan.next_at());
+        rearm(close_timer.as_mut(), close_at(next_to_close));
         tokio::select! {
             () = shutdown.cancelled() => return,
-            () = sleep_until(plan.next_at()) => {
-                let Some(peer) = plan.take_due() else {
+            () = &mut probe_timer => {
+                // Every probe due within the batch goes now, on this one
+                // wake-up.
+                let Some(due) = plan.take_due(Instant::now() + PROBE_BATCH) else {
                     plan = CyclePlan::new(&peers.borrow_and_update(), plan.end, timing.interval);
                     continue;
                 };
-                if quiet.is_quiet(&peer.name, netaware_runtime::clock::now_ms()) {
-                    continue;
-                }
-                let now = Instant::now();
-                let window = (now - started).as_millis() as u64 / window_ms;
-                let usable = probers.usable(&peer);
-                let Some(plan) = choice.plan(&peer.address, usable) else {
-                    counters.probe_error();
-                    continue;
-                };
-                let seq = sequences.entry(peer.address.clone()).or_default();
-                *seq = seq.wrapping_add(1);
-                let mut probe = |transport, purpose, seq| {
-                    order += 1;
-                    counters.probe_sent(transport);
-                    let due = Due { peer: peer.clone(), transport, purpose, seq, window, order, usable };
-                    spawn_probe(&probers, due, timing.probe_timeout, &results_tx, &counters);
-                };
-                probe(plan.measure, Purpose::Measure, *seq);
-                if let Some(scout) = plan.scout {
+                for peer in due {
+                    if quiet.is_quiet(&peer.name, netaware_runtime::clock::now_ms()) {
+                        continue;
+                    }
+                    let now = Instant::now();
+                    let window = (now - started).as_millis() as u64 / window_ms;
+                    let usable = probers.usable(&peer);
+                    let Some(plan) = choice.plan(&peer.address, usable) else {
+                        counters.probe_error();
+                        continue;
+                    };
+                    let seq = sequences.entry(peer.address.clone()).or_default();
                     *seq = seq.wrapping_add(1);
-                    probe(scout, Purpose::Scout, *seq);
+                    let mut probe = |transport, purpose, seq| {
+                        order += 1;
+                        counters.probe_sent(transport);
+                        let due = Due { peer: peer.clone(), transport, purpose, seq, window, order, usable };
+                        spawn_probe(&probers, due, timing.probe_timeout, &results_tx, &counters);
+                    };
+                    probe(plan.measure, Purpose::Measure, *seq);
+                    if let Some(scout) = plan.scout {
+                        *seq = seq.wrapping_add(1);
+                        probe(scout, Purpose::Scout, *seq);
+                    }
                 }
             }
             Some(result) = results.recv() => {
@@ -125,7 +140,7 @@ pub async fn run(
                     open.entry(result.window).or_default().record(&result.peer, &result.network, result.probe);
                 }
             }
-            () = sleep_until(close_at) => {
+            () = &mut close_timer => {
                 let figures = open.remove(&next_to_close).unwrap_or_default();
                 let start = started_unix + next_to_close * window_ms;
                 let window = Window {
@@ -160,6 +175,13 @@ pub async fn run(
                 plan = CyclePlan::new(&[], end, timing.interval);
             }
         }
+    }
+}
+
+/// Sets `timer` to `at` unless it is set to it already.
+fn rearm(timer: std::pin::Pin<&mut Sleep>, at: Instant) {
+    if timer.deadline() != at {
+        timer.reset(at);
     }
 }
 
@@ -260,19 +282,20 @@ struct CyclePlan {
 impl CyclePlan {
     fn new(peers: &[Peer], start: Instant, interval: Duration) -> Self {
         let offsets = probe_offsets(peers.len(), interval, rand::random::<f64>);
-        let mut due: Vec<(Instant, Peer)> = offsets
+        let due = offsets
             .into_iter()
             .zip(peers.iter().cloned())
             .map(|(offset, peer)| (start + offset, peer))
             .collect();
+        Self::of(due, start + interval)
+    }
+
+    /// The cycle that probes each peer at its instant and ends at `end`.
+    fn of(mut due: Vec<(Instant, Peer)>, end: Instant) -> Self {
         due.sort_by_key(|(at, _)| *at);
         let mut due = due.into_iter();
         let next = due.next();
-        Self {
-            due,
-            next,
-            end: start + interval,
-        }
+        Self { due, next, end }
     }
 
     /// When the next probe is due, or the end of the cycle.
@@ -280,10 +303,60 @@ impl CyclePlan {
         self.next.as_ref().map_or(self.end, |(at, _)| *at)
     }
 
-    /// The peer due now; `None` once the cycle is over.
-    fn take_due(&mut self) -> Option<Peer> {
-        let (_, peer) = self.next.take()?;
+    /// The peer due next and every other due by `until`, in order; `None`
+    /// once the cycle is over.
+    fn take_due(&mut self, until: Instant) -> Option<Vec<Peer>> {
+        let (_, first) = self.next.take()?;
+        let mut due = vec![first];
         self.next = self.due.next();
-        Some(peer)
+        while let Some((at, peer)) = self.next.take() {
+            if at > until {
+                self.next = Some((at, peer));
+                break;
+            }
+            due.push(peer);
+            self.next = self.due.next();
+        }
+        Some(due)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(name: &str) -> Peer {
+        Peer {
+            name: name.into(),
+            ..Peer::default()
+        }
+    }
+
+    fn names(due: Option<Vec<Peer>>) -> Option<Vec<String>> {
+        due.map(|peers| peers.into_iter().map(|p| p.name).collect())
+    }
+
+    #[test]
+    fn a_wake_up_takes_every_probe_due_within_the_batch() {
+        let start = Instant::now();
+        let ms = |n| start + Duration::from_millis(n);
+        let due = [(30, "c"), (10, "a"), (12, "b"), (40, "d")];
+        let mut plan = CyclePlan::of(
+            due.iter().map(|&(at, name)| (ms(at), peer(name))).collect(),
+            ms(1_000),
+        );
+        assert_eq!(plan.next_at(), ms(10));
+        // Woken at a's instant: a, and b two milliseconds after it.
+        assert_eq!(
+            names(plan.take_due(ms(20))),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(plan.next_at(), ms(30));
+        // Woken late: the next peer goes even past the batch.
+        assert_eq!(names(plan.take_due(ms(29))), Some(vec!["c".into()]));
+        assert_eq!(names(plan.take_due(ms(100))), Some(vec!["d".into()]));
+        // Then the cycle's end, and it is over.
+        assert_eq!(plan.next_at(), ms(1_000));
+        assert_eq!(names(plan.take_due(ms(2_000))), None);
     }
 }

@@ -3,9 +3,17 @@
 //! Probes are spread evenly over the interval, never sent to all peers at
 //! once: with n peers, peer k goes at `k * interval / n`, moved by a random
 //! jitter of up to a fraction of its slot so that agents started together do
-//! not fall into step. Pure: the random numbers come from the caller.
+//! not fall into step. The prober wakes once for all the probes due within
+//! [`PROBE_BATCH`]. Pure: the random numbers come from the caller.
 
 use std::time::Duration;
+
+/// Probes due within this much of the one that wakes the prober go out
+/// with it: a wake-up per probe (the timer armed again, the loop polled)
+/// cost the agent more than the probe itself, and a probe sent a few
+/// milliseconds early to another peer changes nothing it measures (each
+/// peer is still probed once per interval, its RTT stamped by the kernel).
+pub const PROBE_BATCH: Duration = Duration::from_millis(20);
 
 /// Share of a slot by which a probe may move either way.
 pub const JITTER_FRACTION: f64 = 0.25;
