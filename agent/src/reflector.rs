@@ -114,12 +114,16 @@ pub async fn serve(socket: AsyncFd<Socket>, counters: Arc<Counters>, shutdown: C
 const SEND_DELAY_SAMPLES: usize = 31;
 
 /// What a reply's send takes, from the reflector's last stamp until the
-/// kernel hands the packet to the device (the median of the last few dozen
-/// sends' transmit stamps): the part of the hold that the reply cannot
-/// stamp itself. A median, not a mean: the sends' times are skewed (a few
-/// preempted ones take far longer), and a mean would over-claim the hold
-/// of the typical reply, so that a round trip over a short path would read
-/// low, on loopback 0. An ICMP echo reply, sent by the kernel, never pays
+/// kernel hands the packet to the device, as the hold claims it: a low
+/// quantile of the last few dozen sends' transmit stamps (the 4th of 31),
+/// the part of the hold that the reply cannot stamp itself. A claim above
+/// a reply's own send makes its round trip read low by the difference, on
+/// loopback 0, so the claim is what nearly every send takes: the sends'
+/// times are skewed (a few preempted ones take far longer), and when they
+/// drift (a reflector's first sends, cold, take longer than the ones
+/// after) a mean, or even the median, of the latest over-claimed the hold
+/// of most replies. Claiming too little leaves a microsecond or two in the
+/// round trip instead. An ICMP echo reply, sent by the kernel, never pays
 /// it.
 #[derive(Debug, Default)]
 struct SendDelay {
@@ -141,7 +145,7 @@ impl SendDelay {
     fn typical(&self) -> Duration {
         let mut sorted = self.latest.clone();
         sorted.sort_unstable();
-        sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+        sorted.get(sorted.len() / 8).copied().unwrap_or_default()
     }
 }
 
@@ -198,6 +202,21 @@ mod tests {
             delay.note(Duration::from_micros(if i % 3 == 0 { 40 } else { 7 }));
         }
         assert_eq!(delay.typical(), Duration::from_micros(7));
+    }
+
+    #[test]
+    fn the_send_delay_follows_sends_that_got_faster_without_waiting_for_half_of_them() {
+        // A reflector's first sends, cold, take longer than the ones
+        // after: a median of the latest would claim 30 us for the replies
+        // that now take 10, and their round trips would read 20 us low.
+        let mut delay = SendDelay::default();
+        for _ in 0..10 {
+            delay.note(Duration::from_micros(30));
+        }
+        for _ in 0..5 {
+            delay.note(Duration::from_micros(10));
+        }
+        assert_eq!(delay.typical(), Duration::from_micros(10));
     }
 
     #[test]
