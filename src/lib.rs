@@ -35,16 +35,9 @@ pub struct Cli {
     /// What to run.
     #[command(subcommand)]
     pub command: commands::Command,
-    /// How logs are written to stderr: text (coloured only on a terminal)
-    /// or json (one object a line, for log collectors).
-    #[arg(
-        long,
-        global = true,
-        value_enum,
-        env = "NETAWARE_LOG_FORMAT",
-        default_value = "text"
-    )]
-    pub log_format: netaware_runtime::LogFormat,
+    /// How logs are written.
+    #[command(flatten)]
+    pub logs: netaware_runtime::LogArgs,
 }
 
 impl Cli {

@@ -18,14 +18,13 @@ fn main() -> anyhow::Result<()> {
     let command = cli.command;
     // The services log what they do; the tools only warn.
     let level = if command.is_service() { "info" } else { "warn" };
-    netaware_runtime::init_logging(level, cli.log_format);
-    // The agent is light (a probe loop and a session): one thread, as its
-    // own binary had; everything else on a thread per core.
+    netaware_runtime::init_logging(level, cli.logs.log_format);
+    // Everything but the agent on a thread per core.
     let runtime = match command {
-        Command::Agent(_) => tokio::runtime::Builder::new_current_thread(),
-        _ => tokio::runtime::Builder::new_multi_thread(),
-    }
-    .enable_all()
-    .build()?;
+        Command::Agent(_) => netaware_agent::runtime()?,
+        _ => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?,
+    };
     runtime.block_on(command.run())
 }

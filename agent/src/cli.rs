@@ -18,6 +18,23 @@ pub enum ConfigError {
     Tls(#[from] netaware_runtime::tls::TlsError),
 }
 
+/// The `netaware-agent` binary's command line: the agent's flags, and how
+/// it logs.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "netaware-agent",
+    version,
+    about = "The netaware node agent: probes its peers and streams windows of figures to the collector, until SIGINT or SIGTERM"
+)]
+pub struct AgentCommandLine {
+    /// The agent's flags.
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    /// How it logs.
+    #[command(flatten)]
+    pub logs: netaware_runtime::LogArgs,
+}
+
 /// The agent's command-line flags (each also read from the environment
 /// where noted, for the DaemonSet's downward API).
 #[derive(Debug, Clone, clap::Args)]

@@ -512,6 +512,14 @@ fn throughput_server(
     Ok(server)
 }
 
+/// The runtime an agent runs on: one thread. The agent is a probe loop
+/// and a session; a thread per core would only add wake-ups between them.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+}
+
 /// Runs an agent until SIGINT or SIGTERM, then logs what it did: the body
 /// of `netaware-agent` and `netaware agent`.
 pub async fn run_until_signal(config: AgentConfig) -> Result<(), AgentError> {

@@ -74,6 +74,21 @@ pub fn prometheus_text(openmetrics: &str) -> String {
     text
 }
 
+/// The `--log-format` flag of every binary.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct LogArgs {
+    /// How logs are written to stderr: text (coloured only on a terminal)
+    /// or json (one object a line, for log collectors).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        env = "NETAWARE_LOG_FORMAT",
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+}
+
 /// How the logs are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum LogFormat {

@@ -12,6 +12,7 @@ use std::process::Command;
 use clap::{CommandFactory, Parser};
 use netaware::Cli;
 use netaware::commands::Command as Service;
+use netaware_agent::cli::AgentCommandLine;
 use serde::Deserialize;
 use serde_yaml::Value;
 
@@ -93,35 +94,41 @@ fn pod_templates(objects: &[Value]) -> Vec<(String, &Value)> {
         .collect()
 }
 
-/// `line` (a container's command, from `netaware` on) with each of the
-/// container's environment variables that a flag of its command reads
-/// turned into that flag, parsed by the `netaware` binary's own parser.
-fn parse(container: &Value, line: &[String]) -> Service {
-    assert_eq!(line[0], "netaware", "{line:?}");
-    let cli = Cli::command();
-    let sub = cli
-        .find_subcommand(&line[1])
-        .unwrap_or_else(|| panic!("no command {:?}", line[1]));
+/// `line` with each of `container`'s environment variables that a flag of
+/// `command` reads turned into that flag.
+fn with_env_flags(container: &Value, command: &clap::Command, line: &[String]) -> Vec<String> {
     let mut line = line.to_vec();
     for variable in container["env"].as_sequence().into_iter().flatten() {
         let Some(value) = variable["value"].as_str() else {
             continue; // from the downward API: expanded in the command
         };
         let name = variable["name"].as_str().unwrap();
-        let flag = sub
+        let flag = command
             .get_arguments()
             .find(|arg| arg.get_env().is_some_and(|env| env == name));
         if let Some(flag) = flag {
             line.push(format!("--{}={value}", flag.get_long().unwrap()));
         }
     }
-    Cli::try_parse_from(line)
+    line
+}
+
+/// `line` (a container's command, from `netaware` on) with the
+/// container's environment, parsed by the `netaware` binary's own parser.
+fn parse(container: &Value, line: &[String]) -> Service {
+    assert_eq!(line[0], "netaware", "{line:?}");
+    let cli = Cli::command();
+    let sub = cli
+        .find_subcommand(&line[1])
+        .unwrap_or_else(|| panic!("no command {:?}", line[1]));
+    Cli::try_parse_from(with_env_flags(container, sub, line))
         .unwrap_or_else(|e| panic!("{e}"))
         .command
 }
 
 /// The agent's flags as Kubernetes would start it on node gpu-1 at
-/// 10.1.2.3 (it expands $(NODE_NAME) and $(HOST_IP) first).
+/// 10.1.2.3 (it expands $(NODE_NAME) and $(HOST_IP) first), parsed by the
+/// `netaware-agent` binary's own parser.
 fn agent_args(agent: &Value) -> netaware_agent::cli::AgentArgs {
     let expanded: Vec<String> = strings(&agent["command"])
         .iter()
@@ -130,10 +137,11 @@ fn agent_args(agent: &Value) -> netaware_agent::cli::AgentArgs {
                 .replace("$(HOST_IP)", "10.1.2.3")
         })
         .collect();
-    match parse(agent, &expanded) {
-        Service::Agent(args) => args,
-        other => panic!("the agent runs {other:?}"),
-    }
+    assert_eq!(expanded[0], "netaware-agent", "{expanded:?}");
+    let line = with_env_flags(agent, &AgentCommandLine::command(), &expanded);
+    AgentCommandLine::try_parse_from(line)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .agent
 }
 
 fn collector_args(collector: &Value) -> netaware_collector::cli::CollectorArgs {
