@@ -28,7 +28,7 @@
 use std::io::{self, ErrorKind};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use tokio::io::Interest;
@@ -137,13 +137,14 @@ impl Icmp {
         }
     }
 
-    /// Sends one echo request and waits for its reply; the RTT runs from
-    /// the kernel's send stamp to its receive stamp.
+    /// Sends one echo request and waits for its reply, until a sweep
+    /// ([`Icmp::expire_due`]) past `deadline`; the RTT runs from the
+    /// kernel's send stamp to its receive stamp.
     pub async fn probe(
         &self,
         host: IpAddr,
         seq: u16,
-        timeout: Duration,
+        deadline: Instant,
     ) -> Result<Duration, ProbeError> {
         let socket = match host {
             IpAddr::V4(_) => self.v4.as_ref(),
@@ -156,7 +157,9 @@ impl Icmp {
         let key = (host, seq);
         // Stamped for the early check no later than the probe leaves; the
         // RTT starts at the send.
-        let waiter = socket.pending.expect(key, nonce, SystemTime::now());
+        let waiter = socket
+            .pending
+            .expect(key, nonce, SystemTime::now(), deadline);
         let left = match socket.sends.send_to(&socket.socket, &packet, &target).await {
             Ok(left) => self.counters.left_at(left),
             Err(err) => {
@@ -164,8 +167,15 @@ impl Icmp {
                 return Err(ProbeError::Failed(err.to_string()));
             }
         };
-        let received_at = socket.pending.wait(&key, waiter, timeout).await?;
+        let received_at = waiter.reply().await?;
         Ok(received_at.duration_since(left).unwrap_or_default())
+    }
+
+    /// Times out the probes whose deadline is `now` or earlier; the
+    /// earliest deadline of those that still wait.
+    pub fn expire_due(&self, now: Instant) -> Option<Instant> {
+        let sockets = [&self.v4, &self.v6].into_iter().flatten();
+        crate::pending::expire_due_in(sockets.map(|socket| &socket.pending), now)
     }
 }
 
@@ -316,10 +326,12 @@ mod tests {
         assert!(left.by_kernel && left.at >= before, "{left:?}");
 
         let icmp = Icmp::open(Some(Ipv4Addr::LOCALHOST), None, Arc::default()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(1);
         let rtt = icmp
-            .probe(Ipv4Addr::LOCALHOST.into(), 1, Duration::from_secs(1))
+            .probe(Ipv4Addr::LOCALHOST.into(), 1, deadline)
             .await
             .unwrap();
         assert!(rtt < Duration::from_millis(50), "{rtt:?}");
+        assert_eq!(icmp.expire_due(Instant::now()), None, "nothing waits");
     }
 }

@@ -31,6 +31,12 @@ use crate::transport_choice::{ProbeMode, TransportChoice};
 /// Extra time past the probe timeout before a window is closed.
 const CLOSE_GRACE: Duration = Duration::from_millis(50);
 
+/// How long past the earliest deadline the sweep of unanswered probes
+/// waits, to time out the probes due soon after it on the same wake-up.
+/// Well inside [`CLOSE_GRACE`], so that a timed-out probe still counts in
+/// its window.
+const SWEEP_SLACK: Duration = Duration::from_millis(10);
+
 /// Timing of the measurements.
 #[derive(Debug, Clone, Copy)]
 pub struct MeasureTiming {
@@ -92,13 +98,23 @@ pub async fn run(
     };
     let probe_timer = sleep_until(plan.next_at());
     let close_timer = sleep_until(close_at(next_to_close));
-    tokio::pin!(probe_timer, close_timer);
+    // The probes' timeouts: one sweep when the earliest unanswered one is
+    // due, not a timer per probe (see `crate::pending`).
+    let mut sweep_at: Option<Instant> = None;
+    let sweep_timer = sleep_until(started);
+    tokio::pin!(probe_timer, close_timer, sweep_timer);
 
     loop {
         rearm(probe_timer.as_mut(), plan.next_at());
         rearm(close_timer.as_mut(), close_at(next_to_close));
+        if let Some(at) = sweep_at {
+            rearm(sweep_timer.as_mut(), at + SWEEP_SLACK);
+        }
         tokio::select! {
             () = shutdown.cancelled() => return,
+            () = &mut sweep_timer, if sweep_at.is_some() => {
+                sweep_at = probers.expire_due(Instant::now().into_std()).map(Instant::from_std);
+            }
             () = &mut probe_timer => {
                 // Every probe due within the batch goes now, on this one
                 // wake-up.
@@ -112,6 +128,8 @@ pub async fn run(
                     }
                     let now = Instant::now();
                     let window = (now - started).as_millis() as u64 / window_ms;
+                    let deadline = now + timing.probe_timeout;
+                    sweep_at = Some(sweep_at.map_or(deadline, |at| at.min(deadline)));
                     let usable = probers.usable(&peer);
                     let Some(plan) = choice.plan(&peer.address, usable) else {
                         counters.probe_error();
@@ -122,8 +140,8 @@ pub async fn run(
                     let mut probe = |transport, purpose, seq| {
                         order += 1;
                         counters.probe_sent(transport);
-                        let due = Due { peer: peer.clone(), transport, purpose, seq, window, order, usable };
-                        spawn_probe(&probers, due, timing.probe_timeout, &results_tx, &counters);
+                        let due = Due { peer: peer.clone(), transport, purpose, seq, window, order, usable, deadline };
+                        spawn_probe(&probers, due, &results_tx, &counters);
                     };
                     probe(plan.measure, Purpose::Measure, *seq);
                     if let Some(scout) = plan.scout {
@@ -194,12 +212,13 @@ struct Due {
     window: u64,
     order: u64,
     usable: TransportSet,
+    /// When it stops waiting for its reply.
+    deadline: Instant,
 }
 
 fn spawn_probe(
     probers: &Arc<Probers>,
     due: Due,
-    timeout: Duration,
     results: &mpsc::Sender<ProbeResult>,
     counters: &Arc<Counters>,
 ) {
@@ -215,9 +234,13 @@ fn spawn_probe(
             window,
             order,
             usable,
+            deadline,
         } = due;
         let rtt_ms = match peer.address.parse::<IpAddr>() {
-            Ok(host) => match probers.probe(transport, host, &peer, seq, timeout).await {
+            Ok(host) => match probers
+                .probe(transport, host, &peer, seq, deadline.into_std())
+                .await
+            {
                 Ok(rtt) => Some(rtt.as_secs_f64() * 1e3),
                 Err(ProbeError::Timeout) => None,
                 Err(ProbeError::Failed(err)) => {

@@ -1,11 +1,16 @@
 //! The probes of one socket that wait for their replies, shared by the
 //! socket's probes and its receive task: what the ICMP and UDP probers
-//! both do around [`crate::replies::Outstanding`] (wait with a timeout,
+//! both do around [`crate::replies::Outstanding`] (wait until a deadline,
 //! hand a reply to its probe, count the ones refused).
+//!
+//! A probe's deadline is not a timer of its own: whoever owns the probers
+//! sweeps them ([`Pending::expire_due`]), so that a thousand probes in
+//! flight cost one timer, not a thousand (arming a timer earlier than the
+//! runtime's next wake-up is a system call, once per probe).
 
 use std::hash::Hash;
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use tokio::sync::oneshot;
 
@@ -41,6 +46,14 @@ impl<K, T> Default for Pending<K, T> {
 #[derive(Debug)]
 pub struct Waiter<T>(oneshot::Receiver<T>);
 
+impl<T> Waiter<T> {
+    /// The reply, or a timeout once a sweep past the probe's deadline
+    /// has dropped its sender.
+    pub async fn reply(self) -> Result<T, ProbeError> {
+        self.0.await.map_err(|_| ProbeError::Timeout)
+    }
+}
+
 impl<K: Hash + Eq + Clone, T> Pending<K, T> {
     fn lock(&self) -> MutexGuard<'_, Outstanding<K, oneshot::Sender<T>>> {
         // A panic while holding this lock leaves the map usable.
@@ -49,12 +62,12 @@ impl<K: Hash + Eq + Clone, T> Pending<K, T> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// A probe on `key` carrying `nonce`, about to be sent at `sent_at`.
-    /// It waits before it leaves: its reply may come back before the
-    /// sending task runs again.
-    pub fn expect(&self, key: K, nonce: u64, sent_at: SystemTime) -> Waiter<T> {
+    /// A probe on `key` carrying `nonce`, about to be sent at `sent_at`,
+    /// that waits until `deadline` at most. It waits before it leaves:
+    /// its reply may come back before the sending task runs again.
+    pub fn expect(&self, key: K, nonce: u64, sent_at: SystemTime, deadline: Instant) -> Waiter<T> {
         let (tx, rx) = oneshot::channel();
-        self.lock().insert(key, nonce, sent_at, tx);
+        self.lock().insert(key, nonce, sent_at, deadline, tx);
         Waiter(rx)
     }
 
@@ -63,21 +76,13 @@ impl<K: Hash + Eq + Clone, T> Pending<K, T> {
         self.lock().forget(key);
     }
 
-    /// Waits up to `timeout` for the reply to the probe on `key`.
-    pub async fn wait(
-        &self,
-        key: &K,
-        waiter: Waiter<T>,
-        timeout: Duration,
-    ) -> Result<T, ProbeError> {
-        match tokio::time::timeout(timeout, waiter.0).await {
-            Ok(Ok(reply)) => Ok(reply),
-            Ok(Err(_)) => Err(ProbeError::Failed("receiver stopped".into())),
-            Err(_) => {
-                self.lock().expire(key);
-                Err(ProbeError::Timeout)
-            }
-        }
+    /// Times out every probe whose deadline is `now` or earlier; the
+    /// earliest deadline of those that still wait.
+    pub fn expire_due(&self, now: Instant) -> Option<Instant> {
+        let (expired, next) = self.lock().expire_due(now);
+        // Dropped outside the lock: each wakes its probe.
+        drop(expired);
+        next
     }
 
     /// A reply on `key` with `nonce`, stamped `received_at`: handed to its
@@ -98,4 +103,20 @@ impl<K: Hash + Eq + Clone, T> Pending<K, T> {
             Verdict::Refused(reason) => counters.reply_refused(reason),
         }
     }
+}
+
+/// Times out the due probes of each of `pendings` (a prober's sockets);
+/// the earliest deadline of those that still wait.
+pub fn expire_due_in<'a, K, T>(
+    pendings: impl IntoIterator<Item = &'a Pending<K, T>>,
+    now: Instant,
+) -> Option<Instant>
+where
+    K: Hash + Eq + Clone + 'a,
+    T: 'a,
+{
+    pendings
+        .into_iter()
+        .filter_map(|pending| pending.expire_due(now))
+        .min()
 }

@@ -8,7 +8,7 @@
 //! (a rail), so that a rail's probes cross that rail and not the frontend.
 
 use std::net::{IpAddr, SocketAddr};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use netaware_core::network::Network;
 use netaware_core::transport::{Transport, TransportSet};
@@ -76,26 +76,28 @@ impl Probers {
     }
 
     /// One probe to `peer` at `host` by `transport`, from this node's
-    /// address on the peer's network.
+    /// address on the peer's network. An ICMP or UDP probe waits for its
+    /// reply until a sweep ([`Probers::expire_due`]) past `deadline`; a
+    /// handshake times out at `deadline` by itself.
     pub async fn probe(
         &self,
         transport: Transport,
         host: IpAddr,
         peer: &Peer,
         seq: u16,
-        timeout: Duration,
+        deadline: Instant,
     ) -> Result<Duration, ProbeError> {
         let unusable = || ProbeError::Failed(format!("{transport} cannot reach {}", peer.name));
         let source = self.source(peer).ok_or_else(unusable)?;
         match transport {
             Transport::Icmp => {
                 let icmp = source.icmp.as_ref().ok_or_else(unusable)?;
-                icmp.probe(host, seq, timeout).await
+                icmp.probe(host, seq, deadline).await
             }
             Transport::Udp => {
                 let udp = source.udp.as_ref().ok_or_else(unusable)?;
                 let port = port(peer.stamp_port).ok_or_else(unusable)?;
-                udp.probe(SocketAddr::new(host, port), timeout).await
+                udp.probe(SocketAddr::new(host, port), deadline).await
             }
             Transport::Tcp => {
                 let port = port(peer.tcp_port).ok_or_else(unusable)?;
@@ -104,9 +106,23 @@ impl Probers {
                     .iter()
                     .copied()
                     .find(|a| a.is_ipv4() == host.is_ipv4());
-                tcp_probe::probe(local, SocketAddr::new(host, port), timeout).await
+                tcp_probe::probe(local, SocketAddr::new(host, port), deadline).await
             }
         }
+    }
+
+    /// Times out every ICMP and UDP probe whose deadline is `now` or
+    /// earlier; the earliest deadline of those that still wait.
+    pub fn expire_due(&self, now: Instant) -> Option<Instant> {
+        let sources = std::iter::once(&self.primary).chain(self.named.iter().map(|(_, s)| s));
+        sources
+            .flat_map(|source| {
+                let icmp = source.icmp.as_ref().and_then(|icmp| icmp.expire_due(now));
+                let udp = source.udp.as_ref().and_then(|udp| udp.expire_due(now));
+                [icmp, udp]
+            })
+            .flatten()
+            .min()
     }
 }
 

@@ -13,7 +13,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 /// How many answered or timed-out probes are remembered, to tell a late
 /// or repeated reply from a forged one: at 64 peers a second, four
@@ -67,6 +67,8 @@ pub enum Verdict<W> {
 struct Waiting<W> {
     nonce: u64,
     sent_at: SystemTime,
+    /// When it stops waiting.
+    deadline: Instant,
     waiter: W,
 }
 
@@ -98,14 +100,22 @@ impl<K, W> Default for Outstanding<K, W> {
 
 impl<K: Hash + Eq + Clone, W> Outstanding<K, W> {
     /// A probe sent (or about to be) at `sent_at` on `key`, carrying
-    /// `nonce`, whose answer goes to `waiter`. A probe still waiting on
-    /// the same key is replaced.
-    pub fn insert(&mut self, key: K, nonce: u64, sent_at: SystemTime, waiter: W) {
+    /// `nonce`, whose answer goes to `waiter` if it comes before
+    /// `deadline`. A probe still waiting on the same key is replaced.
+    pub fn insert(
+        &mut self,
+        key: K,
+        nonce: u64,
+        sent_at: SystemTime,
+        deadline: Instant,
+        waiter: W,
+    ) {
         self.waiting.insert(
             key,
             Waiting {
                 nonce,
                 sent_at,
+                deadline,
                 waiter,
             },
         );
@@ -116,11 +126,22 @@ impl<K: Hash + Eq + Clone, W> Outstanding<K, W> {
         self.waiting.remove(key);
     }
 
-    /// The probe on `key` timed out: a reply to it from now on is late.
-    pub fn expire(&mut self, key: &K) {
-        if let Some(waiting) = self.waiting.remove(key) {
-            self.remember(waiting.nonce, key.clone(), Fate::Expired);
-        }
+    /// Every probe whose deadline is `now` or earlier times out: their
+    /// waiters, and the earliest deadline of those that still wait.
+    pub fn expire_due(&mut self, now: Instant) -> (Vec<W>, Option<Instant>) {
+        let expired: Vec<(K, Waiting<W>)> = self
+            .waiting
+            .extract_if(|_, waiting| waiting.deadline <= now)
+            .collect();
+        let waiters = expired
+            .into_iter()
+            .map(|(key, waiting)| {
+                self.remember(waiting.nonce, key, Fate::Expired);
+                waiting.waiter
+            })
+            .collect();
+        let next = self.waiting.values().map(|w| w.deadline).min();
+        (waiters, next)
     }
 
     /// A reply on `key` carrying `nonce`, stamped `received_at`.
@@ -172,10 +193,16 @@ mod tests {
         SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
     }
 
+    /// A deadline `ms` after a fixed instant.
+    fn by(ms: u64) -> Instant {
+        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        *START.get_or_init(Instant::now) + Duration::from_millis(ms)
+    }
+
     #[test]
     fn a_reply_is_taken_only_with_its_probes_nonce_after_the_probe_left() {
         let mut out: Outstanding<u16, &str> = Outstanding::default();
-        out.insert(1, 0xaaaa, at(1_000), "probe 1");
+        out.insert(1, 0xaaaa, at(1_000), by(2_000), "probe 1");
         // The right key, the wrong nonce: what a forger would send.
         assert_eq!(
             out.answer(&1, Some(0xbbbb), at(1_001)),
@@ -206,12 +233,14 @@ mod tests {
             Verdict::Refused(Refusal::Forged)
         );
         // A replay: probe 1's nonce, answered already, sent for probe 2.
-        out.insert(2, 0xcccc, at(1_006), "probe 2");
+        out.insert(2, 0xcccc, at(1_006), by(2_006), "probe 2");
         assert_eq!(
             out.answer(&2, Some(0xaaaa), at(1_007)),
             Verdict::Refused(Refusal::Forged)
         );
-        out.expire(&2);
+        // Not yet due: it still waits.
+        assert_eq!(out.expire_due(by(2_005)), (vec![], Some(by(2_006))));
+        assert_eq!(out.expire_due(by(2_006)), (vec!["probe 2"], None));
         assert_eq!(
             out.answer(&2, Some(0xcccc), at(2_000)),
             Verdict::Refused(Refusal::Late)
@@ -220,11 +249,31 @@ mod tests {
     }
 
     #[test]
+    fn a_sweep_times_out_the_due_probes_and_says_when_the_next_is_due() {
+        let mut out: Outstanding<u16, u16> = Outstanding::default();
+        for (key, deadline) in [(1, 1_000), (2, 1_010), (3, 1_020), (4, 990)] {
+            out.insert(key, u64::from(key), at(0), by(deadline), key);
+        }
+        assert_eq!(out.expire_due(by(900)), (vec![], Some(by(990))));
+        let (mut expired, next) = out.expire_due(by(1_010));
+        expired.sort_unstable();
+        assert_eq!((expired, next), (vec![1, 2, 4], Some(by(1_020))));
+        // A reply to a probe the sweep timed out is late; the one that
+        // still waits takes its reply.
+        assert_eq!(
+            out.answer(&2, Some(2), at(5)),
+            Verdict::Refused(Refusal::Late)
+        );
+        assert_eq!(out.answer(&3, Some(3), at(5)), Verdict::Answered(3));
+        assert_eq!(out.expire_due(by(5_000)), (vec![], None));
+    }
+
+    #[test]
     fn old_fates_are_forgotten_past_the_bound() {
         let mut out: Outstanding<usize, ()> = Outstanding::default();
         for i in 0..REMEMBERED + 10 {
-            out.insert(i, i as u64, at(0), ());
-            out.expire(&i);
+            out.insert(i, i as u64, at(0), by(0), ());
+            out.expire_due(by(0));
         }
         assert_eq!(
             out.answer(&0, Some(0), at(1)),
@@ -248,7 +297,7 @@ mod tests {
         ) {
             let mut out: Outstanding<u16, u16> = Outstanding::default();
             for (key, nonce) in nonces.iter().enumerate() {
-                out.insert(key as u16, *nonce, at(1_000), key as u16);
+                out.insert(key as u16, *nonce, at(1_000), by(2_000), key as u16);
             }
             let mut answered = [false; 4];
             for (key, nonce, ms) in forged {

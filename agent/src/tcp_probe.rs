@@ -14,11 +14,11 @@ use crate::pending::ProbeError;
 use crate::throughput::tcp_info;
 
 /// One handshake from `local` (the agent's address of the peer's family)
-/// to `target`, within `timeout`.
+/// to `target`, done by `deadline`.
 pub async fn probe(
     local: Option<IpAddr>,
     target: SocketAddr,
-    timeout: Duration,
+    deadline: Instant,
 ) -> Result<Duration, ProbeError> {
     let failed = |err: std::io::Error| ProbeError::Failed(err.to_string());
     let socket = match target {
@@ -30,7 +30,7 @@ pub async fn probe(
         socket.bind(SocketAddr::new(ip, 0)).map_err(failed)?;
     }
     let started = Instant::now();
-    match tokio::time::timeout(timeout, socket.connect(target)).await {
+    match tokio::time::timeout_at(deadline.into(), socket.connect(target)).await {
         Err(_) => Err(ProbeError::Timeout),
         Ok(Ok(stream)) => {
             let rtt = tcp_info::read(&stream).map_or_else(

@@ -14,7 +14,7 @@ use std::io::{self, ErrorKind};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use tokio::io::Interest;
@@ -72,11 +72,12 @@ impl Udp {
         })
     }
 
-    /// Sends one probe to the reflector at `target` and waits for its reply.
+    /// Sends one probe to the reflector at `target` and waits for its
+    /// reply, until a sweep ([`Udp::expire_due`]) past `deadline`.
     pub async fn probe(
         &self,
         target: SocketAddr,
-        timeout: Duration,
+        deadline: Instant,
     ) -> Result<Duration, ProbeError> {
         let socket = match target {
             SocketAddr::V4(_) => self.v4.as_ref(),
@@ -91,7 +92,7 @@ impl Udp {
         let sent_at = SystemTime::now();
         let (packet, id) = stamp_packet::request(seq, sent_at, rand::random());
         let key = (target.ip(), id.seq);
-        let waiter = socket.pending.expect(key, id.sent.0, expected_at);
+        let waiter = socket.pending.expect(key, id.sent.0, expected_at, deadline);
         let to = SockAddr::from(target);
         let left = match socket.sends.send_to(&socket.socket, &packet, &to).await {
             Ok(left) => self.counters.left_at(left),
@@ -100,7 +101,7 @@ impl Udp {
                 return Err(ProbeError::Failed(err.to_string()));
             }
         };
-        let (arrived, hold) = socket.pending.wait(&key, waiter, timeout).await?;
+        let (arrived, hold) = waiter.reply().await?;
         let (rtt, left_in) = stamp_packet::round_trip(left, arrived, hold);
         if !left_in.is_zero() {
             self.counters.holds_cut.fetch_add(1, Relaxed);
@@ -108,6 +109,13 @@ impl Udp {
             self.counters.hold_left_ns.fetch_add(nanos, Relaxed);
         }
         Ok(rtt)
+    }
+
+    /// Times out the probes whose deadline is `now` or earlier; the
+    /// earliest deadline of those that still wait.
+    pub fn expire_due(&self, now: Instant) -> Option<Instant> {
+        let sockets = [&self.v4, &self.v6].into_iter().flatten();
+        crate::pending::expire_due_in(sockets.map(|socket| &socket.pending), now)
     }
 }
 
@@ -163,6 +171,39 @@ async fn receive(socket: Arc<ProbeSocket>, counters: Arc<Counters>) {
             arrived,
             (arrived, reply.hold),
             &counters,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    #[tokio::test]
+    async fn a_probe_nobody_answers_waits_until_a_sweep_past_its_deadline() {
+        // A port on loopback that nothing listens on: no reply comes.
+        let silent = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let target = silent.local_addr().unwrap();
+        drop(silent);
+        let udp = Arc::new(Udp::open(&[Ipv4Addr::LOCALHOST.into()], Arc::default()).unwrap());
+        let deadline = Instant::now() + Duration::from_millis(50);
+        let probe = tokio::spawn({
+            let udp = Arc::clone(&udp);
+            async move { udp.probe(target, deadline).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Past its deadline, but no sweep yet: it still waits.
+        assert!(!probe.is_finished());
+        assert_eq!(
+            udp.expire_due(deadline - Duration::from_millis(1)),
+            Some(deadline)
+        );
+        assert_eq!(udp.expire_due(deadline), None);
+        let outcome = tokio::time::timeout(Duration::from_secs(5), probe).await;
+        assert!(
+            matches!(outcome, Ok(Ok(Err(ProbeError::Timeout)))),
+            "{outcome:?}"
         );
     }
 }
