@@ -13,6 +13,7 @@
 use std::io;
 use std::mem::MaybeUninit;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::ops::ControlFlow;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -128,8 +129,14 @@ const SOF_TIMESTAMPING_OPT_TSONLY: u32 = 1 << 11;
 /// the device, and to queue the stamps on the socket's error queue
 /// ([`sent_stamps`] reads them).
 pub fn stamp_sends(socket: &Socket) -> io::Result<()> {
-    let flags: u32 =
-        SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_TSONLY;
+    set_timestamping(socket, STAMP_SENDS)
+}
+
+/// What [`stamp_sends`] asks for.
+const STAMP_SENDS: u32 =
+    SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_TSONLY;
+
+fn set_timestamping(socket: &Socket, flags: u32) -> io::Result<()> {
     // SAFETY: setsockopt reads a u32 from a valid pointer for its size.
     let result = unsafe {
         libc::setsockopt(
@@ -147,39 +154,62 @@ pub fn stamp_sends(socket: &Socket) -> io::Result<()> {
     }
 }
 
+/// How a socket's sends are timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stamping {
+    /// Each stamp carries the number of its send (SOF_TIMESTAMPING_OPT_ID):
+    /// a send's own stamp is known by its number.
+    Numbered,
+    /// Stamps without numbers: a send's is the last not older than it.
+    Unnumbered,
+    /// No stamps: a send is timed by the moment before it.
+    Off,
+}
+
 /// Sends on a socket one at a time, each timed by the kernel's own stamp
 /// of the moment it handed the packet to the device. A probe stamped in
 /// user space before its send carries every microsecond the agent is kept
 /// from running between the stamp and the send (on a busy node, tens to
 /// hundreds); the kernel's stamp does not.
 ///
-/// The stamps come back on the socket's error queue without saying which
-/// send they are for, so sends hold a lock from the send until its stamp is
-/// read: on a device without a queue of its own (veth, TUN, a NIC with an
-/// empty queue) the stamp is taken within the send call. A stamp that is
-/// not there when the call returns (a packet queued behind others) is
-/// replaced by the moment before the send, as without stamps; a stale one
-/// is told apart by its time.
+/// The stamps come back on the socket's error queue, each numbered with
+/// its send where the kernel numbers them (SOF_TIMESTAMPING_OPT_ID), so
+/// sends hold a lock from the send until its stamp is read: on a device
+/// without a queue of its own (veth, TUN, a NIC with an empty queue) the
+/// stamp is taken within the send call. A stamp that is not there when the
+/// call returns (a packet queued behind others) is replaced by the moment
+/// before the send, as without stamps; a stale one is told apart by its
+/// number (else by its time), and reading stops at the send's own (else
+/// reads the queue empty, a system call more per probe).
 #[derive(Debug)]
 pub struct StampedSends {
-    one_at_a_time: std::sync::Mutex<()>,
-    stamped: bool,
+    /// Held for a send and the reading of its stamp; the number the
+    /// kernel gives the next send's stamp, as far as is known.
+    one_at_a_time: std::sync::Mutex<u32>,
+    stamping: Stamping,
 }
 
 impl StampedSends {
     /// Asks the kernel to stamp `socket`'s sends; where it refuses, every
     /// send is timed by the moment before it.
     pub fn on(socket: &Socket) -> Self {
-        let stamped = match stamp_sends(socket) {
-            Ok(()) => true,
-            Err(err) => {
-                tracing::warn!(%err, "no send stamps: probes are timed from just before each send");
-                false
+        let stamping = if set_timestamping(socket, STAMP_SENDS | libc::SOF_TIMESTAMPING_OPT_ID)
+            .is_ok()
+        {
+            Stamping::Numbered
+        } else {
+            match stamp_sends(socket) {
+                Ok(()) => Stamping::Unnumbered,
+                Err(err) => {
+                    tracing::warn!(%err, "no send stamps: probes are timed from just before each send");
+                    Stamping::Off
+                }
             }
         };
         Self {
-            one_at_a_time: std::sync::Mutex::new(()),
-            stamped,
+            // The kernel numbers a socket's sends from 0 once asked to.
+            one_at_a_time: std::sync::Mutex::new(0),
+            stamping,
         }
     }
 
@@ -193,22 +223,51 @@ impl StampedSends {
     ) -> io::Result<Left> {
         socket
             .async_io(Interest::WRITABLE, |s| {
-                let _one = self.one_at_a_time.lock().unwrap_or_else(|e| e.into_inner());
+                let mut next = self.one_at_a_time.lock().unwrap_or_else(|e| e.into_inner());
                 let before = SystemTime::now();
                 s.send_to(packet, to)?;
                 let mut left = Left {
                     at: before,
                     by_kernel: false,
                 };
-                if self.stamped {
-                    sent_stamps(s, |at| {
-                        if at >= before {
+                match self.stamping {
+                    // This send's number is the next one at least (a send
+                    // that failed may have taken one), and no later send
+                    // has been made: the first stamp from it on, and not
+                    // older than it, is this send's; the rest are stale.
+                    Stamping::Numbered => {
+                        let mut own = None;
+                        read_stamps(s, |stamp| match stamp.send {
+                            Some(send)
+                                if send.wrapping_sub(*next) < u32::MAX / 2
+                                    && stamp.at >= before =>
+                            {
+                                own = Some((stamp.at, send));
+                                ControlFlow::Break(())
+                            }
+                            _ => ControlFlow::Continue(()),
+                        });
+                        *next = match own {
+                            Some((at, send)) => {
+                                left = Left {
+                                    at,
+                                    by_kernel: true,
+                                };
+                                send.wrapping_add(1)
+                            }
+                            None => next.wrapping_add(1),
+                        };
+                    }
+                    Stamping::Unnumbered => read_stamps(s, |stamp| {
+                        if stamp.at >= before {
                             left = Left {
-                                at,
+                                at: stamp.at,
                                 by_kernel: true,
                             };
                         }
-                    });
+                        ControlFlow::Continue(())
+                    }),
+                    Stamping::Off => {}
                 }
                 Ok(left)
             })
@@ -228,8 +287,27 @@ pub struct Left {
 /// The send stamps waiting on `socket`'s error queue, oldest first, each
 /// handed to `each`; returns without waiting when there are none.
 pub fn sent_stamps(socket: &Socket, mut each: impl FnMut(SystemTime)) {
+    read_stamps(socket, |stamp| {
+        each(stamp.at);
+        ControlFlow::Continue(())
+    });
+}
+
+/// A send's stamp from the error queue.
+#[derive(Debug, Clone, Copy)]
+struct SendStamp {
+    at: SystemTime,
+    /// The number of its send, where the kernel numbers them.
+    send: Option<u32>,
+}
+
+/// The stamps on `socket`'s error queue, oldest first, until `each`
+/// breaks or none is left.
+fn read_stamps(socket: &Socket, mut each: impl FnMut(SendStamp) -> ControlFlow<()>) {
     loop {
-        let mut control = [0u8; 128];
+        // Room for the stamps (64 bytes) and the extended error with an
+        // IPv6 sender (64).
+        let mut control = [0u8; 256];
         let mut data = [0u8; 64];
         let mut iov = libc::iovec {
             iov_base: data.as_mut_ptr().cast(),
@@ -256,18 +334,35 @@ pub fn sent_stamps(socket: &Socket, mut each: impl FnMut(SystemTime)) {
         // SAFETY: walking the control messages the kernel wrote into
         // `control`, with the kernel's own CMSG macros; the data of
         // SCM_TIMESTAMPING is three struct timespec, the first the
-        // software stamp, read unaligned.
+        // software stamp, and that of IP_RECVERR and IPV6_RECVERR a
+        // struct sock_extended_err, both read unaligned.
+        let mut at = None;
+        let mut send = None;
         unsafe {
             let mut cmsg = libc::CMSG_FIRSTHDR(&message);
             while !cmsg.is_null() {
-                if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == SO_TIMESTAMPING {
+                let (level, kind) = ((*cmsg).cmsg_level, (*cmsg).cmsg_type);
+                if level == libc::SOL_SOCKET && kind == SO_TIMESTAMPING {
                     let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
                     if ts.tv_sec > 0 {
-                        each(UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
+                        at = Some(UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
+                    }
+                } else if (level, kind) == (libc::SOL_IP, libc::IP_RECVERR)
+                    || (level, kind) == (libc::SOL_IPV6, libc::IPV6_RECVERR)
+                {
+                    let err: libc::sock_extended_err =
+                        std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
+                    if err.ee_origin == libc::SO_EE_ORIGIN_TIMESTAMPING {
+                        send = Some(err.ee_data);
                     }
                 }
                 cmsg = libc::CMSG_NXTHDR(&message, cmsg);
             }
+        }
+        if let Some(at) = at
+            && each(SendStamp { at, send }).is_break()
+        {
+            return;
         }
     }
 }
@@ -306,6 +401,34 @@ mod tests {
         let mut more = 0;
         sent_stamps(&sender, |_| more += 1);
         assert_eq!(more, 0);
+    }
+
+    /// A stamp of a packet sent around the prober (so that its number is
+    /// taken) waits on the queue: the prober's send reads past it to its
+    /// own, and leaves nothing behind.
+    #[tokio::test]
+    async fn a_send_reads_past_a_stale_stamp_to_its_own() {
+        let receiver = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = SockAddr::from(receiver.local_addr().unwrap());
+        let sender = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
+        let sends = StampedSends::on(&sender);
+        let sender = register(sender).unwrap();
+        sender.get_ref().send_to(b"around", &to).unwrap();
+        let before = SystemTime::now();
+        let left = sends.send_to(&sender, b"probe", &to).await.unwrap();
+        let after = SystemTime::now();
+        assert!(left.by_kernel, "{left:?}");
+        assert!(
+            before <= left.at && left.at <= after,
+            "{before:?} {left:?} {after:?}"
+        );
+        let mut more = 0;
+        sent_stamps(sender.get_ref(), |_| more += 1);
+        assert_eq!(more, 0);
+        // The next send is numbered past the one that went around.
+        let before = SystemTime::now();
+        let left = sends.send_to(&sender, b"probe", &to).await.unwrap();
+        assert!(left.by_kernel && left.at >= before, "{left:?}");
     }
 
     /// Sends on one socket from many tasks at once: each is timed by its
