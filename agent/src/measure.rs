@@ -101,6 +101,10 @@ pub async fn run(
     // The probes' timeouts: one sweep when the earliest unanswered one is
     // due, not a timer per probe (see `crate::pending`).
     let mut sweep_at: Option<Instant> = None;
+    // The deadline of the last probe sent: a probe registers its wait
+    // when its task first runs, which may be after a sweep on the same
+    // turn of the runtime.
+    let mut last_deadline: Option<Instant> = None;
     let sweep_timer = sleep_until(started);
     tokio::pin!(probe_timer, close_timer, sweep_timer);
 
@@ -113,7 +117,9 @@ pub async fn run(
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = &mut sweep_timer, if sweep_at.is_some() => {
-                sweep_at = probers.expire_due(Instant::now().into_std()).map(Instant::from_std);
+                let now = Instant::now();
+                let waiting = probers.expire_due(now.into_std()).map(Instant::from_std);
+                sweep_at = next_sweep(waiting, last_deadline, now);
             }
             () = &mut probe_timer => {
                 // Every probe due within the batch goes now, on this one
@@ -130,6 +136,7 @@ pub async fn run(
                     let window = (now - started).as_millis() as u64 / window_ms;
                     let deadline = now + timing.probe_timeout;
                     sweep_at = Some(sweep_at.map_or(deadline, |at| at.min(deadline)));
+                    last_deadline = Some(deadline);
                     let usable = probers.usable(&peer);
                     let Some(plan) = choice.plan(&peer.address, usable) else {
                         counters.probe_error();
@@ -194,6 +201,19 @@ pub async fn run(
             }
         }
     }
+}
+
+/// When to sweep next, after a sweep at `now`: the earliest deadline of
+/// the probes still waiting, or the last probe's sent, if it is yet to
+/// come (its probe, and the others of its batch, may not have begun to
+/// wait when the sweep looked); `None` when nothing can be waiting.
+fn next_sweep(
+    waiting: Option<Instant>,
+    last_deadline: Option<Instant>,
+    now: Instant,
+) -> Option<Instant> {
+    let unregistered = last_deadline.filter(|&at| at > now);
+    waiting.into_iter().chain(unregistered).min()
 }
 
 /// Sets `timer` to `at` unless it is set to it already.
@@ -357,6 +377,26 @@ mod tests {
 
     fn names(due: Option<Vec<Peer>>) -> Option<Vec<String>> {
         due.map(|peers| peers.into_iter().map(|p| p.name).collect())
+    }
+
+    #[test]
+    fn a_sweep_keeps_the_deadline_of_a_probe_yet_to_wait() {
+        let start = Instant::now();
+        let ms = |n| start + Duration::from_millis(n);
+        // A probe sent just before the sweep, its task not yet run: the
+        // sockets know of nothing waiting, but its deadline stands.
+        assert_eq!(next_sweep(None, Some(ms(1_000)), ms(5)), Some(ms(1_000)));
+        // The earlier of that and what still waits.
+        assert_eq!(
+            next_sweep(Some(ms(900)), Some(ms(1_000)), ms(5)),
+            Some(ms(900))
+        );
+        // Past the last probe's deadline, only what waits counts.
+        assert_eq!(next_sweep(None, Some(ms(1_000)), ms(1_010)), None);
+        assert_eq!(
+            next_sweep(Some(ms(1_500)), Some(ms(1_000)), ms(1_010)),
+            Some(ms(1_500))
+        );
     }
 
     #[test]
