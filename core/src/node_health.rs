@@ -15,7 +15,7 @@
 //! fresh links with at least [`MIN_PEERS`] zone-mates for a verdict, so
 //! that a bad link between two nodes does not condemn both.
 
-use std::collections::{BTreeMap, BTreeSet};
+use foldhash::HashMap;
 
 use crate::scored_pair::ScoredPair;
 use crate::stats::{lower_median, upper_median};
@@ -70,68 +70,115 @@ impl NodeHealth {
 }
 
 /// Every node's health, by node index, from the scored pairs between
-/// nodes whose zones `zones` gives (by node index): one walk over the pairs.
+/// nodes whose zones `zones` gives (by node index): one walk over the pairs
+/// to count each node's fresh zone links, one to lay them out node by node
+/// in one list, then each node's figures from its own stretch of it. (It
+/// runs on every snapshot, over every pair: no list per node that grows as
+/// it goes, no set per figure.)
 pub fn of(zones: &[&str], pairs: &[ScoredPair]) -> Vec<NodeHealth> {
-    #[derive(Default, Clone)]
-    struct ZoneLinks {
-        mates: Vec<usize>,
-        losses: Vec<(usize, f64)>,
-        goodputs: Vec<(usize, f64)>,
+    /// One end's view of a fresh link with a zone-mate.
+    #[derive(Clone, Copy)]
+    struct Link {
+        mate: usize,
+        loss: Option<f64>,
+        goodput: Option<f64>,
     }
-    let mut links = vec![ZoneLinks::default(); zones.len()];
-    let in_range = |i: usize| i < zones.len();
-    for pair in pairs.iter().filter(|pair| {
-        !pair.stale
-            && in_range(pair.src)
-            && in_range(pair.dst)
-            && zones[pair.src] == zones[pair.dst]
-    }) {
+    let n = zones.len();
+    let zone = zone_numbers(zones);
+    let fresh_in_zone = |pair: &&ScoredPair| {
+        !pair.stale && pair.src < n && pair.dst < n && zone[pair.src] == zone[pair.dst]
+    };
+    // Where each node's links start in `links`, and then where the next
+    // one of them goes.
+    let mut next = vec![0usize; n + 1];
+    for pair in pairs.iter().filter(fresh_in_zone) {
+        next[pair.src + 1] += 1;
+        next[pair.dst + 1] += 1;
+    }
+    for i in 0..n {
+        next[i + 1] += next[i];
+    }
+    let start = next.clone();
+    let unset = Link {
+        mate: 0,
+        loss: None,
+        goodput: None,
+    };
+    let mut links = vec![unset; next[n]];
+    for pair in pairs.iter().filter(fresh_in_zone) {
+        let loss = pair.summary.loss_ratio;
+        let goodput = pair.fresh_goodput();
         for (node, mate) in [(pair.src, pair.dst), (pair.dst, pair.src)] {
-            let node = &mut links[node];
-            node.mates.push(mate);
-            if let Some(loss) = pair.summary.loss_ratio {
-                node.losses.push((mate, loss));
-            }
-            if let Some(goodput) = pair.fresh_goodput() {
-                node.goodputs.push((mate, goodput));
-            }
+            links[next[node]] = Link {
+                mate,
+                loss,
+                goodput,
+            };
+            next[node] += 1;
         }
     }
-    let mut health: Vec<NodeHealth> = links
-        .iter()
-        .map(|node| NodeHealth {
-            peers: distinct_mates(node.mates.iter().map(|&mate| (mate, ()))),
-            loss: judged(&node.losses, lower_median),
-            goodput_bps: judged(&node.goodputs, upper_median),
+    // Which zone-mates were counted already, for which count: the count's
+    // own stamp, so that no list of mates is sorted or cleared per node.
+    let mut counted = vec![usize::MAX; n];
+    let mut stamp = 0usize;
+    let mut distinct_mates = |mates: &mut dyn Iterator<Item = usize>| {
+        stamp += 1;
+        mates
+            .filter(|&mate| std::mem::replace(&mut counted[mate], stamp) != stamp)
+            .count()
+    };
+    let mut values = Vec::new();
+    let mut health: Vec<NodeHealth> = Vec::with_capacity(n);
+    for node in 0..n {
+        let links = &links[start[node]..start[node + 1]];
+        let peers = distinct_mates(&mut links.iter().map(|link| link.mate));
+        // The median of a figure of its links, when links with at least
+        // `MIN_PEERS` zone-mates have it.
+        let mut judged = |figure: fn(&Link) -> Option<f64>, median: Median| {
+            let with_figure = |link: &&Link| figure(link).is_some();
+            let mates = distinct_mates(&mut links.iter().filter(with_figure).map(|l| l.mate));
+            if mates < MIN_PEERS {
+                return None;
+            }
+            values.clear();
+            values.extend(links.iter().filter_map(figure));
+            median(&mut values)
+        };
+        health.push(NodeHealth {
+            peers,
+            loss: judged(|link| link.loss, lower_median),
+            goodput_bps: judged(|link| link.goodput, upper_median),
             zone_goodput_bps: None,
-        })
-        .collect();
-    let mut by_zone: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        });
+    }
+    let zones_count = zone.iter().max().map_or(0, |&z| z + 1);
+    let mut by_zone: Vec<Vec<f64>> = vec![Vec::new(); zones_count];
     for (node, h) in health.iter().enumerate() {
         if let Some(goodput) = h.goodput_bps {
-            by_zone.entry(zones[node]).or_default().push(goodput);
+            by_zone[zone[node]].push(goodput);
         }
     }
-    let usual: BTreeMap<&str, Option<f64>> = by_zone
-        .into_iter()
-        .map(|(zone, mut goodputs)| (zone, upper_median(&mut goodputs)))
-        .collect();
+    let usual: Vec<Option<f64>> = by_zone.iter_mut().map(|g| upper_median(g)).collect();
     for (node, h) in health.iter_mut().enumerate() {
-        h.zone_goodput_bps = usual.get(zones[node]).copied().flatten();
+        h.zone_goodput_bps = usual[zone[node]];
     }
     health
 }
 
-/// `median` of the values, when they come from [`MIN_PEERS`] zone-mates.
-fn judged(values: &[(usize, f64)], median: fn(&mut [f64]) -> Option<f64>) -> Option<f64> {
-    if distinct_mates(values.iter().copied()) < MIN_PEERS {
-        return None;
-    }
-    median(&mut values.iter().map(|(_, value)| *value).collect::<Vec<_>>())
-}
+/// A median of values, reordering them.
+type Median = fn(&mut [f64]) -> Option<f64>;
 
-fn distinct_mates<T>(links: impl Iterator<Item = (usize, T)>) -> usize {
-    links.map(|(mate, _)| mate).collect::<BTreeSet<_>>().len()
+/// Each node's zone as a number (by first appearance), so that the walk
+/// over the pairs compares numbers, not names.
+fn zone_numbers(zones: &[&str]) -> Vec<usize> {
+    let mut numbers: HashMap<&str, usize> = HashMap::default();
+    zones
+        .iter()
+        .map(|&zone| {
+            let next = numbers.len();
+            *numbers.entry(zone).or_insert(next)
+        })
+        .collect()
 }
 
 #[cfg(test)]

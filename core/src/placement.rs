@@ -28,6 +28,7 @@
 //! the settings travel with the matrix from the collector to the extender,
 //! so they can never disagree.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use crate::NodeKind;
@@ -915,19 +916,15 @@ fn zone_terms(
     };
     let mate = |j: usize| feasible_set[j] && matrix.zone_index(j) == Some(zone);
     let mut sums = TermSums::default();
-    // Each direction's pairs with mates, by the mate at the other end.
-    let (mut outgoing, mut incoming): (Vec<&ScoredPair>, Vec<&ScoredPair>) = matrix
-        .links(node)
-        .filter(|pair| mate(pair.other_end(node)))
-        .partition(|pair| pair.src == node);
+    // Each direction's pairs with mates, by the mate at the other end
+    // (each list allocated once: this runs for every candidate).
+    let with_mate = |pair: &ScoredPair| mate(pair.other_end(node));
+    let mut outgoing = kept(matrix.outgoing(node), with_mate);
+    let mut incoming = kept(matrix.incoming(node), with_mate);
     outgoing.sort_unstable_by_key(|p| p.other_end(node));
     incoming.sort_unstable_by_key(|p| p.other_end(node));
-    // Where the pair with `other` sits in `pairs`.
-    let reverse_of = |pairs: &[&ScoredPair], other: usize| {
-        pairs
-            .binary_search_by_key(&other, |p| p.other_end(node))
-            .ok()
-    };
+    // Each pair's reverse, found by one walk along both sorted lists.
+    let (reverse_of_outgoing, reverse_of_incoming) = reverses(&outgoing, &incoming, node);
     // A round trip takes the same path either way: a direction without
     // fresh figures (nobody probes it now, or its data went stale) whose
     // reverse was measured takes the reverse's delay and loss (goodput,
@@ -935,9 +932,12 @@ fn zone_terms(
     // rotating peer sets probe now, not the node, would decide how many
     // estimates (and their penalty) it carries.
     let fallback = matrix.fallback();
-    for (pairs, reverses) in [(&outgoing, &incoming), (&incoming, &outgoing)] {
-        for pair in pairs.iter() {
-            let reverse = reverse_of(reverses, pair.other_end(node))
+    for (pairs, their_reverses, reverses) in [
+        (&outgoing, &reverse_of_outgoing, &incoming),
+        (&incoming, &reverse_of_incoming, &outgoing),
+    ] {
+        for (pair, reverse) in pairs.iter().zip(their_reverses) {
+            let reverse = reverse
                 .map(|i| reverses[i])
                 .filter(|reverse| pair.is_fallback() && !reverse.is_fallback());
             match reverse {
@@ -967,16 +967,16 @@ fn zone_terms(
     // The directions nobody probes at all, where the reverse is measured.
     if matrix.probes(node) {
         let throughput = throughput_estimate(true);
-        for reverse in incoming.iter().filter(|r| !r.is_fallback()) {
-            if reverse_of(&outgoing, reverse.src).is_none() {
-                sums.add_reversed(reverse, throughput, fallback);
-                measured_out += 1;
-            }
+        let unpaired = incoming.iter().zip(&reverse_of_incoming);
+        for (reverse, _) in unpaired.filter(|(r, out)| !r.is_fallback() && out.is_none()) {
+            sums.add_reversed(reverse, throughput, fallback);
+            measured_out += 1;
         }
     }
     let throughput = throughput_estimate(false);
-    for reverse in outgoing.iter().filter(|r| !r.is_fallback()) {
-        if matrix.probes(reverse.dst) && reverse_of(&incoming, reverse.dst).is_none() {
+    let unpaired = outgoing.iter().zip(&reverse_of_outgoing);
+    for (reverse, _) in unpaired.filter(|(r, inc)| !r.is_fallback() && inc.is_none()) {
+        if matrix.probes(reverse.dst) {
             sums.add_reversed(reverse, throughput, fallback);
             measured_in += 1;
         }
@@ -1000,6 +1000,47 @@ fn zone_terms(
         }
     }
     sums.terms(Basis::Zone)
+}
+
+/// For each of `node`'s outgoing pairs, where its reverse sits among the
+/// incoming ones, and the other way round; both lists sorted by the node
+/// at the other end, each end at most once, so one walk along both finds
+/// every reverse.
+fn reverses(
+    outgoing: &[&ScoredPair],
+    incoming: &[&ScoredPair],
+    node: usize,
+) -> (Vec<Option<usize>>, Vec<Option<usize>>) {
+    let mut of_outgoing = vec![None; outgoing.len()];
+    let mut of_incoming = vec![None; incoming.len()];
+    let (mut o, mut i) = (0, 0);
+    while o < outgoing.len() && i < incoming.len() {
+        match outgoing[o]
+            .other_end(node)
+            .cmp(&incoming[i].other_end(node))
+        {
+            Ordering::Less => o += 1,
+            Ordering::Greater => i += 1,
+            Ordering::Equal => {
+                of_outgoing[o] = Some(i);
+                of_incoming[i] = Some(o);
+                o += 1;
+                i += 1;
+            }
+        }
+    }
+    (of_outgoing, of_incoming)
+}
+
+/// The pairs that `keep` keeps, in a list allocated once at the most it
+/// can hold.
+fn kept<'m>(
+    pairs: impl ExactSizeIterator<Item = &'m ScoredPair>,
+    keep: impl Fn(&ScoredPair) -> bool,
+) -> Vec<&'m ScoredPair> {
+    let mut kept = Vec::with_capacity(pairs.len());
+    kept.extend(pairs.filter(|pair| keep(pair)));
+    kept
 }
 
 /// The zone for the job, and why.

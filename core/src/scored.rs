@@ -315,8 +315,15 @@ impl ScoredMatrix {
     }
 
     /// The pairs `node` probes, by the probed node's index.
-    pub fn outgoing(&self, node: usize) -> impl Iterator<Item = &ScoredPair> {
+    pub fn outgoing(&self, node: usize) -> impl ExactSizeIterator<Item = &ScoredPair> {
         self.outgoing_of(node).iter()
+    }
+
+    /// The measured pairs probing `node`.
+    pub fn incoming(&self, node: usize) -> impl ExactSizeIterator<Item = &ScoredPair> {
+        let range = Links::range(&self.incoming_start, node);
+        let incoming = self.incoming.get(range).unwrap_or_default();
+        incoming.iter().map(|&i| &self.pairs[i as usize])
     }
 
     fn outgoing_of(&self, node: usize) -> &[ScoredPair] {
@@ -326,10 +333,7 @@ impl ScoredMatrix {
 
     /// The measured pairs `node` probes and the measured pairs probing it.
     pub fn links(&self, node: usize) -> impl Iterator<Item = &ScoredPair> {
-        let range = Links::range(&self.incoming_start, node);
-        let incoming = self.incoming.get(range).unwrap_or_default();
-        let incoming = incoming.iter().map(|&i| &self.pairs[i as usize]);
-        self.outgoing(node).chain(incoming)
+        self.outgoing(node).chain(self.incoming(node))
     }
 
     /// The same matrix with the zones (and regions) that `place` gives,
