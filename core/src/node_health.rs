@@ -15,8 +15,7 @@
 //! fresh links with at least [`MIN_PEERS`] zone-mates for a verdict, so
 //! that a bad link between two nodes does not condemn both.
 
-use foldhash::HashMap;
-
+use crate::scored::ScoredMatrix;
 use crate::scored_pair::ScoredPair;
 use crate::stats::{lower_median, upper_median};
 use crate::verdict::Degradation;
@@ -69,54 +68,12 @@ impl NodeHealth {
     }
 }
 
-/// Every node's health, by node index, from the scored pairs between
-/// nodes whose zones `zones` gives (by node index): one walk over the pairs
-/// to count each node's fresh zone links, one to lay them out node by node
-/// in one list, then each node's figures from its own stretch of it. (It
-/// runs on every snapshot, over every pair: no list per node that grows as
-/// it goes, no set per figure.)
-pub fn of(zones: &[&str], pairs: &[ScoredPair]) -> Vec<NodeHealth> {
-    /// One end's view of a fresh link with a zone-mate.
-    #[derive(Clone, Copy)]
-    struct Link {
-        mate: usize,
-        loss: Option<f64>,
-        goodput: Option<f64>,
-    }
-    let n = zones.len();
-    let zone = zone_numbers(zones);
-    let fresh_in_zone = |pair: &&ScoredPair| {
-        !pair.stale && pair.src < n && pair.dst < n && zone[pair.src] == zone[pair.dst]
-    };
-    // Where each node's links start in `links`, and then where the next
-    // one of them goes.
-    let mut next = vec![0usize; n + 1];
-    for pair in pairs.iter().filter(fresh_in_zone) {
-        next[pair.src + 1] += 1;
-        next[pair.dst + 1] += 1;
-    }
-    for i in 0..n {
-        next[i + 1] += next[i];
-    }
-    let start = next.clone();
-    let unset = Link {
-        mate: 0,
-        loss: None,
-        goodput: None,
-    };
-    let mut links = vec![unset; next[n]];
-    for pair in pairs.iter().filter(fresh_in_zone) {
-        let loss = pair.summary.loss_ratio;
-        let goodput = pair.fresh_goodput();
-        for (node, mate) in [(pair.src, pair.dst), (pair.dst, pair.src)] {
-            links[next[node]] = Link {
-                mate,
-                loss,
-                goodput,
-            };
-            next[node] += 1;
-        }
-    }
+/// Every node's health, by node index, from the scored matrix's pairs
+/// between zone-mates: each node's own links, walked where the matrix
+/// keeps them by node. (It runs on every snapshot, over every pair: no
+/// list of links is laid out again, no set is built per figure.)
+pub fn of(matrix: &ScoredMatrix) -> Vec<NodeHealth> {
+    let n = matrix.nodes().len();
     // Which zone-mates were counted already, for which count: the count's
     // own stamp, so that no list of mates is sorted or cleared per node.
     let mut counted = vec![usize::MAX; n];
@@ -130,56 +87,45 @@ pub fn of(zones: &[&str], pairs: &[ScoredPair]) -> Vec<NodeHealth> {
     let mut values = Vec::new();
     let mut health: Vec<NodeHealth> = Vec::with_capacity(n);
     for node in 0..n {
-        let links = &links[start[node]..start[node + 1]];
-        let peers = distinct_mates(&mut links.iter().map(|link| link.mate));
+        let zone = matrix.zone_index(node);
+        let fresh_in_zone =
+            |pair: &&ScoredPair| !pair.stale && matrix.zone_index(pair.other_end(node)) == zone;
+        let links = || matrix.links(node).filter(fresh_in_zone);
+        let mate = |pair: &ScoredPair| pair.other_end(node);
+        let peers = distinct_mates(&mut links().map(mate));
         // The median of a figure of its links, when links with at least
         // `MIN_PEERS` zone-mates have it.
-        let mut judged = |figure: fn(&Link) -> Option<f64>, median: Median| {
-            let with_figure = |link: &&Link| figure(link).is_some();
-            let mates = distinct_mates(&mut links.iter().filter(with_figure).map(|l| l.mate));
-            if mates < MIN_PEERS {
+        let mut judged = |figure: fn(&ScoredPair) -> Option<f64>, median: Median| {
+            let with_figure = |pair: &&ScoredPair| figure(pair).is_some();
+            if distinct_mates(&mut links().filter(with_figure).map(mate)) < MIN_PEERS {
                 return None;
             }
             values.clear();
-            values.extend(links.iter().filter_map(figure));
+            values.extend(links().filter_map(figure));
             median(&mut values)
         };
         health.push(NodeHealth {
             peers,
-            loss: judged(|link| link.loss, lower_median),
-            goodput_bps: judged(|link| link.goodput, upper_median),
+            loss: judged(|pair| pair.summary.loss_ratio, lower_median),
+            goodput_bps: judged(ScoredPair::fresh_goodput, upper_median),
             zone_goodput_bps: None,
         });
     }
-    let zones_count = zone.iter().max().map_or(0, |&z| z + 1);
-    let mut by_zone: Vec<Vec<f64>> = vec![Vec::new(); zones_count];
+    let mut by_zone: Vec<Vec<f64>> = vec![Vec::new(); matrix.zone_count()];
     for (node, h) in health.iter().enumerate() {
-        if let Some(goodput) = h.goodput_bps {
-            by_zone[zone[node]].push(goodput);
+        if let (Some(goodput), Some(zone)) = (h.goodput_bps, matrix.zone_index(node)) {
+            by_zone[zone].push(goodput);
         }
     }
     let usual: Vec<Option<f64>> = by_zone.iter_mut().map(|g| upper_median(g)).collect();
     for (node, h) in health.iter_mut().enumerate() {
-        h.zone_goodput_bps = usual[zone[node]];
+        h.zone_goodput_bps = matrix.zone_index(node).and_then(|zone| usual[zone]);
     }
     health
 }
 
 /// A median of values, reordering them.
 type Median = fn(&mut [f64]) -> Option<f64>;
-
-/// Each node's zone as a number (by first appearance), so that the walk
-/// over the pairs compares numbers, not names.
-fn zone_numbers(zones: &[&str]) -> Vec<usize> {
-    let mut numbers: HashMap<&str, usize> = HashMap::default();
-    zones
-        .iter()
-        .map(|&zone| {
-            let next = numbers.len();
-            *numbers.entry(zone).or_insert(next)
-        })
-        .collect()
-}
 
 #[cfg(test)]
 mod tests {

@@ -360,10 +360,7 @@ impl ScoredMatrix {
 
     /// What each node's own links inside its zone say of it, by node index.
     pub fn health(&self) -> &[NodeHealth] {
-        self.health.get_or_init(|| {
-            let zones: Vec<&str> = self.nodes.iter().map(|n| n.info.zone.as_str()).collect();
-            node_health::of(&zones, &self.pairs)
-        })
+        self.health.get_or_init(|| node_health::of(self))
     }
 
     /// Works out now what is otherwise worked out on first use (node

@@ -108,13 +108,8 @@ async fn main() {
     let stored = start.elapsed();
     let placer = cache.fresh().unwrap();
     let scored = placer.matrix();
-    let zones: Vec<&str> = scored
-        .nodes()
-        .iter()
-        .map(|n| n.info.zone.as_str())
-        .collect();
     let start = Instant::now();
-    let health = netaware_core::node_health::of(&zones, scored.pairs());
+    let health = netaware_core::node_health::of(scored);
     let health_took = start.elapsed();
     assert_eq!(health.len(), nodes);
 
