@@ -15,7 +15,6 @@
 //! fresh links with at least [`MIN_PEERS`] zone-mates for a verdict, so
 //! that a bad link between two nodes does not condemn both.
 
-use crate::scored::ScoredMatrix;
 use crate::scored_pair::ScoredPair;
 use crate::stats::{lower_median, upper_median};
 use crate::verdict::Degradation;
@@ -68,12 +67,19 @@ impl NodeHealth {
     }
 }
 
-/// Every node's health, by node index, from the scored matrix's pairs
-/// between zone-mates: each node's own links, walked where the matrix
-/// keeps them by node. (It runs on every snapshot, over every pair: no
-/// list of links is laid out again, no set is built per figure.)
-pub fn of(matrix: &ScoredMatrix) -> Vec<NodeHealth> {
-    let n = matrix.nodes().len();
+/// Every node's health, by node index, from the pairs between zone-mates:
+/// `nodes` nodes, each in the zone (of `zones`) that `zone_of` gives, each
+/// with the measured pairs that `links` gives (both directions), walked
+/// where the scored matrix keeps them by node. (It runs on every snapshot,
+/// over every pair: no list of links is laid out again, no set is built
+/// per figure.)
+pub fn of<'m, L: Iterator<Item = &'m ScoredPair>>(
+    nodes: usize,
+    zones: usize,
+    zone_of: impl Fn(usize) -> Option<usize>,
+    links: impl Fn(usize) -> L,
+) -> Vec<NodeHealth> {
+    let n = nodes;
     // Which zone-mates were counted already, for which count: the count's
     // own stamp, so that no list of mates is sorted or cleared per node.
     let mut counted = vec![usize::MAX; n];
@@ -87,21 +93,21 @@ pub fn of(matrix: &ScoredMatrix) -> Vec<NodeHealth> {
     let mut values = Vec::new();
     let mut health: Vec<NodeHealth> = Vec::with_capacity(n);
     for node in 0..n {
-        let zone = matrix.zone_index(node);
+        let zone = zone_of(node);
         let fresh_in_zone =
-            |pair: &&ScoredPair| !pair.stale && matrix.zone_index(pair.other_end(node)) == zone;
-        let links = || matrix.links(node).filter(fresh_in_zone);
+            |pair: &&ScoredPair| !pair.stale && zone_of(pair.other_end(node)) == zone;
+        let zone_links = || links(node).filter(fresh_in_zone);
         let mate = |pair: &ScoredPair| pair.other_end(node);
-        let peers = distinct_mates(&mut links().map(mate));
+        let peers = distinct_mates(&mut zone_links().map(mate));
         // The median of a figure of its links, when links with at least
         // `MIN_PEERS` zone-mates have it.
         let mut judged = |figure: fn(&ScoredPair) -> Option<f64>, median: Median| {
             let with_figure = |pair: &&ScoredPair| figure(pair).is_some();
-            if distinct_mates(&mut links().filter(with_figure).map(mate)) < MIN_PEERS {
+            if distinct_mates(&mut zone_links().filter(with_figure).map(mate)) < MIN_PEERS {
                 return None;
             }
             values.clear();
-            values.extend(links().filter_map(figure));
+            values.extend(zone_links().filter_map(figure));
             median(&mut values)
         };
         health.push(NodeHealth {
@@ -111,15 +117,16 @@ pub fn of(matrix: &ScoredMatrix) -> Vec<NodeHealth> {
             zone_goodput_bps: None,
         });
     }
-    let mut by_zone: Vec<Vec<f64>> = vec![Vec::new(); matrix.zone_count()];
+    let mut by_zone: Vec<Vec<f64>> = vec![Vec::new(); zones];
     for (node, h) in health.iter().enumerate() {
-        if let (Some(goodput), Some(zone)) = (h.goodput_bps, matrix.zone_index(node)) {
-            by_zone[zone].push(goodput);
+        let goodputs = zone_of(node).and_then(|zone| by_zone.get_mut(zone));
+        if let (Some(goodput), Some(goodputs)) = (h.goodput_bps, goodputs) {
+            goodputs.push(goodput);
         }
     }
     let usual: Vec<Option<f64>> = by_zone.iter_mut().map(|g| upper_median(g)).collect();
     for (node, h) in health.iter_mut().enumerate() {
-        h.zone_goodput_bps = matrix.zone_index(node).and_then(|zone| usual[zone]);
+        h.zone_goodput_bps = zone_of(node).and_then(|zone| usual.get(zone).copied().flatten());
     }
     health
 }

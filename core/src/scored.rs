@@ -360,7 +360,14 @@ impl ScoredMatrix {
 
     /// What each node's own links inside its zone say of it, by node index.
     pub fn health(&self) -> &[NodeHealth] {
-        self.health.get_or_init(|| node_health::of(self))
+        self.health.get_or_init(|| {
+            node_health::of(
+                self.nodes.len(),
+                self.zone_count(),
+                |node| self.zone_index(node),
+                |node| self.links(node),
+            )
+        })
     }
 
     /// Works out now what is otherwise worked out on first use (node

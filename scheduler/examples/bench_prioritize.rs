@@ -109,7 +109,12 @@ async fn main() {
     let placer = cache.fresh().unwrap();
     let scored = placer.matrix();
     let start = Instant::now();
-    let health = netaware_core::node_health::of(scored);
+    let health = netaware_core::node_health::of(
+        nodes,
+        scored.zone_count(),
+        |node| scored.zone_index(node),
+        |node| scored.links(node),
+    );
     let health_took = start.elapsed();
     assert_eq!(health.len(), nodes);
 
