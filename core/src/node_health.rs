@@ -86,16 +86,23 @@ pub fn of<'m, L: Iterator<Item = &'m ScoredPair>>(
     let mut stamp = 0usize;
     let mut distinct_mates = |mates: &mut dyn Iterator<Item = usize>| {
         stamp += 1;
+        // A mate out of range (no such node) is not counted.
         mates
-            .filter(|&mate| std::mem::replace(&mut counted[mate], stamp) != stamp)
+            .filter(|&mate| {
+                counted
+                    .get_mut(mate)
+                    .is_some_and(|seen| std::mem::replace(seen, stamp) != stamp)
+            })
             .count()
     };
     let mut values = Vec::new();
     let mut health: Vec<NodeHealth> = Vec::with_capacity(n);
     for node in 0..n {
         let zone = zone_of(node);
-        let fresh_in_zone =
-            |pair: &&ScoredPair| !pair.stale && zone_of(pair.other_end(node)) == zone;
+        // A node of no zone has no zone-mates.
+        let fresh_in_zone = |pair: &&ScoredPair| {
+            !pair.stale && zone.is_some() && zone_of(pair.other_end(node)) == zone
+        };
         let zone_links = || links(node).filter(fresh_in_zone);
         let mate = |pair: &ScoredPair| pair.other_end(node);
         let peers = distinct_mates(&mut zone_links().map(mate));
