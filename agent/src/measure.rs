@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use netaware_core::network::Network;
-use netaware_core::transport::{Transport, TransportSet};
+use netaware_core::transport::Transport;
 use netaware_core::window::{OpenWindow, Probe, Purpose};
 use netaware_proto::convert::peer_window_to_wire;
 use netaware_proto::v1::{Peer, PeerWindow, Window};
@@ -55,7 +55,6 @@ struct ProbeResult {
     /// The address probed: what the transport choice is kept by.
     address: String,
     probe: Probe,
-    usable: TransportSet,
 }
 
 /// Probes the peers from `peers` until `shutdown`, sending one [`Window`]
@@ -147,7 +146,7 @@ pub async fn run(
                     let mut probe = |transport, purpose, seq| {
                         order += 1;
                         counters.probe_sent(transport);
-                        let due = Due { peer: peer.clone(), transport, purpose, seq, window, order, usable, deadline };
+                        let due = Due { peer: peer.clone(), transport, purpose, seq, window, order, deadline };
                         spawn_probe(&probers, due, &results_tx, &counters);
                     };
                     probe(plan.measure, Purpose::Measure, *seq);
@@ -160,7 +159,7 @@ pub async fn run(
             Some(result) = results.recv() => {
                 let answered = result.probe.rtt_ms.is_some();
                 let probe = result.probe;
-                choice.observe(&result.address, probe.transport, probe.purpose, answered, result.usable);
+                choice.observe(&result.address, probe.transport, probe.purpose, answered);
                 if result.window >= next_to_close {
                     open.entry(result.window).or_default().record(&result.peer, &result.network, result.probe);
                 }
@@ -231,7 +230,6 @@ struct Due {
     seq: u16,
     window: u64,
     order: u64,
-    usable: TransportSet,
     /// When it stops waiting for its reply.
     deadline: Instant,
 }
@@ -253,7 +251,6 @@ fn spawn_probe(
             seq,
             window,
             order,
-            usable,
             deadline,
         } = due;
         let rtt_ms = match peer.address.parse::<IpAddr>() {
@@ -294,7 +291,6 @@ fn spawn_probe(
                 network,
                 address: peer.address,
                 probe,
-                usable,
             })
             .await;
     });

@@ -2,16 +2,25 @@
 //!
 //! In the default mode ([`ProbeMode::Auto`]) an agent probes a peer by the
 //! most preferred transport it can use towards it (ICMP, then UDP, then a
-//! TCP handshake). When [`GIVE_UP_AFTER`] probes in a row go unanswered it
-//! moves to the next one; while it is on a fallback, every
-//! [`SCOUT_EVERY`]th probe is joined by a scout on a more preferred
-//! transport, and the first scout answered moves it back. Scouts never
-//! enter the figures ([`netaware_core::window::Purpose::Scout`]); they are
-//! what tells a filtered transport (its scouts lost while the fallback is
-//! answered) from a dead peer (everything lost).
+//! TCP handshake). When [`GIVE_UP_AFTER`] probes in a row go unanswered,
+//! each further probe is joined by a scout on a less preferred transport
+//! (in turn), and the first one answered while the measuring transport's
+//! probe beside it is lost moves the peer to it; while it is on a
+//! fallback, every [`SCOUT_EVERY`]th probe is joined by a scout on a more
+//! preferred transport, and the first one answered moves it back.
+//! Scouts never enter the figures
+//! ([`netaware_core::window::Purpose::Scout`]); they are what tells a
+//! filtered transport (lost while another is answered) from a peer or a
+//! path that is down (everything lost).
 //!
-//! A lossy link almost never moves: at 30% loss, eight losses in a row
-//! come once in 15,000 probes, and the scouts then move it straight back.
+//! A peer moves only to a transport that was answered: an outage that
+//! takes every transport leaves it where it was, its losses counted in
+//! its windows. (Moving on unanswered probes alone would move every peer
+//! during a second's outage and back after it, and the collector, which
+//! never averages one transport's windows with another's, would start
+//! each pair's history again without the outage in it.) A lossy link
+//! almost never moves: at 30% loss, eight losses in a row come once in
+//! 15,000 probes, and the scouts then move it straight back.
 
 use std::collections::HashMap;
 
@@ -57,6 +66,29 @@ struct PeerState {
     current: Transport,
     unanswered: u32,
     probes: u64,
+    /// A less preferred transport whose scout was answered while the
+    /// current one went unanswered: the peer moves to it if the current
+    /// one's next outcome is a loss too. (A scout and its measuring probe
+    /// go out together and come back in either order; when both are
+    /// answered, what went down has come back and nothing moves.)
+    answered_instead: Option<Transport>,
+}
+
+impl PeerState {
+    fn on(current: Transport) -> Self {
+        Self {
+            current,
+            unanswered: 0,
+            probes: 0,
+            answered_instead: None,
+        }
+    }
+
+    fn move_to(&mut self, transport: Transport) {
+        self.current = transport;
+        self.unanswered = 0;
+        self.answered_instead = None;
+    }
 }
 
 /// The transport of every peer, keyed by the address probed (a
@@ -87,22 +119,24 @@ impl TransportChoice {
             });
         }
         let first = usable.iter().next()?;
-        let state = self.peers.entry(peer.to_owned()).or_insert(PeerState {
-            current: first,
-            unanswered: 0,
-            probes: 0,
-        });
+        let state = self
+            .peers
+            .entry(peer.to_owned())
+            .or_insert(PeerState::on(first));
         if !usable.contains(state.current) {
-            *state = PeerState {
-                current: first,
-                unanswered: 0,
-                probes: 0,
-            };
+            *state = PeerState::on(first);
         }
         state.probes += 1;
-        let better: Vec<Transport> = usable.iter().filter(|t| *t < state.current).collect();
-        let scout = (!better.is_empty() && state.probes.is_multiple_of(SCOUT_EVERY))
-            .then(|| better[(state.probes / SCOUT_EVERY) as usize % better.len()]);
+        let current = state.current;
+        let better = TransportSet::of(usable.iter().filter(|t| *t < current));
+        let worse = TransportSet::of(usable.iter().filter(|t| *t > current));
+        let scout = if state.probes.is_multiple_of(SCOUT_EVERY) && !better.is_empty() {
+            in_turn(better, state.probes / SCOUT_EVERY)
+        } else if state.unanswered >= GIVE_UP_AFTER {
+            in_turn(worse, u64::from(state.unanswered - GIVE_UP_AFTER))
+        } else {
+            None
+        };
         Some(Plan {
             measure: state.current,
             scout,
@@ -110,35 +144,29 @@ impl TransportChoice {
     }
 
     /// What became of a probe to `peer`.
-    pub fn observe(
-        &mut self,
-        peer: &str,
-        transport: Transport,
-        purpose: Purpose,
-        answered: bool,
-        usable: TransportSet,
-    ) {
+    pub fn observe(&mut self, peer: &str, transport: Transport, purpose: Purpose, answered: bool) {
         if self.mode != ProbeMode::Auto {
             return;
         }
         let Some(state) = self.peers.get_mut(peer) else {
             return;
         };
+        let stuck = state.unanswered >= GIVE_UP_AFTER;
         match purpose {
-            Purpose::Scout if answered && transport < state.current => {
-                state.current = transport;
-                state.unanswered = 0;
-            }
+            Purpose::Scout if answered && transport < state.current => state.move_to(transport),
+            Purpose::Scout if answered && stuck => state.answered_instead = Some(transport),
             Purpose::Scout => {}
             Purpose::Measure if transport != state.current => {}
-            Purpose::Measure if answered => state.unanswered = 0,
+            Purpose::Measure if answered => {
+                state.unanswered = 0;
+                state.answered_instead = None;
+            }
             Purpose::Measure => {
-                state.unanswered += 1;
-                if state.unanswered >= GIVE_UP_AFTER
-                    && let Some(next) = usable.iter().find(|t| *t > state.current)
+                state.unanswered = state.unanswered.saturating_add(1);
+                if state.unanswered > GIVE_UP_AFTER
+                    && let Some(instead) = state.answered_instead
                 {
-                    state.current = next;
-                    state.unanswered = 0;
+                    state.move_to(instead);
                 }
             }
         }
@@ -148,6 +176,12 @@ impl TransportChoice {
     pub fn retain(&mut self, probed: impl Fn(&str) -> bool) {
         self.peers.retain(|peer, _| probed(peer));
     }
+}
+
+/// The `turn`th of `among`, round and round; `None` when it is empty.
+fn in_turn(among: TransportSet, turn: u64) -> Option<Transport> {
+    let count = among.iter().count() as u64;
+    (count > 0).then(|| among.iter().nth((turn % count) as usize))?
 }
 
 #[cfg(test)]
@@ -160,46 +194,64 @@ mod tests {
         TransportSet::of(Transport::ALL)
     }
 
-    /// Probes `peer` `n` times, ICMP and UDP answering as `icmp` and `udp`
-    /// say and TCP always; returns the transports measured.
-    fn run(choice: &mut TransportChoice, n: usize, icmp: bool, udp: bool) -> Vec<Transport> {
-        let answers = |t: Transport| match t {
-            Icmp => icmp,
-            Udp => udp,
-            Tcp => true,
-        };
+    /// Probes `peer` `n` times, each transport answering as `answers` says
+    /// (scouts observed first); returns the transports measured.
+    fn run_with(
+        choice: &mut TransportChoice,
+        n: usize,
+        answers: impl Fn(Transport) -> bool,
+    ) -> Vec<Transport> {
         (0..n)
             .map(|_| {
                 let plan = choice.plan("b", all()).unwrap();
                 if let Some(scout) = plan.scout {
-                    choice.observe("b", scout, Purpose::Scout, answers(scout), all());
+                    choice.observe("b", scout, Purpose::Scout, answers(scout));
                 }
-                choice.observe(
-                    "b",
-                    plan.measure,
-                    Purpose::Measure,
-                    answers(plan.measure),
-                    all(),
-                );
+                choice.observe("b", plan.measure, Purpose::Measure, answers(plan.measure));
                 plan.measure
             })
             .collect()
+    }
+
+    /// Probes `peer` `n` times, ICMP and UDP answering as `icmp` and `udp`
+    /// say and TCP always; returns the transports measured.
+    fn run(choice: &mut TransportChoice, n: usize, icmp: bool, udp: bool) -> Vec<Transport> {
+        run_with(choice, n, |t| match t {
+            Icmp => icmp,
+            Udp => udp,
+            Tcp => true,
+        })
     }
 
     #[test]
     fn a_filtered_transport_gives_way_and_comes_back_when_it_answers() {
         let mut choice = TransportChoice::new(ProbeMode::Auto);
         assert!(run(&mut choice, 20, true, true).iter().all(|t| *t == Icmp));
-        // ICMP filtered: UDP after GIVE_UP_AFTER losses, and it stays.
+        // ICMP filtered: UDP once a scout of it is answered after
+        // GIVE_UP_AFTER losses, and it stays.
         let filtered = run(&mut choice, 40, false, true);
-        let at = GIVE_UP_AFTER as usize;
-        assert!(filtered[..at].iter().all(|t| *t == Icmp));
+        let at = GIVE_UP_AFTER as usize + 1;
+        assert!(filtered[..at].iter().all(|t| *t == Icmp), "{filtered:?}");
         assert!(filtered[at..].iter().all(|t| *t == Udp), "{filtered:?}");
         // Both filtered: TCP.
         assert_eq!(run(&mut choice, 40, false, false).last(), Some(&Tcp));
         // ICMP open again: the next scout takes it back.
         let open = run(&mut choice, 3 * SCOUT_EVERY as usize, true, false);
         assert_eq!(open.last(), Some(&Icmp));
+    }
+
+    #[test]
+    fn an_outage_of_every_transport_moves_no_peer() {
+        let mut choice = TransportChoice::new(ProbeMode::Auto);
+        run(&mut choice, 20, true, true);
+        let down = run_with(&mut choice, 100, |_| false);
+        assert!(down.iter().all(|t| *t == Icmp), "{down:?}");
+        let back = run(&mut choice, 20, true, true);
+        assert!(back.iter().all(|t| *t == Icmp), "{back:?}");
+        // A peer on a fallback stays on it through an outage too.
+        run(&mut choice, 40, false, true);
+        run_with(&mut choice, 100, |_| false);
+        assert_eq!(run(&mut choice, 1, false, true), [Udp]);
     }
 
     #[test]
@@ -228,6 +280,31 @@ mod tests {
     }
 
     proptest! {
+        /// Whatever answers, a peer moves only to the transport of a scout
+        /// answered on the probe before.
+        #[test]
+        fn a_peer_moves_only_to_a_transport_that_answered(
+            outcomes in prop::collection::vec(any::<[bool; 3]>(), 1..400),
+        ) {
+            let mut choice = TransportChoice::new(ProbeMode::Auto);
+            let mut before: Option<(Transport, Option<(Transport, bool)>)> = None;
+            for answers in outcomes {
+                let answers = |t: Transport| answers[t as usize];
+                let plan = choice.plan("b", all()).unwrap();
+                if let Some((measured, scout)) = before
+                    && measured != plan.measure
+                {
+                    prop_assert_eq!(scout, Some((plan.measure, true)));
+                }
+                let scout = plan.scout.map(|t| (t, answers(t)));
+                if let Some((t, answered)) = scout {
+                    choice.observe("b", t, Purpose::Scout, answered);
+                }
+                choice.observe("b", plan.measure, Purpose::Measure, answers(plan.measure));
+                before = Some((plan.measure, scout));
+            }
+        }
+
         /// A lossy but open link leaves ICMP only after GIVE_UP_AFTER
         /// losses in a row, and is back by the next answered scout.
         #[test]
@@ -246,9 +323,9 @@ mod tests {
                 scout_answered = false;
                 if let Some(scout) = plan.scout {
                     scout_answered = scout == Icmp && !lost;
-                    choice.observe("b", scout, Purpose::Scout, !lost, all());
+                    choice.observe("b", scout, Purpose::Scout, !lost);
                 }
-                choice.observe("b", plan.measure, Purpose::Measure, !lost, all());
+                choice.observe("b", plan.measure, Purpose::Measure, !lost);
             }
         }
     }

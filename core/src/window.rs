@@ -35,8 +35,10 @@ pub struct Probe {
 pub enum Purpose {
     /// For the window's figures.
     Measure,
-    /// To see whether a transport the agent prefers gets through again:
-    /// it decides which transport measures, and never enters the figures.
+    /// To see whether another transport gets through (one the agent
+    /// prefers, or, while the one measuring goes unanswered, one it
+    /// prefers less): it decides which transport measures, and never
+    /// enters the figures.
     Scout,
 }
 
@@ -172,8 +174,10 @@ impl OpenWindow {
 
 /// The transport a peer's window counts (that of its newest measuring
 /// probe: an agent that changed transport in the window counts only the
-/// new one's probes), and the transports that got no reply in the window
-/// while that one did.
+/// new one's probes), and the more preferred transports that got no reply
+/// in the window while that one did. A less preferred one is tried only
+/// while the counted one goes unanswered: its scout lost then says
+/// nothing of a filter.
 fn transports(in_order: &[Probe]) -> (Transport, TransportSet) {
     let counted = in_order
         .iter()
@@ -188,7 +192,7 @@ fn transports(in_order: &[Probe]) -> (Transport, TransportSet) {
     let mut filtered = TransportSet::EMPTY;
     if answered(counted) {
         for p in in_order {
-            if p.transport != counted && !answered(p.transport) {
+            if p.transport < counted && !answered(p.transport) {
                 filtered.insert(p.transport);
             }
         }

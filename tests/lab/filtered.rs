@@ -2,7 +2,9 @@
 //! in every worker host (iptables in its namespace), the agents on their
 //! default flags.
 //!
-//! With ICMP echo dropped, the agents measure by UDP (STAMP to each
+//! An outage first (every probe to one host dropped for 3 s) moves no
+//! pair off ICMP and shows in the loss of every pair to that host. With
+//! ICMP echo dropped, the agents measure by UDP (STAMP to each
 //! other's reflectors): every pair measured, called ICMP-filtered, the
 //! lossy a3 kept out of a job and the slow b2 seen slow, and `netaware
 //! doctor` passes with a warning that names the filter. With UDP dropped
@@ -95,6 +97,30 @@ fn with_each_transport_filtered_in_turn_netaware_measures_by_the_next_then_fails
         Some("ok"),
         "{doctor}"
     );
+
+    // An outage, not a filter: every probe to b3 dropped for 3 s (30 of
+    // each prober's, far past the losses in a row that try the next
+    // transport). Nothing else got through either, so every pair to b3
+    // stays on ICMP and keeps its history, the outage counted in its loss,
+    // rather than starting again on a fallback and again on ICMP without
+    // it.
+    wait_for_pairs("with six windows", &|p| p.samples >= 100);
+    system.drop_every_probe("b3").expect("the firewall");
+    std::thread::sleep(Duration::from_secs(3));
+    system.open_firewall("b3").expect("the firewall");
+    std::thread::sleep(Duration::from_secs(4));
+    let matrix = system.matrix().expect("the matrix");
+    let to_b3: Vec<&PairJson> = matrix.pairs.iter().filter(|p| p.dst == "b3").collect();
+    assert_eq!(to_b3.len(), hosts.len() - 1);
+    for pair in to_b3 {
+        assert!(
+            pair.probe.as_deref() == Some("icmp")
+                && pair.samples >= 100
+                && pair.loss_ratio.is_some_and(|l| l >= 0.1),
+            "the outage is not in {} -> b3's figures: {pair:?}",
+            pair.src
+        );
+    }
 
     // Each transport dropped in turn: the next one measures every pair,
     // says what it found filtered, and sees the lossy and the slow host.
