@@ -361,9 +361,7 @@ impl pb::scores_server::Scores for ScoresService {
             let watching = sender;
             let mut changes = shared.ingest.subscribe();
             // The full state first, then what changed since what was sent.
-            // What was sent is kept as digests, not as its snapshot: a
-            // stream waiting out its interval holds a few bytes a pair.
-            let mut sent: Option<follow::Sent> = None;
+            let mut sent: Option<Arc<Snapshot>> = None;
             loop {
                 let snapshot = shared.snapshot().await;
                 let Ok(build_permit) = shared.builds.acquire().await else {
@@ -380,14 +378,16 @@ impl pb::scores_server::Scores for ScoresService {
                     // (the follower asks again, and hears NOT_FOUND).
                     let now = now.versioned_of(&followed)?;
                     Some(match &before {
-                        None => (
-                            follow::full_state(now, follow::WATCH_PAGE_BYTES, form),
-                            follow::Sent::of(now),
+                        None => follow::full_state(now, follow::WATCH_PAGE_BYTES, form),
+                        Some(before) => follow::delta(
+                            before.versioned_of(&followed)?,
+                            now,
+                            follow::WATCH_PAGE_BYTES,
+                            form,
                         ),
-                        Some(before) => follow::delta(before, now, follow::WATCH_PAGE_BYTES, form),
                     })
                 });
-                let Some(Some((pages, after))) = pages.await else {
+                let Some(Some(pages)) = pages.await else {
                     return;
                 };
                 drop(build_permit);
@@ -398,20 +398,7 @@ impl pb::scores_server::Scores for ScoresService {
                     return;
                 };
                 watching.updated(snapshot.version, netaware_runtime::clock::now_ms());
-                // A client too slow for the pages was sent a newer full
-                // state instead.
-                sent = if snapshot.version == after.version() {
-                    Some(after)
-                } else {
-                    let followed = network.clone();
-                    let sent = netaware_runtime::background::run(move || {
-                        Some(follow::Sent::of(snapshot.versioned_of(&followed)?))
-                    });
-                    let Some(Some(sent)) = sent.await else {
-                        return;
-                    };
-                    Some(sent)
-                };
+                sent = Some(snapshot);
                 tokio::select! {
                     () = shared.shutdown.cancelled() => return,
                     () = tx.closed() => return,

@@ -8,15 +8,14 @@
 //! state in pages and then only what changed ([`full_state`], [`delta`]),
 //! each message at most [`MAX_PAGE_BYTES`].
 
-use std::collections::{BTreeMap, HashMap};
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::collections::BTreeMap;
 
 use netaware_core::UnixMillis;
 use netaware_core::fault_marks::FaultMarks;
-use netaware_core::matrix::PairSummary;
+use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::network::Network;
 use netaware_core::placement::{PlacementConfig, PlacementOverrides, Placer};
-use netaware_core::score::{Fallback, Terms};
+use netaware_core::score::Fallback;
 use netaware_core::scored::ScoredMatrix;
 use netaware_core::scored_pair::ScoredPair;
 use prost::Message;
@@ -131,6 +130,13 @@ impl Versioned<'_> {
             dst: number(pair.dst),
         };
         (compact::pack(&wire, ends, before, fallback), ends)
+    }
+
+    fn key(&self, pair: &ScoredPair) -> pb::PairKey {
+        pb::PairKey {
+            src: self.name(pair.src).to_owned(),
+            dst: self.name(pair.dst).to_owned(),
+        }
     }
 
     fn wire_nodes(&self, keep: impl Fn(usize) -> bool) -> Vec<pb::Node> {
@@ -253,12 +259,10 @@ pub fn page(
     (page, (end < pairs.len()).then_some(end))
 }
 
-/// A digest of the figures a pair carries on the wire, ages aside: ages
+/// Whether two pairs carry the same figures on the wire, ages aside: ages
 /// move on with the clock, and sending every pair each second for that
-/// alone would make every delta the whole matrix. Two pairs with the same
-/// digest are taken to carry the same figures (64 bits of SipHash: a
-/// changed pair is missed about once in 2^64 comparisons).
-fn figures_digest(pair: &ScoredPair) -> u64 {
+/// alone would make every delta the whole matrix.
+fn same_figures(a: &ScoredPair, b: &ScoredPair) -> bool {
     // Every field named, none skipped by `..`: a field added must be
     // thought about here.
     let ScoredPair {
@@ -269,7 +273,7 @@ fn figures_digest(pair: &ScoredPair) -> u64 {
         stale,
         terms,
         quality,
-    } = pair;
+    } = a;
     let PairSummary {
         rtt_median_ms,
         rtt_p99_ms,
@@ -282,101 +286,21 @@ fn figures_digest(pair: &ScoredPair) -> u64 {
         probe,
         filtered,
     } = summary;
-    let Terms {
-        delay,
-        loss,
-        throughput: throughput_term,
-        delay_source,
-        loss_source,
-        throughput_source,
-        dead,
-    } = terms;
-    let mut hasher = DefaultHasher::new();
-    for figure in [
-        rtt_median_ms,
-        rtt_p99_ms,
-        jitter_ms,
-        loss_ratio,
-        one_way_loss_ratio,
-    ] {
-        figure.map(f64::to_bits).hash(&mut hasher);
-    }
-    samples.hash(&mut hasher);
     // A goodput's time goes on the wire as an age.
-    throughput
-        .map(|t| {
-            (
-                t.bps.to_bits(),
-                t.retransmits,
-                t.tcp_rtt_ms.map(f64::to_bits),
-            )
-        })
-        .hash(&mut hasher);
-    (probe, filtered, stale, dead).hash(&mut hasher);
-    for term in [delay, loss, throughput_term, quality] {
-        term.to_bits().hash(&mut hasher);
-    }
-    (delay_source, loss_source, throughput_source).hash(&mut hasher);
-    hasher.finish()
-}
-
-/// What a watch stream last sent its follower, kept in place of the
-/// snapshot it was cut from: the nodes as sent, and each pair's ends with
-/// a digest of its figures. At 320,000 pairs some 5 MB, where the snapshot
-/// is some 100 MB that a stream waiting out its interval would otherwise
-/// keep alive.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sent {
-    version: u64,
-    nodes: Vec<pb::Node>,
-    /// (src, dst, digest), sorted by ends, numbered as in `nodes`.
-    pairs: Vec<(u32, u32, u64)>,
-}
-
-impl Sent {
-    /// What a follower holds once all of `matrix` was sent to it.
-    pub fn of(matrix: Versioned<'_>) -> Self {
-        let number = |node: usize| u32::try_from(node).unwrap_or(u32::MAX);
-        Self {
-            version: matrix.version,
-            nodes: matrix.wire_nodes(|_| true),
-            // A scored matrix's pairs are sorted by ends, so these are too.
-            pairs: matrix
-                .scored
-                .pairs()
-                .iter()
-                .map(|pair| (number(pair.src), number(pair.dst), figures_digest(pair)))
-                .collect(),
-        }
-    }
-
-    /// The version it is of.
-    pub fn version(&self) -> u64 {
-        self.version
-    }
-
-    /// The digest of the pair between the nodes numbered `src` and `dst`.
-    fn digest(&self, src: u32, dst: u32) -> Option<u64> {
-        let at = self
-            .pairs
-            .binary_search_by_key(&(src, dst), |&(s, d, _)| (s, d))
-            .ok()?;
-        Some(self.pairs[at].2)
-    }
-
-    /// Each of its nodes' number in `other`, by name.
-    fn numbers_in(&self, other: &Sent) -> Vec<Option<u32>> {
-        let index: HashMap<&str, u32> = other
-            .nodes
-            .iter()
-            .zip(0..)
-            .map(|(node, i)| (node.name.as_str(), i))
-            .collect();
-        self.nodes
-            .iter()
-            .map(|node| index.get(node.name.as_str()).copied())
-            .collect()
-    }
+    let timeless = |t: Option<Throughput>| t.map(|t| Throughput { at: 0, ..t });
+    let other = &b.summary;
+    *rtt_median_ms == other.rtt_median_ms
+        && *rtt_p99_ms == other.rtt_p99_ms
+        && *jitter_ms == other.jitter_ms
+        && *loss_ratio == other.loss_ratio
+        && *samples == other.samples
+        && timeless(*throughput) == timeless(other.throughput)
+        && *one_way_loss_ratio == other.one_way_loss_ratio
+        && *probe == other.probe
+        && *filtered == other.filtered
+        && *stale == b.stale
+        && *terms == b.terms
+        && *quality == b.quality
 }
 
 /// What a removed pair's key takes on a page, about: page sizes in bytes
@@ -577,51 +501,54 @@ pub fn full_state(matrix: Versioned<'_>, page_bytes: usize, form: PairForm) -> P
     )
 }
 
-/// What turns what a follower was sent (`old`) into `new` as a watch
-/// update, in pages of at most `page_bytes` cut from `new`: the pairs that
-/// are new or changed (in `form`), those gone, and the nodes when they
-/// changed; with what the follower holds once they are sent.
-pub fn delta(old: &Sent, new: Versioned<'_>, page_bytes: usize, form: PairForm) -> (Pages, Sent) {
-    let now = Sent::of(new);
+/// What turns `old` into `new` as a watch update, in pages of at most
+/// `page_bytes` cut from `new`: the pairs that are new or changed (in
+/// `form`), those gone, and the nodes when they changed.
+pub fn delta(old: Versioned<'_>, new: Versioned<'_>, page_bytes: usize, form: PairForm) -> Pages {
+    let (before, after) = (old.scored, new.scored);
     // Two snapshots number their nodes differently once nodes come or go.
-    let in_before = now.numbers_in(old);
-    let in_after = old.numbers_in(&now);
-    let number = |numbers: &[Option<u32>], node: u32| numbers.get(node as usize).copied().flatten();
-    let changed: Vec<usize> = now
-        .pairs
+    let in_before: Vec<Option<usize>> = after
+        .nodes()
+        .iter()
+        .map(|n| before.index_of(&n.info.name))
+        .collect();
+    let in_after: Vec<Option<usize>> = before
+        .nodes()
+        .iter()
+        .map(|n| after.index_of(&n.info.name))
+        .collect();
+    let changed: Vec<usize> = after
+        .pairs()
         .iter()
         .enumerate()
-        .filter(|&(_, &(src, dst, digest))| {
-            number(&in_before, src)
-                .zip(number(&in_before, dst))
-                .and_then(|(src, dst)| old.digest(src, dst))
-                .is_none_or(|was| was != digest)
+        .filter(|(_, pair)| {
+            in_before[pair.src]
+                .zip(in_before[pair.dst])
+                .and_then(|(src, dst)| before.pair(src, dst))
+                .is_none_or(|was| !same_figures(was, pair))
         })
         .map(|(i, _)| i)
         .collect();
-    let removed: Vec<pb::PairKey> = old
-        .pairs
+    let removed: Vec<pb::PairKey> = before
+        .pairs()
         .iter()
-        .filter(|&&(src, dst, _)| {
-            number(&in_after, src)
-                .zip(number(&in_after, dst))
-                .and_then(|(src, dst)| now.digest(src, dst))
+        .filter(|pair| {
+            in_after[pair.src]
+                .zip(in_after[pair.dst])
+                .and_then(|(src, dst)| after.pair(src, dst))
                 .is_none()
         })
-        .map(|&(src, dst, _)| pb::PairKey {
-            src: old.nodes[src as usize].name.clone(),
-            dst: old.nodes[dst as usize].name.clone(),
-        })
+        .map(|pair| old.key(pair))
         .collect();
-    let nodes = (old.nodes != now.nodes).then(|| now.nodes.clone());
-    let pages = Pages::new(
+    let nodes = new.wire_nodes(|_| true);
+    let nodes = (old.wire_nodes(|_| true) != nodes).then_some(nodes);
+    Pages::new(
         head(new, old.version, nodes),
         PairList::Listed(changed),
         removed,
         page_bytes,
         (form, new.network),
-    );
-    (pages, now)
+    )
 }
 
 /// Why a follower cannot apply an update: it must start a new watch.
@@ -930,8 +857,7 @@ mod tests {
     }
 
     fn delta_in(old: Versioned<'_>, new: Versioned<'_>, form: PairForm) -> Vec<pb::MatrixUpdate> {
-        let (pages, _) = super::delta(&Sent::of(old), new, MAX_PAGE_BYTES, form);
-        pages.all(new)
+        super::delta(old, new, MAX_PAGE_BYTES, form).all(new)
     }
 
     /// The pairs of a wire matrix in their bytes, in order: what two reads
@@ -1122,44 +1048,6 @@ mod tests {
         let cleared = delta(with_faults, versioned(&two, &two_scored));
         apply_all(&mut follower, cleared).unwrap();
         assert_eq!(follower.faults(), FaultMarks::default());
-    }
-
-    /// A node gone from the middle of the list renumbers those after it:
-    /// a delta from what was sent still names the pairs gone by their old
-    /// ends and sends only the pair whose figures changed.
-    #[test]
-    fn a_delta_after_a_node_leaves_names_the_pairs_gone_and_the_one_changed() {
-        let all = |q02: u8| -> Vec<(usize, usize, u8)> {
-            (0..3)
-                .flat_map(|s| (0..3).map(move |d| (s, d, if (s, d) == (0, 2) { q02 } else { 9 })))
-                .collect()
-        };
-        let old = matrix(1, 3, &all(9));
-        // n1 gone: n2 is now the second node.
-        let mut new = matrix(1, 3, &all(200));
-        new.version = 2;
-        new.nodes.remove(1);
-        new.pairs.retain(|p| p.src != "n1" && p.dst != "n1");
-        let (old_scored, new_scored) = (scored(&old), scored(&new));
-        assert_eq!(new_scored.index_of("n2"), Some(1));
-        let updates = delta(versioned(&old, &old_scored), versioned(&new, &new_scored));
-        let changed: Vec<(&str, &str)> = updates
-            .iter()
-            .flat_map(|u| &u.pairs)
-            .map(|p| (p.src.as_str(), p.dst.as_str()))
-            .collect();
-        assert_eq!(changed, [("n0", "n2")]);
-        let mut removed: Vec<(&str, &str)> = updates
-            .iter()
-            .flat_map(|u| &u.removed)
-            .map(|k| (k.src.as_str(), k.dst.as_str()))
-            .collect();
-        removed.sort_unstable();
-        assert_eq!(
-            removed,
-            [("n0", "n1"), ("n1", "n0"), ("n1", "n2"), ("n2", "n1")]
-        );
-        assert!(updates[0].nodes_changed);
     }
 
     #[test]
