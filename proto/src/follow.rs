@@ -1050,6 +1050,44 @@ mod tests {
         assert_eq!(follower.faults(), FaultMarks::default());
     }
 
+    /// A node gone from the middle of the list renumbers those after it:
+    /// a delta from what was sent still names the pairs gone by their old
+    /// ends and sends only the pair whose figures changed.
+    #[test]
+    fn a_delta_after_a_node_leaves_names_the_pairs_gone_and_the_one_changed() {
+        let all = |q02: u8| -> Vec<(usize, usize, u8)> {
+            (0..3)
+                .flat_map(|s| (0..3).map(move |d| (s, d, if (s, d) == (0, 2) { q02 } else { 9 })))
+                .collect()
+        };
+        let old = matrix(1, 3, &all(9));
+        // n1 gone: n2 is now the second node.
+        let mut new = matrix(1, 3, &all(200));
+        new.version = 2;
+        new.nodes.remove(1);
+        new.pairs.retain(|p| p.src != "n1" && p.dst != "n1");
+        let (old_scored, new_scored) = (scored(&old), scored(&new));
+        assert_eq!(new_scored.index_of("n2"), Some(1));
+        let updates = delta(versioned(&old, &old_scored), versioned(&new, &new_scored));
+        let changed: Vec<(&str, &str)> = updates
+            .iter()
+            .flat_map(|u| &u.pairs)
+            .map(|p| (p.src.as_str(), p.dst.as_str()))
+            .collect();
+        assert_eq!(changed, [("n0", "n2")]);
+        let mut removed: Vec<(&str, &str)> = updates
+            .iter()
+            .flat_map(|u| &u.removed)
+            .map(|k| (k.src.as_str(), k.dst.as_str()))
+            .collect();
+        removed.sort_unstable();
+        assert_eq!(
+            removed,
+            [("n0", "n1"), ("n1", "n0"), ("n1", "n2"), ("n2", "n1")]
+        );
+        assert!(updates[0].nodes_changed);
+    }
+
     #[test]
     fn ages_alone_do_not_make_a_delta_and_pages_stay_under_the_limit() {
         let pairs: Vec<(usize, usize, u8)> = (0..8)
