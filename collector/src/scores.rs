@@ -75,6 +75,13 @@ impl ScoresService {
         self.snapshots.for_reader(&self.ingest, &self.work).await
     }
 
+    /// The snapshot placement and estimates answer from (Rank, the web
+    /// view's heat map and pairs): warm for
+    /// placement where it can be ([`crate::snapshots::Snapshots::for_placement`]).
+    pub(crate) async fn placement_snapshot(&self) -> Arc<Snapshot> {
+        self.snapshots.for_placement(&self.ingest, &self.work).await
+    }
+
     /// Sends `pages`, cut from `snapshot` one at a time as the stream takes
     /// them, and returns the snapshot whose update went out whole; `None`
     /// when the stream ended or was cut off.
@@ -211,7 +218,7 @@ impl pb::scores_server::Scores for ScoresService {
             check_name("dst", &request.dst, false).map_err(|e| Status::invalid_argument(e.0))?;
         }
         let network = network_of(&request.network)?;
-        let snapshot = self.snapshot().await;
+        let snapshot = self.placement_snapshot().await;
         let scored = placer_of(&snapshot, &network)?.matrix();
         let known = |name: &str| {
             scored
@@ -295,7 +302,7 @@ impl pb::scores_server::Scores for ScoresService {
         let job = job_request(&request)?;
         let networks = convert::networks_from_wire(&request.network)
             .map_err(|err| Status::invalid_argument(err.to_string()))?;
-        let snapshot = self.snapshot().await;
+        let snapshot = self.placement_snapshot().await;
         let placers = networks
             .iter()
             .map(|network| placer_of(&snapshot, network))

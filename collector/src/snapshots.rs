@@ -17,7 +17,9 @@
 //! at most every [`BUILDER_MIN_GAP`], so that a change is published within
 //! a second whether anyone reads or not. So a small cluster's readers see
 //! every change at once, and a large one's answer at once from scores
-//! about two builds old.
+//! about two builds old. A snapshot is warmed for placement (each node's
+//! health and estimates) after it is published; until it is warm, a large
+//! cluster's placement reads the one before it, which is.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::AtomicU64;
@@ -50,6 +52,10 @@ pub const MAX_GAP: Duration = Duration::from_secs(1);
 /// A reader waits for the gap to pass only this long; past it, it gets
 /// the published snapshot.
 pub const MAX_WAIT: Duration = Duration::from_millis(50);
+/// Placement reads a warm snapshot in place of the published one only
+/// while the warm one is younger than this: past it (a warm that never
+/// ended), the published one, cold.
+pub const WARM_KEPT_AT_MOST: Duration = Duration::from_secs(5);
 /// The builder's shortest gap: on a small cluster builds take
 /// milliseconds, and four a second publish every change soon enough.
 pub const BUILDER_MIN_GAP: Duration = Duration::from_millis(250);
@@ -183,6 +189,10 @@ pub struct Snapshots {
     last_took_us: AtomicU64,
     /// Snapshots readers are paging through, oldest first.
     paged: std::sync::Mutex<VecDeque<Paged>>,
+    /// The newest snapshot whose placer is warm: what placement reads
+    /// while the published one is still being warmed
+    /// ([`Snapshots::for_placement`]).
+    warm: Arc<std::sync::Mutex<Arc<Snapshot>>>,
     /// Held while building: one build at a time.
     building: Mutex<BuildTiming>,
     /// The network coordinates of the last pass
@@ -220,6 +230,7 @@ impl Snapshots {
         Self {
             last_took_us: AtomicU64::new(micros(started.elapsed())),
             paged: std::sync::Mutex::new(VecDeque::new()),
+            warm: Arc::new(std::sync::Mutex::new(Arc::clone(&snapshot))),
             latest: Latest::from_arc(Arc::clone(&snapshot)),
             building: Mutex::new(BuildTiming {
                 ended: Some(Instant::now()),
@@ -252,6 +263,20 @@ impl Snapshots {
             Patience::Reader,
         )
         .await
+    }
+
+    /// The snapshot placement reads (Rank, estimates): as
+    /// [`Snapshots::for_reader`], but on a large cluster, while the
+    /// published snapshot is still being warmed for placement (at 5,000
+    /// nodes a cold rank works out every node's health and estimates, a
+    /// few hundred milliseconds), the one before it, which is warm; never
+    /// one older than [`WARM_KEPT_AT_MOST`].
+    pub async fn for_placement(&self, ingest: &Ingest, work: &WorkMetrics) -> Arc<Snapshot> {
+        if !self.builds_are_slow() {
+            return self.for_reader(ingest, work).await;
+        }
+        let warm = Arc::clone(&self.warm.lock().unwrap_or_else(PoisonError::into_inner));
+        warm_or_published(self.published(), warm)
     }
 
     /// Whether builds take longer than a reader should wait
@@ -333,8 +358,14 @@ impl Snapshots {
         // Warmed for placement after it is published, so that readers get
         // it that much sooner; a rank that comes first works it out too.
         let warming = Arc::clone(&snapshot);
+        let warm = Arc::clone(&self.warm);
         tokio::spawn(netaware_runtime::background::run(move || {
             warming.placer.warm();
+            let mut warm = warm.lock().unwrap_or_else(PoisonError::into_inner);
+            // Warms may end out of order: the newest stays.
+            if warm.version <= warming.version {
+                *warm = warming;
+            }
         }));
         if let Some(since) = since {
             work.snapshot_delay.observe(since.elapsed().as_secs_f64());
@@ -376,6 +407,17 @@ impl Snapshots {
             .find(|p| p.snapshot.version == version)?;
         kept.last_page = Instant::now();
         Some(Arc::clone(&kept.snapshot))
+    }
+}
+
+/// What placement reads of the `published` snapshot and the newest `warm`
+/// one: the warm one while it is older than the published (which is then
+/// still being warmed) and younger than [`WARM_KEPT_AT_MOST`].
+fn warm_or_published(published: Arc<Snapshot>, warm: Arc<Snapshot>) -> Arc<Snapshot> {
+    if warm.version < published.version && warm.built.elapsed() < WARM_KEPT_AT_MOST {
+        warm
+    } else {
+        published
     }
 }
 
@@ -473,6 +515,73 @@ mod tests {
         // Two changes were noted, each copied by one of the two builds,
         // which measured its delay.
         assert!(text.contains("delay_count 2"), "two delays: {text}");
+    }
+
+    /// A snapshot of `ingest`'s state at its version, built `age` ago.
+    fn built_ago(ingest: &Ingest, age: Duration) -> Snapshot {
+        let inputs = ingest.state().snapshot_inputs();
+        let mut snapshot = snapshot_of(
+            inputs,
+            &Coordinates::default(),
+            &FaultsByNetwork::new(),
+            1_000,
+        );
+        snapshot.built = Instant::now() - age;
+        snapshot
+    }
+
+    #[test]
+    fn placement_reads_the_warm_snapshot_only_while_the_published_one_is_newer_and_it_is_young() {
+        let state = Ingest::new(CollectorState::new(ModelConfig::default(), Vec::new()));
+        join(&state, "n1");
+        let warm = Arc::new(built_ago(&state, Duration::from_millis(300)));
+        join(&state, "n2");
+        let published = Arc::new(built_ago(&state, Duration::ZERO));
+        assert!(warm.version < published.version);
+        let read = |published: &Arc<Snapshot>, warm: &Arc<Snapshot>| {
+            warm_or_published(Arc::clone(published), Arc::clone(warm)).version
+        };
+        assert_eq!(read(&published, &warm), warm.version, "still warming");
+        assert_eq!(read(&published, &published), published.version, "warm");
+        // As old as the one before the published, but warmed too long ago.
+        let mut stuck = built_ago(&state, WARM_KEPT_AT_MOST + Duration::from_millis(1));
+        stuck.version = warm.version;
+        let older = Arc::new(stuck);
+        assert_eq!(
+            read(&published, &older),
+            published.version,
+            "a warm that never ended"
+        );
+    }
+
+    #[tokio::test]
+    async fn on_a_large_cluster_placement_reads_the_published_snapshot_once_it_is_warm() {
+        let state = Ingest::new(CollectorState::new(ModelConfig::default(), Vec::new()));
+        let snapshots = Snapshots::new(&state.state(), 1_000);
+        let work = WorkMetrics::default();
+        let version = join(&state, "n1");
+        let built = snapshots
+            .current(&state, version, || 1_000, &work, Patience::Builder)
+            .await;
+        assert_eq!(built.version, version);
+        // As if that build had taken long: a large cluster.
+        snapshots
+            .last_took_us
+            .store(micros(Duration::from_millis(200)), Relaxed);
+        // Well within WARM_KEPT_AT_MOST, past which the published one is
+        // read warm or not.
+        let read = tokio::time::timeout(Duration::from_secs(2), async {
+            loop {
+                let read = snapshots.for_placement(&state, &work).await;
+                if read.version == version {
+                    return read;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the published snapshot is warmed");
+        assert!(Arc::ptr_eq(&read, &built));
     }
 
     #[tokio::test]

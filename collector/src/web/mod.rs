@@ -296,7 +296,7 @@ async fn heatmap(
             bad_request(format!("no metric {name}: quality, rtt, loss or goodput"))
         })?,
     };
-    let snapshot = scores.snapshot().await;
+    let snapshot = scores.placement_snapshot().await;
     placer_of(&snapshot, &network)?;
     let topology = scores.topology.get().of(&network).unwrap_or_default();
     let HeatMapQuery {
@@ -365,7 +365,7 @@ async fn pair(
         network: query.network,
     }
     .parsed()?;
-    let snapshot = scores.snapshot().await;
+    let snapshot = scores.placement_snapshot().await;
     let scored = placer_of(&snapshot, &network)?.matrix();
     let known = |name: &str| {
         scored
