@@ -356,14 +356,16 @@ impl Snapshots {
         // The replaced one is dropped here, by the builder, not by a reader.
         drop(self.latest.replace(Arc::clone(&snapshot)));
         // Warmed for placement after it is published, so that readers get
-        // it that much sooner; a rank that comes first works it out too.
+        // it that much sooner; until then a large cluster's placement reads
+        // the one before it ([`Snapshots::for_placement`]), and a small
+        // cluster's rank that comes first works it out too.
         let warming = Arc::clone(&snapshot);
         let warm = Arc::clone(&self.warm);
         tokio::spawn(netaware_runtime::background::run(move || {
             warming.placer.warm();
             let mut warm = warm.lock().unwrap_or_else(PoisonError::into_inner);
             // Warms may end out of order: the newest stays.
-            if warm.version <= warming.version {
+            if warm.built <= warming.built {
                 *warm = warming;
             }
         }));
@@ -411,10 +413,10 @@ impl Snapshots {
 }
 
 /// What placement reads of the `published` snapshot and the newest `warm`
-/// one: the warm one while it is older than the published (which is then
-/// still being warmed) and younger than [`WARM_KEPT_AT_MOST`].
+/// one: the warm one while it was built before the published (which is
+/// then still being warmed) and is younger than [`WARM_KEPT_AT_MOST`].
 fn warm_or_published(published: Arc<Snapshot>, warm: Arc<Snapshot>) -> Arc<Snapshot> {
-    if warm.version < published.version && warm.built.elapsed() < WARM_KEPT_AT_MOST {
+    if warm.built < published.built && warm.built.elapsed() < WARM_KEPT_AT_MOST {
         warm
     } else {
         published
@@ -536,20 +538,30 @@ mod tests {
         join(&state, "n1");
         let warm = Arc::new(built_ago(&state, Duration::from_millis(300)));
         join(&state, "n2");
-        let published = Arc::new(built_ago(&state, Duration::ZERO));
-        assert!(warm.version < published.version);
-        let read = |published: &Arc<Snapshot>, warm: &Arc<Snapshot>| {
-            warm_or_published(Arc::clone(published), Arc::clone(warm)).version
+        let published = Arc::new(built_ago(&state, Duration::from_millis(10)));
+        let reads = |published: &Arc<Snapshot>, warm: &Arc<Snapshot>, want: &Arc<Snapshot>| {
+            Arc::ptr_eq(
+                &warm_or_published(Arc::clone(published), Arc::clone(warm)),
+                want,
+            )
         };
-        assert_eq!(read(&published, &warm), warm.version, "still warming");
-        assert_eq!(read(&published, &published), published.version, "warm");
-        // As old as the one before the published, but warmed too long ago.
-        let mut stuck = built_ago(&state, WARM_KEPT_AT_MOST + Duration::from_millis(1));
-        stuck.version = warm.version;
-        let older = Arc::new(stuck);
-        assert_eq!(
-            read(&published, &older),
-            published.version,
+        assert!(reads(&published, &warm, &warm), "still warming");
+        assert!(reads(&published, &published, &published), "warm");
+        // The same state built again (it aged): the warm one until it is warm.
+        let rebuilt = Arc::new(built_ago(&state, Duration::ZERO));
+        assert_eq!(rebuilt.version, published.version);
+        assert!(
+            reads(&rebuilt, &published, &published),
+            "same version, still warming"
+        );
+        // Built before the published, but too long ago: a warm that never
+        // ended.
+        let stuck = Arc::new(built_ago(
+            &state,
+            WARM_KEPT_AT_MOST + Duration::from_millis(1),
+        ));
+        assert!(
+            reads(&published, &stuck, &published),
             "a warm that never ended"
         );
     }
