@@ -75,9 +75,9 @@ impl ScoresService {
         self.snapshots.for_reader(&self.ingest, &self.work).await
     }
 
-    /// The snapshot placement and estimates answer from (Rank, the web
-    /// view's heat map and pairs): warm for
-    /// placement where it can be ([`crate::snapshots::Snapshots::for_placement`]).
+    /// The snapshot placement and estimates answer from (Rank, Estimate,
+    /// the web view's heat map and pairs): one warm for placement where it
+    /// can be ([`crate::snapshots::Snapshots::for_placement`]).
     pub(crate) async fn placement_snapshot(&self) -> Arc<Snapshot> {
         self.snapshots.for_placement(&self.ingest, &self.work).await
     }
