@@ -26,7 +26,7 @@ pub struct BlockConfig {
     /// differences are noise, not topology.
     pub cut_floor_ms: f64,
     /// A pair whose goodput is below this share of its zone's usual counts
-    /// as farther apart, by the ratio (at most [`MAX_GOODPUT_STRETCH`]).
+    /// as farther apart, by the ratio (at most [`MAX_STRETCH`]).
     pub goodput_fraction: f64,
     /// Rounds in a row that must show a node in another block (or its
     /// degraded mark changed) before it moves: the hysteresis.
@@ -44,8 +44,9 @@ impl Default for BlockConfig {
     }
 }
 
-/// The most a low goodput multiplies a pair's distance.
-pub const MAX_GOODPUT_STRETCH: f64 = 4.0;
+/// The most a low goodput multiplies a pair's distance, and what a path
+/// lossier than placement accepts multiplies it by.
+pub const MAX_STRETCH: f64 = 4.0;
 
 /// Symmetric distances between `n` items, upper triangle only.
 #[derive(Debug, Clone)]

@@ -6,7 +6,9 @@
 //! Two steps. [`observe`] reads one scored matrix: a pair's distance is the
 //! mean of its fresh measured medians both ways, else the RTT its nodes'
 //! coordinates estimate, stretched where its goodput is far below the
-//! zone's usual. [`BlockTracker`] keeps what was published and moves a node
+//! zone's usual or its path loses more than placement accepts (a bad rack
+//! uplink cuts its rack off even where the RTTs hide the racks).
+//! [`BlockTracker`] keeps what was published and moves a node
 //! to another block, or changes its degraded mark, only when
 //! [`BlockConfig::confirmations`] rounds in a row say so: one noisy window
 //! moves nothing, and consumers do not see labels flap.
@@ -17,7 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::blocks::{self, BlockConfig, Distances, MAX_GOODPUT_STRETCH};
+use crate::blocks::{self, BlockConfig, Distances, MAX_STRETCH};
 use crate::node_estimate::End;
 use crate::placement::PlacementConfig;
 use crate::scored::ScoredMatrix;
@@ -142,7 +144,19 @@ pub fn observe(
             members.sort_by(|&a, &b| nodes[a].info.name.cmp(&nodes[b].info.name));
             let (fresh, stale): (Vec<usize>, Vec<usize>) =
                 members.iter().partition(|&&i| !nodes[i].stale);
-            let distances = zone_distances(matrix, &fresh, config);
+            let degraded: Vec<bool> = fresh
+                .iter()
+                .map(|&i| {
+                    health[i]
+                        .degraded(placement.loss_threshold, placement.min_goodput_fraction)
+                        .is_some()
+                })
+                .collect();
+            let lossy_paths = LossyPaths {
+                threshold: placement.loss_threshold,
+                degraded: &degraded,
+            };
+            let distances = zone_distances(matrix, &fresh, config, &lossy_paths);
             let groups = blocks::cluster(&distances, blocks::cut_height(&distances, config))
                 .into_iter()
                 .map(|group| {
@@ -154,12 +168,9 @@ pub fn observe(
                 .collect();
             let degraded = fresh
                 .iter()
-                .filter(|&&i| {
-                    health[i]
-                        .degraded(placement.loss_threshold, placement.min_goodput_fraction)
-                        .is_some()
-                })
-                .map(|&i| nodes[i].info.name.clone())
+                .zip(&degraded)
+                .filter(|(_, degraded)| **degraded)
+                .map(|(&i, _)| nodes[i].info.name.clone())
                 .collect();
             ZoneObservation {
                 zone: zone.to_owned(),
@@ -205,10 +216,46 @@ fn measured_goodput(matrix: &ScoredMatrix, a: usize, b: usize) -> Option<f64> {
     }
 }
 
+/// The loss of a pair over both its directions' fresh probes pooled (each
+/// direction's echo crosses the same path both ways, so both read one
+/// loss); `None` when neither has any.
+fn measured_loss(matrix: &ScoredMatrix, a: usize, b: usize) -> Option<f64> {
+    let (mut lost, mut sent) = (0.0, 0u64);
+    for (src, dst) in [(a, b), (b, a)] {
+        let Some(pair) = matrix.pair(src, dst).filter(|p| !p.stale) else {
+            continue;
+        };
+        if let Some(loss) = pair.summary.loss_ratio.filter(|_| pair.summary.samples > 0) {
+            lost += loss * pair.summary.samples as f64;
+            sent += pair.summary.samples;
+        }
+    }
+    (sent > 0).then(|| lost / sent as f64)
+}
+
+/// Which of a zone's paths count as lossy for its blocks.
+struct LossyPaths<'a> {
+    /// Loss above this (both directions pooled) is lossy.
+    threshold: f64,
+    /// Whether each member is degraded by its own links: its paths are
+    /// lossy because of the node, and say nothing of where blocks end (the
+    /// node keeps its rack's block, and fault localisation names the node,
+    /// not an uplink of a block of one).
+    degraded: &'a [bool],
+}
+
 /// The distances between `members` (node indices of one zone): measured
-/// or estimated RTT, stretched for low goodput; a pair with neither takes
+/// or estimated RTT, stretched for low goodput and for loss on the path
+/// (`lossy`): a lossy path joins no block, so that, averaged over a
+/// group's pairs, the paths across a bad uplink cut the group there even
+/// when the RTTs, on a loaded network, do not; a pair with neither takes
 /// the median of the zone's known ones, so it pulls no way.
-fn zone_distances(matrix: &ScoredMatrix, members: &[usize], config: &BlockConfig) -> Distances {
+fn zone_distances(
+    matrix: &ScoredMatrix,
+    members: &[usize],
+    config: &BlockConfig,
+    lossy: &LossyPaths<'_>,
+) -> Distances {
     let n = members.len();
     let mut goodputs: Vec<f64> = Vec::new();
     for (k, &a) in members.iter().enumerate() {
@@ -224,15 +271,23 @@ fn zone_distances(matrix: &ScoredMatrix, members: &[usize], config: &BlockConfig
             let rtt = measured_rtt_ms(matrix, a, b)
                 .or_else(|| matrix.estimated_rtt_ms(End::Node(a), End::Node(b)))
                 .filter(|r| r.is_finite() && *r >= 0.0);
-            let stretch = match (measured_goodput(matrix, a, b), usual_goodput) {
+            let goodput_stretch = match (measured_goodput(matrix, a, b), usual_goodput) {
                 (Some(goodput), Some(usual)) if goodput < config.goodput_fraction * usual => {
                     if goodput > 0.0 {
-                        (usual / goodput).min(MAX_GOODPUT_STRETCH)
+                        (usual / goodput).min(MAX_STRETCH)
                     } else {
-                        MAX_GOODPUT_STRETCH
+                        MAX_STRETCH
                     }
                 }
                 _ => 1.0,
+            };
+            let lossy_path = !lossy.degraded[i]
+                && !lossy.degraded[j]
+                && measured_loss(matrix, a, b).is_some_and(|loss| loss > lossy.threshold);
+            let stretch = if lossy_path {
+                MAX_STRETCH
+            } else {
+                goodput_stretch
             };
             raw.push(rtt.map(|rtt| rtt * stretch));
         }
@@ -549,6 +604,41 @@ mod tests {
             .map(|(_, _, n)| n.name.as_str())
             .collect();
         assert_eq!(degraded, ["b2"]);
+    }
+
+    #[test]
+    fn paths_lossy_both_ways_pooled_cut_the_blocks_where_the_rtts_do_not() {
+        // One zone, every RTT alike (a loaded network hides the racks);
+        // the paths between a1-a3 and a4-a6 lose 12% one way and 2% the
+        // other: 7% pooled, above the 5% placement accepts, while each
+        // node's own links read clean on half of them (none is degraded).
+        let names = ["a1", "a2", "a3", "a4", "a5", "a6"];
+        let nodes: Vec<(&str, &str)> = names.iter().map(|n| (*n, "a")).collect();
+        let first = |n: &str| ["a1", "a2", "a3"].contains(&n);
+        let mut measured = Vec::new();
+        for src in names {
+            for dst in names.iter().filter(|&&dst| dst != src) {
+                let loss = match (first(src), first(dst)) {
+                    (true, false) => 0.12,
+                    (false, true) => 0.02,
+                    _ => 0.0,
+                };
+                measured.push((src, *dst, 1.0, loss));
+            }
+        }
+        let observation = look(&scored(&nodes, &measured, NOW));
+        let zone = &observation.zones[0];
+        assert!(zone.degraded.is_empty(), "{:?}", zone.degraded);
+        let mut groups = zone.groups.clone();
+        groups.sort();
+        assert_eq!(groups, [["a1", "a2", "a3"], ["a4", "a5", "a6"]]);
+        // Loss under the threshold either way pooled cuts nothing.
+        let measured: Vec<_> = measured
+            .iter()
+            .map(|&(src, dst, rtt, loss)| (src, dst, rtt, loss.min(0.04)))
+            .collect();
+        let observation = look(&scored(&nodes, &measured, NOW));
+        assert_eq!(observation.zones[0].groups.len(), 1);
     }
 
     #[test]
