@@ -614,6 +614,11 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
         prometheus_client::registry::Unit::Bytes,
         work.state_saved_bytes.clone(),
     );
+    collector.register(
+        "snapshots_live",
+        "Scored snapshots alive in the process: published, warm, kept for paging, or still held by a reader (each a copy of every pair's scores)",
+        crate::snapshots::LIVE.clone(),
+    );
     let seconds = [
         (
             "snapshot_build",

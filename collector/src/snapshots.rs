@@ -109,6 +109,33 @@ pub struct Snapshot {
     /// pairs, each placed by the same settings.
     pub other_networks: BTreeMap<Network, Placer>,
     built: Instant,
+    _counted: Counted,
+}
+
+/// Scored snapshots alive in this process: published, kept for paging or
+/// warm, and any older one a reader (a watch stream, a topology round, a
+/// save) still holds. Each is a copy of every pair's scores, about 100 MB
+/// at 5,000 agents, so this says how much of the collector's memory is
+/// snapshots at any moment. One gauge for the process, as its memory is.
+pub static LIVE: LazyLock<prometheus_client::metrics::gauge::Gauge> =
+    LazyLock::new(Default::default);
+
+/// Counts its snapshot in [`LIVE`] from when it is built until it is
+/// dropped.
+#[derive(Debug)]
+struct Counted;
+
+impl Counted {
+    fn new() -> Self {
+        LIVE.inc();
+        Self
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        LIVE.dec();
+    }
 }
 
 impl Snapshot {
@@ -454,6 +481,7 @@ fn snapshot_of(
             })
             .collect(),
         built: Instant::now(),
+        _counted: Counted::new(),
     }
 }
 

@@ -158,6 +158,9 @@ async fn agents_measure_the_collector_scores_and_a_killed_agent_goes_stale() {
     let (status, text) = netaware_testkit::get(collector.http_addr, "/metrics").await;
     assert_eq!(status, 200);
     assert_eq!(value(&text, "netaware_collector_sessions_open"), 4.0);
+    // At least the published snapshot is alive (the gauge is the
+    // process's: other tests' collectors may add theirs).
+    assert!(value(&text, "netaware_collector_snapshots_live") >= 1.0);
     netaware_testkit::check_with_promtool("the collector's /metrics", &text);
     assert!(
         value(
