@@ -225,6 +225,14 @@ struct OutcomeLabels {
     outcome: &'static str,
 }
 
+/// Scored snapshots alive in this process (`crate::snapshots` counts
+/// them): published, kept for paging or warm, and any older one a reader
+/// (a watch stream, a topology round, a save) still holds. Each is a copy
+/// of every pair's scores, about 100 MB at 5,000 agents, so this says how
+/// much of the collector's memory is snapshots at any moment. One gauge
+/// for the process, as its memory is.
+pub static LIVE_SNAPSHOTS: std::sync::LazyLock<Gauge> = std::sync::LazyLock::new(Gauge::default);
+
 /// Counters of the collector's work, shared by the sessions.
 #[derive(Debug)]
 pub struct WorkMetrics {
@@ -617,7 +625,7 @@ fn register_work(registry: &mut Registry, work: &WorkMetrics, facts: &ScrapeFact
     collector.register(
         "snapshots_live",
         "Scored snapshots alive in the process: published, warm, kept for paging, or still held by a reader (each a copy of every pair's scores)",
-        crate::snapshots::LIVE.clone(),
+        LIVE_SNAPSHOTS.clone(),
     );
     let seconds = [
         (

@@ -39,7 +39,7 @@ use tokio::sync::Mutex;
 
 use crate::config::ModelConfig;
 use crate::ingest::Ingest;
-use crate::metrics::WorkMetrics;
+use crate::metrics::{LIVE_SNAPSHOTS, WorkMetrics};
 use crate::state::{CollectorState, SnapshotInputs};
 
 /// The primary network, which every snapshot's placer is of.
@@ -112,29 +112,21 @@ pub struct Snapshot {
     _counted: Counted,
 }
 
-/// Scored snapshots alive in this process: published, kept for paging or
-/// warm, and any older one a reader (a watch stream, a topology round, a
-/// save) still holds. Each is a copy of every pair's scores, about 100 MB
-/// at 5,000 agents, so this says how much of the collector's memory is
-/// snapshots at any moment. One gauge for the process, as its memory is.
-pub static LIVE: LazyLock<prometheus_client::metrics::gauge::Gauge> =
-    LazyLock::new(Default::default);
-
-/// Counts its snapshot in [`LIVE`] from when it is built until it is
-/// dropped.
+/// Counts its snapshot in [`LIVE_SNAPSHOTS`] from when it is built until
+/// it is dropped.
 #[derive(Debug)]
 struct Counted;
 
 impl Counted {
     fn new() -> Self {
-        LIVE.inc();
+        LIVE_SNAPSHOTS.inc();
         Self
     }
 }
 
 impl Drop for Counted {
     fn drop(&mut self) {
-        LIVE.dec();
+        LIVE_SNAPSHOTS.dec();
     }
 }
 
