@@ -15,11 +15,11 @@
 
 use netaware_core::matrix::{PairSummary, Throughput};
 use netaware_core::score::ScoreConfig;
-use netaware_core::scored::{NodeView, ScoredMatrix, ScoredPair, own_terms};
+use netaware_core::scored::ScoredMatrix;
 use netaware_core::transport::{Transport, TransportSet};
-use netaware_core::{NodeInfo, NodeKind};
 use netaware_eval::information::View;
 use netaware_eval::labels::LabelSource;
+use netaware_eval::perfect::{agent_node, fresh_pair};
 use netaware_eval::schedulers::{Labelled, Scheduler};
 use netaware_eval::sim::Places;
 use netaware_eval::volcano::Mode;
@@ -86,34 +86,13 @@ fn matrix(spread_ms: f64, rng: &mut StdRng) -> ScoredMatrix {
     for src in 0..HOSTS.len() {
         for dst in (0..HOSTS.len()).filter(|&d| d != src) {
             let summary = reading(src, dst, spread_ms, rng);
-            let terms = own_terms(&config, &config.measured_terms(&summary, true, 0));
-            pairs.push(ScoredPair {
-                src,
-                dst,
-                summary,
-                age_ms: Some(0),
-                stale: false,
-                quality: config.quality(&terms),
-                terms,
-            });
+            pairs.push(fresh_pair(&config, src, dst, summary, 0));
         }
     }
     let nodes = HOSTS
         .iter()
         .enumerate()
-        .map(|(i, name)| NodeView {
-            info: NodeInfo {
-                name: (*name).to_owned(),
-                address: String::new(),
-                zone: ["zone-a", "zone-b"][zone(i)].to_owned(),
-                region: "r".to_owned(),
-                kind: NodeKind::Agent,
-            },
-            stale: false,
-            last_report_age_ms: Some(0),
-            coordinate: None,
-            agent: None,
-        })
+        .map(|(i, name)| agent_node(name, ["zone-a", "zone-b"][zone(i)]))
         .collect();
     ScoredMatrix::from_parts(nodes, pairs, config.fallback())
 }

@@ -12,7 +12,7 @@ use netaware_core::peers::{PeerBound, choose};
 use netaware_core::score::ScoreConfig;
 use netaware_core::scored::{NodeView, ScoredMatrix, ScoredPair, own_terms};
 use netaware_core::transport::{Transport, TransportSet};
-use netaware_core::{NodeInfo, NodeKind};
+use netaware_core::{NodeInfo, NodeKind, UnixMillis};
 use rand::Rng;
 
 use crate::cluster::Cluster;
@@ -56,33 +56,15 @@ pub fn matrix(
                 probe: Some(Transport::Icmp),
                 filtered: TransportSet::EMPTY,
             };
-            let terms = own_terms(config, &config.measured_terms(&summary, true, now));
-            pairs.push(ScoredPair {
-                src,
-                dst,
-                summary,
-                age_ms: Some(0),
-                stale: false,
-                quality: config.quality(&terms),
-                terms,
-            });
+            pairs.push(fresh_pair(config, src, dst, summary, now));
         }
     }
     let nodes = |coordinates: &Coordinates| -> Vec<NodeView> {
         candidates
             .iter()
             .map(|&(name, zone)| NodeView {
-                info: NodeInfo {
-                    name: name.to_owned(),
-                    address: String::new(),
-                    zone: zone.to_owned(),
-                    region: String::new(),
-                    kind: NodeKind::Agent,
-                },
-                stale: false,
-                last_report_age_ms: Some(0),
                 coordinate: coordinates.coordinate(name).cloned(),
-                agent: None,
+                ..agent_node(name, zone)
             })
             .collect()
     };
@@ -101,4 +83,42 @@ pub fn matrix(
         without.pairs().to_vec(),
         config.fallback(),
     )
+}
+
+/// A pair measured just now (`now`) with `summary`, scored by `config`
+/// from its own figures alone.
+pub fn fresh_pair(
+    config: &ScoreConfig,
+    src: usize,
+    dst: usize,
+    summary: PairSummary,
+    now: UnixMillis,
+) -> ScoredPair {
+    let terms = own_terms(config, &config.measured_terms(&summary, true, now));
+    ScoredPair {
+        src,
+        dst,
+        summary,
+        age_ms: Some(0),
+        stale: false,
+        quality: config.quality(&terms),
+        terms,
+    }
+}
+
+/// An agent `name` in `zone` that reported just now, with no coordinate.
+pub fn agent_node(name: &str, zone: &str) -> NodeView {
+    NodeView {
+        info: NodeInfo {
+            name: name.to_owned(),
+            address: String::new(),
+            zone: zone.to_owned(),
+            region: String::new(),
+            kind: NodeKind::Agent,
+        },
+        stale: false,
+        last_report_age_ms: Some(0),
+        coordinate: None,
+        agent: None,
+    }
 }

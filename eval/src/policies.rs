@@ -263,8 +263,6 @@ fn zone_only(
 mod tests {
     use super::*;
     use crate::information::ZoneCosts;
-    use netaware_core::scored::NodeView;
-    use netaware_core::{NodeInfo, NodeKind};
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
@@ -273,19 +271,7 @@ mod tests {
         let names = ["a1", "a2", "a3", "b1", "b2", "b3", "c1", "c2"];
         let nodes = names
             .iter()
-            .map(|name| NodeView {
-                info: NodeInfo {
-                    name: (*name).into(),
-                    address: String::new(),
-                    zone: format!("zone-{}", &name[..1]),
-                    region: String::new(),
-                    kind: NodeKind::Agent,
-                },
-                stale: false,
-                last_report_age_ms: Some(0),
-                coordinate: None,
-                agent: None,
-            })
+            .map(|name| crate::perfect::agent_node(name, &format!("zone-{}", &name[..1])))
             .collect();
         (
             View::with_defaults(ScoredMatrix::from_parts(
