@@ -97,19 +97,37 @@ async fn metrics(State(shared): State<HttpState>) -> impl IntoResponse {
         placement,
         faults,
     };
-    (
-        [(CONTENT_TYPE, netaware_runtime::PROMETHEUS_CONTENT_TYPE)],
+    // Rendered on a background thread: at 5,000 nodes the text takes tens
+    // of milliseconds, which on one of the runtime's threads would hold up
+    // the acks queued behind it (BENCHMARKS.md, "What holds the
+    // collector's memory").
+    let work = Arc::clone(&shared.work);
+    let text = netaware_runtime::background::run(move || {
+        let others: Vec<_> = snapshot
+            .other_networks
+            .iter()
+            .map(|(network, placer)| (network, placer.matrix()))
+            .collect();
         netaware_runtime::prometheus_text(&exposition_of_networks(
-            &shared.work,
+            &work,
             snapshot.scored(),
-            &snapshot
-                .other_networks
-                .iter()
-                .map(|(network, placer)| (network, placer.matrix()))
-                .collect::<Vec<_>>(),
+            &others,
             &facts,
-        )),
-    )
+        ))
+    })
+    .await;
+    match text {
+        Some(text) => (
+            StatusCode::OK,
+            [(CONTENT_TYPE, netaware_runtime::PROMETHEUS_CONTENT_TYPE)],
+            text,
+        ),
+        None => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "the metrics could not be rendered (no thread to render them on)\n".to_owned(),
+        ),
+    }
 }
 
 /// 200 while the collector works as it should; 503 while its saves fail
