@@ -23,6 +23,7 @@ use crate::blocks::{self, BlockConfig, Distances, MAX_STRETCH};
 use crate::node_estimate::End;
 use crate::placement::PlacementConfig;
 use crate::scored::ScoredMatrix;
+use crate::scored_pair::ScoredPair;
 use crate::stats::upper_median as median;
 
 /// What one look at the matrix shows.
@@ -192,45 +193,60 @@ pub fn observe(
     }
 }
 
-/// The fresh RTT medians of a pair both ways, averaged; `None` when
-/// neither way has one.
-fn measured_rtt_ms(matrix: &ScoredMatrix, a: usize, b: usize) -> Option<f64> {
-    let one_way = |src, dst| {
-        matrix
-            .pair(src, dst)
-            .filter(|p| !p.stale)
-            .and_then(|p| p.summary.rtt_median_ms)
-    };
-    match (one_way(a, b), one_way(b, a)) {
-        (Some(x), Some(y)) => Some((x + y) / 2.0),
-        (x, y) => x.or(y),
-    }
+/// A pair of nodes both ways, each looked up once for every figure the
+/// blocks read of it.
+struct BothWays<'m> {
+    ab: Option<&'m ScoredPair>,
+    ba: Option<&'m ScoredPair>,
 }
 
-/// The least fresh goodput of a pair either way.
-fn measured_goodput(matrix: &ScoredMatrix, a: usize, b: usize) -> Option<f64> {
-    let one_way = |src, dst| matrix.pair(src, dst).and_then(|p| p.fresh_goodput());
-    match (one_way(a, b), one_way(b, a)) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, y) => x.or(y),
-    }
-}
-
-/// The loss of a pair over both its directions' fresh probes pooled (each
-/// direction's echo crosses the same path both ways, so both read one
-/// loss); `None` when neither has any.
-fn measured_loss(matrix: &ScoredMatrix, a: usize, b: usize) -> Option<f64> {
-    let (mut lost, mut sent) = (0.0, 0u64);
-    for (src, dst) in [(a, b), (b, a)] {
-        let Some(pair) = matrix.pair(src, dst).filter(|p| !p.stale) else {
-            continue;
-        };
-        if let Some(loss) = pair.summary.loss_ratio.filter(|_| pair.summary.samples > 0) {
-            lost += loss * pair.summary.samples as f64;
-            sent += pair.summary.samples;
+impl<'m> BothWays<'m> {
+    fn of(matrix: &'m ScoredMatrix, a: usize, b: usize) -> Self {
+        Self {
+            ab: matrix.pair(a, b),
+            ba: matrix.pair(b, a),
         }
     }
-    (sent > 0).then(|| lost / sent as f64)
+
+    /// Each way's pair with fresh windows.
+    fn fresh(&self) -> [Option<&'m ScoredPair>; 2] {
+        [self.ab, self.ba].map(|p| p.filter(|p| !p.stale))
+    }
+
+    /// The fresh RTT medians both ways, averaged; `None` when neither way
+    /// has one.
+    fn rtt_ms(&self) -> Option<f64> {
+        let [x, y] = self
+            .fresh()
+            .map(|p| p.and_then(|p| p.summary.rtt_median_ms));
+        match (x, y) {
+            (Some(x), Some(y)) => Some((x + y) / 2.0),
+            (x, y) => x.or(y),
+        }
+    }
+
+    /// The least fresh goodput either way.
+    fn goodput(&self) -> Option<f64> {
+        let [x, y] = [self.ab, self.ba].map(|p| p.and_then(ScoredPair::fresh_goodput));
+        match (x, y) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        }
+    }
+
+    /// The loss over both directions' fresh probes pooled (each
+    /// direction's echo crosses the same path both ways, so both read one
+    /// loss); `None` when neither has any.
+    fn loss(&self) -> Option<f64> {
+        let (mut lost, mut sent) = (0.0, 0u64);
+        for pair in self.fresh().into_iter().flatten() {
+            if let Some(loss) = pair.summary.loss_ratio.filter(|_| pair.summary.samples > 0) {
+                lost += loss * pair.summary.samples as f64;
+                sent += pair.summary.samples;
+            }
+        }
+        (sent > 0).then(|| lost / sent as f64)
+    }
 }
 
 /// Which of a zone's paths count as lossy for its blocks.
@@ -260,7 +276,7 @@ fn zone_distances(
     let mut goodputs: Vec<f64> = Vec::new();
     for (k, &a) in members.iter().enumerate() {
         for &b in &members[k + 1..] {
-            goodputs.extend(measured_goodput(matrix, a, b));
+            goodputs.extend(BothWays::of(matrix, a, b).goodput());
         }
     }
     let usual_goodput = median(&mut goodputs);
@@ -268,10 +284,12 @@ fn zone_distances(
     for i in 0..n {
         for j in i + 1..n {
             let (a, b) = (members[i], members[j]);
-            let rtt = measured_rtt_ms(matrix, a, b)
+            let pair = BothWays::of(matrix, a, b);
+            let rtt = pair
+                .rtt_ms()
                 .or_else(|| matrix.estimated_rtt_ms(End::Node(a), End::Node(b)))
                 .filter(|r| r.is_finite() && *r >= 0.0);
-            let goodput_stretch = match (measured_goodput(matrix, a, b), usual_goodput) {
+            let goodput_stretch = match (pair.goodput(), usual_goodput) {
                 (Some(goodput), Some(usual)) if goodput < config.goodput_fraction * usual => {
                     if goodput > 0.0 {
                         (usual / goodput).min(MAX_STRETCH)
@@ -283,7 +301,7 @@ fn zone_distances(
             };
             let lossy_path = !lossy.degraded[i]
                 && !lossy.degraded[j]
-                && measured_loss(matrix, a, b).is_some_and(|loss| loss > lossy.threshold);
+                && pair.loss().is_some_and(|loss| loss > lossy.threshold);
             let stretch = if lossy_path {
                 MAX_STRETCH
             } else {
