@@ -12,7 +12,7 @@ use netaware_core::placement::Basis;
 use netaware_proto::convert::{node_kind_from_wire, transport_from_wire};
 use netaware_proto::v1 as pb;
 
-use crate::json::{FaultsJson, RankJson, TopologyJson};
+use crate::json::{BlockJson, FaultsJson, RankJson, TopologyJson};
 use netaware_views::text::fault_figure;
 
 /// A column of a table: its header, and whether it holds figures
@@ -332,8 +332,19 @@ pub fn rank(rank: &RankJson, size: usize, wide: bool) -> String {
     out
 }
 
-/// The measured topology: each zone's blocks with their size and degraded
-/// nodes, then the costs between zones and regions.
+/// A block's uplink as an open fault says: "bad" when it names it (all of
+/// the block's nodes, or the ones it names), "ok" when not.
+fn uplink(block: &BlockJson) -> String {
+    match block.behind_bad_uplink.len() {
+        0 => "ok".into(),
+        n if n == block.nodes.len() => "bad".into(),
+        _ => format!("bad: {}", block.behind_bad_uplink.join(" ")),
+    }
+}
+
+/// The measured topology: each zone's blocks with their size, degraded
+/// nodes and whether an open fault names their uplink, then the costs
+/// between zones and regions.
 pub fn topology(topology: &TopologyJson, wide: bool) -> String {
     let block_columns = keep(
         wide,
@@ -343,6 +354,7 @@ pub fn topology(topology: &TopologyJson, wide: bool) -> String {
             (text("BLOCK"), false),
             (figure("NODES"), false),
             (text("DEGRADED"), false),
+            (text("UPLINK"), false),
             (text("MEMBERS"), true),
         ],
     );
@@ -356,6 +368,7 @@ pub fn topology(topology: &TopologyJson, wide: bool) -> String {
                     (block.label.clone(), false),
                     (block.nodes.len().to_string(), false),
                     (or_dash(&block.degraded.join(" ")), false),
+                    (uplink(block), false),
                     (block.nodes.join(" "), true),
                 ],
             )

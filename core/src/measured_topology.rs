@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::blocks::{self, BlockConfig, Distances, MAX_STRETCH};
+use crate::fault_marks::{FaultMark, FaultMarks};
 use crate::node_estimate::End;
 use crate::placement::PlacementConfig;
 use crate::scored::ScoredMatrix;
@@ -112,6 +113,20 @@ pub struct BlockNode {
     pub name: String,
     /// Whether its own links say it is degraded.
     pub degraded: bool,
+    /// Whether an open fault names its block's uplink: the links out of
+    /// its block are bad while its inside is clean
+    /// ([`MeasuredTopology::mark_bad_uplinks`]).
+    pub bad_uplink: bool,
+}
+
+impl BlockNode {
+    /// Whether a job that selects both of its published marks false
+    /// (`netaware.io/degraded` and `netaware.io/bad-uplink`) keeps off it:
+    /// its own links are degraded, or a job spread over it would cross a
+    /// bad uplink.
+    pub fn kept_out(&self) -> bool {
+        self.degraded || self.bad_uplink
+    }
 }
 
 impl MeasuredTopology {
@@ -122,6 +137,30 @@ impl MeasuredTopology {
                 .iter()
                 .flat_map(move |block| block.nodes.iter().map(move |node| (zone, block, node)))
         })
+    }
+
+    /// Marks the nodes of every open block uplink fault among `marks` (of
+    /// this topology's network) as behind a bad uplink, by name: a fault
+    /// opened a round or more ago keeps its nodes though their block may
+    /// have been renumbered since.
+    pub fn mark_bad_uplinks(&mut self, marks: &FaultMarks) {
+        let behind: BTreeSet<&str> = marks
+            .marks
+            .iter()
+            .filter_map(|mark| match mark {
+                FaultMark::BlockUplink { nodes, .. } => Some(nodes),
+                FaultMark::Node { .. } => None,
+            })
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        for zone in &mut self.zones {
+            for block in &mut zone.blocks {
+                for node in &mut block.nodes {
+                    node.bad_uplink = behind.contains(node.name.as_str());
+                }
+            }
+        }
     }
 }
 
@@ -528,6 +567,8 @@ impl BlockTracker {
                 .push(BlockNode {
                     name: name.clone(),
                     degraded: t.degraded,
+                    // A fault's, marked by whoever holds the open faults.
+                    bad_uplink: false,
                 });
         }
         MeasuredTopology {
@@ -622,6 +663,44 @@ mod tests {
             .map(|(_, _, n)| n.name.as_str())
             .collect();
         assert_eq!(degraded, ["b2"]);
+    }
+
+    #[test]
+    fn an_open_uplink_fault_marks_its_nodes_by_name_and_nothing_else() {
+        let mut tracker = BlockTracker::new(&BlockConfig::default());
+        let mut topology = tracker.update(&look(&two_groups(&["b2"], None)));
+        assert!(topology.nodes().all(|(_, _, n)| !n.bad_uplink));
+        let uplink = FaultMark::BlockUplink {
+            zone: "a".into(),
+            // Renumbered since the fault opened: the names decide.
+            block: 7,
+            nodes: vec!["a4".into(), "a5".into(), "a6".into()],
+            metric: crate::fault_kind::FaultMetric::Loss,
+            value: 0.1,
+            baseline: 0.0,
+        };
+        let node_fault = FaultMark::Node {
+            node: "a1".into(),
+            metric: crate::fault_kind::FaultMetric::Loss,
+            value: 0.2,
+            baseline: 0.0,
+        };
+        topology.mark_bad_uplinks(&FaultMarks {
+            marks: vec![uplink, node_fault],
+        });
+        fn picked(topology: &MeasuredTopology, pick: fn(&BlockNode) -> bool) -> Vec<&str> {
+            topology
+                .nodes()
+                .filter(|(_, _, n)| pick(n))
+                .map(|(_, _, n)| n.name.as_str())
+                .collect()
+        }
+        assert_eq!(picked(&topology, |n| n.bad_uplink), ["a4", "a5", "a6"]);
+        let kept_out = picked(&topology, BlockNode::kept_out);
+        assert_eq!(kept_out, ["a4", "a5", "a6", "b2"]);
+        // The fault cleared: the marks go with it.
+        topology.mark_bad_uplinks(&FaultMarks::default());
+        assert_eq!(picked(&topology, |n| n.bad_uplink), Vec::<&str>::new());
     }
 
     #[test]

@@ -17,12 +17,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use netaware_core::blocks::BlockConfig;
-use netaware_core::measured_topology::{Observation, observe};
+use netaware_core::measured_topology::{BlockTracker, Observation, observe};
 use netaware_core::placement::{PlacementConfig, Placer};
 use netaware_core::scored::ScoredMatrix;
 
 use crate::cluster::Cluster;
-use crate::labels::NodePlaces;
+use crate::labels::{KeepOff, NodePlaces};
 
 /// Where a policy's knowledge of the network comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -85,9 +85,13 @@ impl View {
             &BlockConfig::default(),
             &PlacementConfig::default(),
         );
+        // What a first round publishes: no fault is open after one look
+        // (the collector opens one after two in a row), so no uplink is
+        // marked.
+        let topology = BlockTracker::new(&BlockConfig::default()).update(&observation);
         Self {
             zone_costs: ZoneCosts::of(&observation),
-            published: NodePlaces::published(&observation),
+            published: NodePlaces::published(&topology, KeepOff::Degraded),
             placer,
         }
     }

@@ -12,8 +12,9 @@
 //!   late or never);
 //! - [`NodePlaces::published`]: what `netaware publish-topology` writes from
 //!   what it measured: each zone's measured blocks as the rack level, and
-//!   the degraded nodes kept out (the `netaware.io/degraded` label, or the
-//!   taint, which both schedulers honour).
+//!   the degraded nodes and those behind a bad uplink kept out (the
+//!   `netaware.io/degraded` label, or the taint, which both schedulers
+//!   honour).
 //!
 //! A node without a rack label takes no worker: Kueue leaves a node that
 //! lacks a level's label out of its topology's domains, and Volcano's
@@ -21,7 +22,7 @@
 
 use std::collections::HashMap;
 
-use netaware_core::measured_topology::Observation;
+use netaware_core::measured_topology::MeasuredTopology;
 use rand::Rng;
 
 use crate::cluster::Cluster;
@@ -85,6 +86,16 @@ impl Default for LabelErrors {
             wrong: 0.03,
         }
     }
+}
+
+/// Which of netaware's node labels a label-driven job selects `false`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeepOff {
+    /// `netaware.io/degraded`: nodes whose own links are degraded.
+    Degraded,
+    /// That and `netaware.io/bad-uplink`: also the racks behind an uplink
+    /// that an open fault names.
+    DegradedAndBadUplink,
 }
 
 /// Every node's place, by name.
@@ -165,26 +176,25 @@ impl NodePlaces {
         places
     }
 
-    /// What `netaware publish-topology` writes from `observation`: each
-    /// zone's measured blocks (`ZONE-N`, numbered as the groups come) as
-    /// the rack level, degraded nodes kept out.
-    pub fn published(observation: &Observation) -> Self {
-        let mut places = HashMap::new();
-        for zone in &observation.zones {
-            for (number, group) in zone.groups.iter().enumerate() {
-                let block = format!("{}-{}", zone.zone, number + 1);
-                for name in group {
-                    places.insert(
-                        name.clone(),
-                        Place {
-                            zone: zone.zone.clone(),
-                            rack: Some(block.clone()),
-                            excluded: zone.degraded.contains(name),
-                        },
-                    );
-                }
-            }
-        }
+    /// What `netaware publish-topology` writes from `topology`: each
+    /// zone's measured blocks (`ZONE-N`) as the rack level, and the nodes
+    /// that a job selecting `keep_off`'s labels false keeps off kept out.
+    pub fn published(topology: &MeasuredTopology, keep_off: KeepOff) -> Self {
+        let places = topology
+            .nodes()
+            .map(|(zone, block, node)| {
+                let excluded = match keep_off {
+                    KeepOff::Degraded => node.degraded,
+                    KeepOff::DegradedAndBadUplink => node.kept_out(),
+                };
+                let place = Place {
+                    zone: zone.zone.clone(),
+                    rack: Some(format!("{}-{}", zone.zone, block.number)),
+                    excluded,
+                };
+                (node.name.clone(), place)
+            })
+            .collect();
         Self(places)
     }
 }
@@ -193,7 +203,7 @@ impl NodePlaces {
 mod tests {
     use super::*;
     use crate::cluster::ClusterSpec;
-    use netaware_core::measured_topology::ZoneObservation;
+    use netaware_core::measured_topology::{Block, BlockNode, ZoneBlocks};
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
@@ -243,21 +253,40 @@ mod tests {
     }
 
     #[test]
-    fn netaware_publishes_its_blocks_and_keeps_degraded_nodes_out() {
-        let observation = Observation {
-            zones: vec![ZoneObservation {
-                zone: "zone-a".into(),
-                groups: vec![vec!["a1".into(), "a2".into()], vec!["a3".into()]],
-                degraded: ["a2".to_owned()].into(),
-                ..ZoneObservation::default()
-            }],
-            ..Observation::default()
+    fn netaware_publishes_its_blocks_and_keeps_degraded_nodes_and_bad_uplinks_out() {
+        let node = |name: &str, degraded, bad_uplink| BlockNode {
+            name: name.into(),
+            degraded,
+            bad_uplink,
         };
-        let places = NodePlaces::published(&observation);
-        assert_eq!(places.get("a1").unwrap().rack.as_deref(), Some("zone-a-1"));
-        assert_eq!(places.get("a3").unwrap().rack.as_deref(), Some("zone-a-2"));
-        assert!(!places.get("a2").unwrap().usable());
-        assert!(places.get("a1").unwrap().usable());
-        assert_eq!(places.get("b1"), None);
+        let topology = MeasuredTopology {
+            zones: vec![ZoneBlocks {
+                zone: "zone-a".into(),
+                region: String::new(),
+                blocks: vec![
+                    Block {
+                        number: 1,
+                        nodes: vec![node("a1", false, false), node("a2", true, false)],
+                    },
+                    Block {
+                        number: 2,
+                        nodes: vec![node("a3", false, false), node("a4", false, true)],
+                    },
+                ],
+            }],
+            ..MeasuredTopology::default()
+        };
+        let usable = |keep_off| {
+            let places = NodePlaces::published(&topology, keep_off);
+            assert_eq!(places.get("a1").unwrap().rack.as_deref(), Some("zone-a-1"));
+            assert_eq!(places.get("a3").unwrap().rack.as_deref(), Some("zone-a-2"));
+            assert_eq!(places.get("b1"), None);
+            ["a1", "a2", "a3", "a4"].map(|n| places.get(n).unwrap().usable())
+        };
+        assert_eq!(usable(KeepOff::Degraded), [true, false, true, true]);
+        assert_eq!(
+            usable(KeepOff::DegradedAndBadUplink),
+            [true, false, true, false]
+        );
     }
 }

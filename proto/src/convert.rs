@@ -867,6 +867,7 @@ pub fn topology_to_wire(
                             .map(|node| pb::BlockNode {
                                 name: node.name.clone(),
                                 degraded: node.degraded,
+                                bad_uplink: node.bad_uplink,
                             })
                             .collect(),
                     })
@@ -919,6 +920,7 @@ pub fn topology_from_wire(topology: pb::Topology) -> MeasuredTopology {
                         .map(|node| BlockNode {
                             name: node.name,
                             degraded: node.degraded,
+                            bad_uplink: node.bad_uplink,
                         })
                         .collect(),
                 })
@@ -1333,6 +1335,7 @@ mod tests {
         let node = |name: &str, degraded| BlockNode {
             name: name.into(),
             degraded,
+            bad_uplink: name == "a3",
         };
         MeasuredTopology {
             zones: vec![ZoneBlocks {
@@ -1379,12 +1382,13 @@ mod tests {
             number: 0,
             nodes: vec![pb::BlockNode {
                 name: "a9".into(),
-                degraded: false,
+                ..Default::default()
             }],
         });
         wire.zones[0].blocks[1].nodes.push(pb::BlockNode {
             name: "a1".into(),
             degraded: true,
+            bad_uplink: true,
         });
         wire.zone_costs[0].goodput_bps = Some(-1.0);
         let mut nan = wire.zone_costs[0].clone();

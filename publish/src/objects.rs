@@ -19,6 +19,11 @@ use crate::names;
 pub const BLOCK_LABEL: &str = "netaware.io/block";
 /// The label saying whether a node's own links say it is degraded.
 pub const DEGRADED_LABEL: &str = "netaware.io/degraded";
+/// The label saying whether an open fault names the uplink of a node's
+/// block (a job spread over it and the rest of its zone crosses a bad
+/// link): a job that selects it `false` as well as the degraded one keeps
+/// off such a rack.
+pub const BAD_UPLINK_LABEL: &str = "netaware.io/bad-uplink";
 /// The well-known label of a node's host name: the lowest topology level.
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 /// The label on every HyperNode netaware writes, as Volcano's own
@@ -32,7 +37,8 @@ pub const DIKTYO_WEIGHTS: &str = "NetperfCosts";
 /// Who the objects are for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
 pub enum Format {
-    /// `netaware.io/block` and `netaware.io/degraded` on each Node.
+    /// `netaware.io/block`, `netaware.io/degraded` and
+    /// `netaware.io/bad-uplink` on each Node.
     Labels,
     /// A Kueue Topology (zone, block, host); needs the labels.
     Kueue,
@@ -165,6 +171,7 @@ fn node_labels(topology: &MeasuredTopology) -> Vec<Object> {
             let labels: BTreeMap<&str, String> = [
                 (BLOCK_LABEL, block_label(&zone.zone, block.number)),
                 (DEGRADED_LABEL, node.degraded.to_string()),
+                (BAD_UPLINK_LABEL, node.bad_uplink.to_string()),
             ]
             .into();
             Object {
@@ -353,6 +360,47 @@ pub fn to_yaml(objects: &[Object]) -> Result<String, serde_yaml::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use netaware_core::measured_topology::{Block, BlockNode, ZoneBlocks};
+
+    #[test]
+    fn nodes_degraded_and_behind_a_bad_uplink_are_labelled_apart() {
+        let node = |name: &str, degraded, bad_uplink| BlockNode {
+            name: name.into(),
+            degraded,
+            bad_uplink,
+        };
+        let topology = MeasuredTopology {
+            zones: vec![ZoneBlocks {
+                zone: "a".into(),
+                region: String::new(),
+                blocks: vec![Block {
+                    number: 1,
+                    nodes: vec![
+                        node("a1", false, false),
+                        node("a2", true, false),
+                        node("a3", false, true),
+                    ],
+                }],
+            }],
+            ..MeasuredTopology::default()
+        };
+        let labels: Vec<(String, Value, Value)> =
+            render(&topology, Format::Labels, &RenderOptions::default())
+                .into_iter()
+                .map(|object| {
+                    let labels = &object.body["metadata"]["labels"];
+                    let label = |key: &str| labels[key].clone();
+                    (object.name, label(DEGRADED_LABEL), label(BAD_UPLINK_LABEL))
+                })
+                .collect();
+        let expected = [
+            ("a1", "false", "false"),
+            ("a2", "true", "false"),
+            ("a3", "false", "true"),
+        ]
+        .map(|(name, degraded, uplink)| (name.to_owned(), json!(degraded), json!(uplink)));
+        assert_eq!(labels, expected);
+    }
 
     #[test]
     fn costs_keep_two_figures_and_never_fall_below_one() {

@@ -462,7 +462,8 @@ async fn topology_says_when_it_has_none_yet_then_shows_the_blocks() {
     assert_eq!(keys(zone), ["blocks", "name", "region"]);
     assert_eq!(
         zone["blocks"],
-        serde_json::json!([{"number": 1, "label": "zone-a-1", "nodes": ["a", "b"], "degraded": []}])
+        serde_json::json!([{"number": 1, "label": "zone-a-1", "nodes": ["a", "b"], "degraded": [],
+            "behind_bad_uplink": []}])
     );
     assert!(
         table.contains("zone-a-1") && table.contains("BLOCK"),

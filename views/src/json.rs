@@ -4,7 +4,7 @@
 //! the same documents. Field names are the contract; figures that do not
 //! exist yet are `null`, never a made-up number.
 
-use netaware_core::measured_topology::{LinkCost, MeasuredTopology};
+use netaware_core::measured_topology::{BlockNode, LinkCost, MeasuredTopology};
 use netaware_core::pair_rtt::RttBasis;
 use netaware_core::placement::{Basis, PlacementConfig};
 use netaware_core::verdict::FailureCode;
@@ -512,6 +512,10 @@ pub struct BlockJson {
     pub nodes: Vec<String>,
     /// Those of them marked degraded.
     pub degraded: Vec<String>,
+    /// Those of them behind a block uplink that an open fault names
+    /// (labelled, as the degraded ones, to keep training workers off).
+    #[serde(default)]
+    pub behind_bad_uplink: Vec<String>,
 }
 
 impl TopologyJson {
@@ -532,12 +536,8 @@ impl TopologyJson {
                             number: block.number,
                             label: netaware_publish::objects::block_label(&zone.zone, block.number),
                             nodes: block.nodes.iter().map(|n| n.name.clone()).collect(),
-                            degraded: block
-                                .nodes
-                                .iter()
-                                .filter(|n| n.degraded)
-                                .map(|n| n.name.clone())
-                                .collect(),
+                            degraded: names_where(&block.nodes, |n| n.degraded),
+                            behind_bad_uplink: names_where(&block.nodes, |n| n.bad_uplink),
                         })
                         .collect(),
                 })
@@ -546,6 +546,15 @@ impl TopologyJson {
             region_costs: topology.costs.regions.clone(),
         }
     }
+}
+
+/// The names of the `nodes` that `pick` picks.
+fn names_where(nodes: &[BlockNode], pick: impl Fn(&BlockNode) -> bool) -> Vec<String> {
+    nodes
+        .iter()
+        .filter(|n| pick(n))
+        .map(|n| n.name.clone())
+        .collect()
 }
 
 /// `faults --json`: the open faults.

@@ -12,7 +12,9 @@
 //! The same round localises each network's faults from its matrix and
 //! the blocks just found (`netaware_core::faults`), and a fault tracker
 //! opens and clears them with hysteresis; each that opens or clears is
-//! logged, and `GetFaults` serves the open ones.
+//! logged, and `GetFaults` serves the open ones. The nodes of an open
+//! block uplink fault are marked in the published topology, so that a
+//! scheduler reading labels keeps off them.
 //!
 //! The trackers live in memory: after a restart the first round publishes
 //! what it sees (block numbers follow the order of the groups' first
@@ -23,9 +25,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use netaware_core::UnixMillis;
+use netaware_core::faults::round::{self, RoundConfig};
 use netaware_core::faults::tracker::{Change, Fault, FaultTracker, TrackerConfig, placement_marks};
-use netaware_core::faults::{FaultInput, localise};
-use netaware_core::measured_topology::{self, BlockTracker, MeasuredTopology};
+use netaware_core::measured_topology::{BlockTracker, MeasuredTopology};
 use netaware_core::network::Network;
 use netaware_runtime::latest::Latest;
 use tokio_util::sync::CancellationToken;
@@ -94,18 +96,23 @@ pub async fn run(
                     continue;
                 };
                 crate::rtt_histograms::observe(&rtts, network, placer.matrix());
-                let observation =
-                    measured_topology::observe(placer.matrix(), &config.blocks, &config.placement);
                 let mut tracker = kept
                     .remove(network)
                     .unwrap_or_else(|| BlockTracker::new(&config.blocks));
-                let topology = tracker.update(&observation);
-                let input = FaultInput::from_matrix(placer.matrix(), Some(&topology), now);
-                let found = localise(&input, &config.faults)
-                    .iter()
-                    .map(|finding| Fault::named(&input, network, finding, now))
-                    .collect();
-                changes.extend(fault_tracker.update(network, found));
+                let round_config = RoundConfig {
+                    blocks: &config.blocks,
+                    placement: &config.placement,
+                    faults: &config.faults,
+                };
+                let (topology, found) = round::look(
+                    placer.matrix(),
+                    network,
+                    &mut tracker,
+                    &mut fault_tracker,
+                    round_config,
+                    now,
+                );
+                changes.extend(found);
                 by_network.insert(network.clone(), topology);
                 trackers.insert(network.clone(), tracker);
             }
@@ -120,18 +127,26 @@ pub async fn run(
                 changes.extend(fault_tracker.update(&network, Vec::new()));
             }
             drop(snapshot);
-            (trackers, by_network, fault_tracker, changes)
+            // The blocks published behind a bad uplink say so, for the
+            // schedulers that read labels rather than netaware's scores.
+            let open = fault_tracker.open();
+            let marks = marks_by_network(&open);
+            for (network, topology) in &mut by_network {
+                if let Some(marks) = marks.get(network) {
+                    topology.mark_bad_uplinks(marks);
+                }
+            }
+            (trackers, by_network, fault_tracker, changes, open, marks)
         })
         .await;
-        let Some((kept, by_network, fault_tracker, changes)) = round else {
+        let Some((kept, by_network, fault_tracker, changes, open, marks)) = round else {
             tracing::error!("a round of the measured topology failed; starting it over");
             continue;
         };
         trackers = kept;
         log_changes(&changes);
-        let open = fault_tracker.open();
         faults = fault_tracker;
-        snapshots.faults.publish(marks_by_network(&open));
+        snapshots.faults.publish(marks);
         work.topology_round.observe(started.elapsed().as_secs_f64());
         published.publish(PublishedTopology {
             by_network,

@@ -206,6 +206,7 @@ mod tests {
                 .map(|n| BlockNode {
                     name: (*n).to_owned(),
                     degraded: false,
+                    bad_uplink: false,
                 })
                 .collect(),
         };

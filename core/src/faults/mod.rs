@@ -46,6 +46,7 @@
 pub mod classes;
 pub mod input;
 pub mod labels;
+pub mod round;
 pub mod select;
 pub mod tracker;
 

@@ -113,6 +113,7 @@ fn topology(a2_degraded: bool) -> MeasuredTopology {
     let node = |name: &str, degraded| BlockNode {
         name: name.into(),
         degraded,
+        bad_uplink: false,
     };
     MeasuredTopology {
         zones: vec![ZoneBlocks {
@@ -217,7 +218,8 @@ async fn it_applies_what_changed_and_only_that() {
     assert_eq!(
         writes[0].body,
         json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a1", "labels": {
-            "netaware.io/block": "zone-a-1", "netaware.io/degraded": "false"}}})
+            "netaware.io/block": "zone-a-1", "netaware.io/degraded": "false",
+            "netaware.io/bad-uplink": "false"}}})
     );
     assert_eq!(
         writes[6].body,

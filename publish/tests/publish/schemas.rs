@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use netaware_core::measured_topology::{
     Block, BlockNode, LinkCost, MeasuredTopology, NetworkCosts, ZoneBlocks,
 };
-use netaware_publish::objects::{BLOCK_LABEL, DEGRADED_LABEL, Kind};
+use netaware_publish::objects::{BAD_UPLINK_LABEL, BLOCK_LABEL, DEGRADED_LABEL, Kind};
 use netaware_publish::{Format, KueueVersion, Object, RenderOptions, render};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -142,7 +142,7 @@ fn node_refusal(body: &Value) -> Option<String> {
     }
     let labels = body["metadata"]["labels"].as_object()?;
     let keys: BTreeSet<&str> = labels.keys().map(String::as_str).collect();
-    if keys != BTreeSet::from([BLOCK_LABEL, DEGRADED_LABEL]) {
+    if keys != BTreeSet::from([BLOCK_LABEL, DEGRADED_LABEL, BAD_UPLINK_LABEL]) {
         return Some(format!("labels {keys:?}"));
     }
     let bad: Vec<&Value> = labels
@@ -152,8 +152,10 @@ fn node_refusal(body: &Value) -> Option<String> {
     if !bad.is_empty() {
         return Some(format!("label values {bad:?}"));
     }
-    if !["true", "false"].contains(&labels[DEGRADED_LABEL].as_str()?) {
-        return Some("degraded is not true or false".into());
+    for label in [DEGRADED_LABEL, BAD_UPLINK_LABEL] {
+        if !["true", "false"].contains(&labels[label].as_str()?) {
+            return Some(format!("{label} is not true or false"));
+        }
     }
     None
 }
@@ -162,6 +164,7 @@ fn node(name: &str, degraded: bool) -> BlockNode {
     BlockNode {
         name: name.into(),
         degraded,
+        bad_uplink: false,
     }
 }
 
@@ -261,7 +264,7 @@ fn the_objects_say_what_was_measured() {
     let a3 = labels.iter().find(|o| o.name == "a3").unwrap();
     assert_eq!(
         a3.body["metadata"]["labels"],
-        json!({BLOCK_LABEL: "zone-a-2", DEGRADED_LABEL: "true"})
+        json!({BLOCK_LABEL: "zone-a-2", DEGRADED_LABEL: "true", BAD_UPLINK_LABEL: "false"})
     );
     let hypernodes = render(&topology, Format::Volcano, &options);
     let zone_a = hypernodes.iter().find(|o| o.name == "zone-zone-a").unwrap();
