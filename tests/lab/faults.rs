@@ -164,6 +164,17 @@ fn a_bad_nic_a_bad_uplink_a_bad_path_and_a_wrong_label_are_each_named_as_what_th
     // And it holds: three rounds later, the same faults and nothing else.
     std::thread::sleep(Duration::from_secs(6));
     assert_eq!(named(&read()), expected);
+    // The published topology marks the rack behind the bad uplink, and
+    // only it, for the schedulers that read labels.
+    let topology = system.topology().unwrap();
+    let behind: BTreeSet<&str> = topology
+        .zones
+        .iter()
+        .flat_map(|zone| &zone.blocks)
+        .flat_map(|block| &block.behind_bad_uplink)
+        .map(String::as_str)
+        .collect();
+    assert_eq!(behind, BTreeSet::from(["a4", "a5", "a6"]), "{topology:?}");
     // The table names them for people.
     let table = system.ask(&["faults"]).unwrap();
     println!("{table}");
