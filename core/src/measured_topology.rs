@@ -139,6 +139,34 @@ impl MeasuredTopology {
         })
     }
 
+    /// One zone's topology from its blocks, numbered from 1, each node as
+    /// (name, degraded, behind a bad uplink); no region, no costs. What the
+    /// renderers' and consumers' tests start from.
+    pub fn one_zone(zone: &str, blocks: &[&[(&str, bool, bool)]]) -> Self {
+        let blocks = (1..)
+            .zip(blocks)
+            .map(|(number, nodes)| Block {
+                number,
+                nodes: nodes
+                    .iter()
+                    .map(|&(name, degraded, bad_uplink)| BlockNode {
+                        name: name.to_owned(),
+                        degraded,
+                        bad_uplink,
+                    })
+                    .collect(),
+            })
+            .collect();
+        Self {
+            zones: vec![ZoneBlocks {
+                zone: zone.to_owned(),
+                region: String::new(),
+                blocks,
+            }],
+            costs: NetworkCosts::default(),
+        }
+    }
+
     /// Marks the nodes of every open block uplink fault among `marks` (of
     /// this topology's network) as behind a bad uplink, by name: a fault
     /// opened a round or more ago keeps its nodes though their block may

@@ -203,7 +203,6 @@ impl NodePlaces {
 mod tests {
     use super::*;
     use crate::cluster::ClusterSpec;
-    use netaware_core::measured_topology::{Block, BlockNode, ZoneBlocks};
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
@@ -254,28 +253,13 @@ mod tests {
 
     #[test]
     fn netaware_publishes_its_blocks_and_keeps_degraded_nodes_and_bad_uplinks_out() {
-        let node = |name: &str, degraded, bad_uplink| BlockNode {
-            name: name.into(),
-            degraded,
-            bad_uplink,
-        };
-        let topology = MeasuredTopology {
-            zones: vec![ZoneBlocks {
-                zone: "zone-a".into(),
-                region: String::new(),
-                blocks: vec![
-                    Block {
-                        number: 1,
-                        nodes: vec![node("a1", false, false), node("a2", true, false)],
-                    },
-                    Block {
-                        number: 2,
-                        nodes: vec![node("a3", false, false), node("a4", false, true)],
-                    },
-                ],
-            }],
-            ..MeasuredTopology::default()
-        };
+        let topology = MeasuredTopology::one_zone(
+            "zone-a",
+            &[
+                &[("a1", false, false), ("a2", true, false)],
+                &[("a3", false, false), ("a4", false, true)],
+            ],
+        );
         let usable = |keep_off| {
             let places = NodePlaces::published(&topology, keep_off);
             assert_eq!(places.get("a1").unwrap().rack.as_deref(), Some("zone-a-1"));

@@ -360,30 +360,17 @@ pub fn to_yaml(objects: &[Object]) -> Result<String, serde_yaml::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netaware_core::measured_topology::{Block, BlockNode, ZoneBlocks};
 
     #[test]
     fn nodes_degraded_and_behind_a_bad_uplink_are_labelled_apart() {
-        let node = |name: &str, degraded, bad_uplink| BlockNode {
-            name: name.into(),
-            degraded,
-            bad_uplink,
-        };
-        let topology = MeasuredTopology {
-            zones: vec![ZoneBlocks {
-                zone: "a".into(),
-                region: String::new(),
-                blocks: vec![Block {
-                    number: 1,
-                    nodes: vec![
-                        node("a1", false, false),
-                        node("a2", true, false),
-                        node("a3", false, true),
-                    ],
-                }],
-            }],
-            ..MeasuredTopology::default()
-        };
+        let topology = MeasuredTopology::one_zone(
+            "a",
+            &[&[
+                ("a1", false, false),
+                ("a2", true, false),
+                ("a3", false, true),
+            ]],
+        );
         let labels: Vec<(String, Value, Value)> =
             render(&topology, Format::Labels, &RenderOptions::default())
                 .into_iter()
