@@ -248,6 +248,7 @@ impl EndEstimates {
         }
         let mut gathered = vec![Gathered::default(); self.zones * self.zones];
         let mut residuals = Residuals::new(self.zones);
+        residuals.reserve(pairs.len());
         for pair in pairs.iter().filter(|p| !p.stale && !p.terms.dead) {
             let (Some(src_zone), Some(dst_zone)) = (
                 self.zone(End::Node(pair.src)),

@@ -124,6 +124,14 @@ impl Residuals {
         }
     }
 
+    /// Room for `pairs` more measured pairs: a whole matrix's, taken in
+    /// one allocation, holds a third less than the same grown by doubling
+    /// (40 bytes a pair; 13 MB rather than 21 at 320,000 pairs, in every
+    /// warm snapshot).
+    pub fn reserve(&mut self, pairs: usize) {
+        self.measured.reserve_exact(pairs);
+    }
+
     /// Adds a measured pair and what the coordinates predicted for it.
     pub fn add(&mut self, src: End, dst: End, measured_ms: f64, predicted_ms: f64) {
         let residual = measured_ms - predicted_ms;
